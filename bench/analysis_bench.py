@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""How long the capture analysis takes for one 10 s run of two 100 Mbit/s subflows.
+
+Target (issue 2): under 5 s on the 2-core dev machine for the two client-side captures of
+an MPTCP run, one subflow on a 9000-byte path, one on a 1500-byte path (~130k packets).
+
+    sudo .venv/bin/python bench/analysis_bench.py                 # makes the captures (root)
+    .venv/bin/python bench/analysis_bench.py --captures DIR       # reuses them
+
+Captures are made with tests/data/make_captures.py (scenario mptcp_pmtud, --rate 100mbit
+--duration 10). Wall time is the best of --repeat runs (the dev machine is shared, so the
+best run is the one least disturbed); CPU time (this process plus tshark) is printed too
+because it does not depend on what else runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from mptcplab.analysis import CaptureFile, FlowSpec, analyze_flow  # noqa: E402
+
+SCENARIO = "mptcp_pmtud"
+SPEC = FlowSpec(server_ip="10.0.3.2", server_port=5201, paths={"10.0.1.2": "A", "10.0.2.2": "B"},
+                expected_paths=("A", "B"), mptcp=True, direction="upload")
+
+
+def make(out: Path, duration: int, rate: str) -> None:
+    if os.geteuid() != 0:
+        sys.exit("making captures needs root; or pass --captures DIR")
+    subprocess.run([sys.executable, str(ROOT / "tests/data/make_captures.py"), "--rate", rate,
+                    "--duration", str(duration), "--out", str(out), SCENARIO], check=True)
+
+
+def cpu_seconds() -> float:
+    me = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--captures", type=Path, help=f"directory with {SCENARIO}__client_eth{{1,2}}.pcap")
+    ap.add_argument("--keep", type=Path, help="make the captures into this directory and keep them")
+    ap.add_argument("--duration", type=int, default=10)
+    ap.add_argument("--rate", default="100mbit")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--workers", type=int, default=None, help="tshark processes (default: CPUs)")
+    ap.add_argument("--with-router", action="store_true",
+                    help="also analyse with the router's capture of path B (3 files, de-duplicated)")
+    a = ap.parse_args()
+
+    tmp = None
+    if a.captures:
+        d = a.captures
+    else:
+        d = a.keep or Path(tempfile.mkdtemp(prefix="mptcplab-bench-"))
+        tmp = None if a.keep else d
+        make(d, a.duration, a.rate)
+    try:
+        points = ["client:eth1", "client:eth2"] + (["rb:eth1"] if a.with_router else [])
+        caps = [CaptureFile(d / f"{SCENARIO}__{p.replace(':', '_')}.pcap", p) for p in points]
+        size = sum(c.path.stat().st_size for c in caps)
+        walls, cpus = [], []
+        for _ in range(a.repeat):
+            c0, w0 = cpu_seconds(), time.perf_counter()
+            r = analyze_flow(caps, SPEC, workers=a.workers)
+            walls.append(time.perf_counter() - w0)
+            cpus.append(cpu_seconds() - c0)
+        print(f"captures: {', '.join(c.path.name for c in caps)} ({size / 1e6:.1f} MB, {r.packets} packets)")
+        print(f"verified={r.verified} negotiated={r.mptcp_negotiated} diagnostics={r.diagnostics}")
+        for s in r.subflows:
+            print(f"  path {s.path}: {s.bytes / 1e6:.1f} MB share {s.share:.2f} median_seg {s.median_seg} "
+                  f"max_frame {s.max_frame} frag_needed {s.icmp_frag_needed} retrans {s.retransmissions}")
+        best = min(walls)
+        print(f"analysis wall time: best {best:.2f} s, median {statistics.median(walls):.2f} s "
+              f"over {a.repeat} runs; CPU {statistics.median(cpus):.2f} s per run "
+              f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
+        print(f"target < 5 s: {'met' if best < 5 else 'NOT met'}")
+        return 0
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

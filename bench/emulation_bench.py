@@ -1,0 +1,179 @@
+"""Benchmark of the link-emulation backends (not a test: shared, noisy machines).
+
+For each backend (nfqueue; netem too when the kernel has it), each one-way delay
+and with/without a capture (tcpdump on both ends, as labs capture), the highest
+rate at which a link still meets tolerance: one TCP flow's goodput >= 93% of
+the rate, ping's min RTT within 2% + 0.3 ms of 2 x delay, and the delay lines
+healthy (no drops of their own, release lateness p99 <= 1 ms). Also the delay
+line's CPU per Mbit/s, from /proc/<pid>/stat (utime + stime of both directions'
+delay lines over the bytes they carried forward).
+
+``--combos`` measures the link combinations `mptcplab calibrate` must pass.
+
+Usage (root):
+  .venv/bin/python bench/emulation_bench.py [--rates 100,200,400,800,1000] [--delays 1,20]
+      [--capture both|on|off] [--seconds 3] [--combos] [--only-combos] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from mptcplab.emulation.backend import Emulator, netem_available, select_emulator
+from mptcplab.emulation.linkmodel import LinkShape
+from mptcplab.emulation.nfqueue import delayline_problems
+from mptcplab.emulation.supervise import Supervisor
+from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
+
+GOODPUT_MIN = 0.93
+COMBOS = [  # (rate, one-way delay, buffer)
+    ("100mbit", "40ms", None),
+    ("8mbit", "10ms", "80ms"),
+    ("2mbit", "75ms", "2s"),
+    ("400mbit", "1ms", None),
+]
+
+
+def rtt_ok(measured_ms: float, delay_s: float) -> bool:
+    want = 2 * delay_s * 1000
+    return abs(measured_ms - want) <= 0.02 * want + 0.3
+
+
+def start_captures(line: TwoNodeLine, wd: Path) -> list[tuple[subprocess.Popen[str], Path]]:
+    caps = []
+    for n in ("a", "b"):
+        path = wd / f"cap-{line.prefix}-{n}.pcap"
+        # as mptcplab/capture.py does: headers only, 16 MiB kernel buffer
+        p = line.popen(n, "tcpdump", "-i", "eth0", "-n", "-s", "128", "-B", "16384", "-w", str(path), "tcp", "or", "icmp")
+        caps.append((p, path))
+    time.sleep(0.5)  # tcpdump needs a moment before it captures
+    return caps
+
+
+def stop_captures(caps: list[tuple[subprocess.Popen[str], Path]]) -> int:
+    """Stops tcpdumps; returns packets they report dropped by the kernel."""
+    dropped = 0
+    for p, path in caps:
+        p.terminate()
+        _, err = p.communicate(timeout=10)
+        m = re.search(r"(\d+) packets? dropped by kernel", err)
+        dropped += int(m.group(1)) if m else 0
+        path.unlink(missing_ok=True)
+    return dropped
+
+
+def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bool, seconds: float,
+            omit: float, wd: Path) -> dict[str, Any]:
+    shape = LinkShape.parse(rate=rate, delay=delay, queue=buffer)
+    assert shape.rate_bps
+    bdp = shape.rate_bps / 8 * 2 * shape.delay_s
+    row: dict[str, Any] = {"backend": em.name, "rate": rate, "delay": delay, "buffer": buffer, "capture": capture}
+    with TwoNodeLine(mtu=1500) as line, Supervisor(line.host_argv, wd / "logs") as sup:
+        line.apply(em, shape, shape, wd, sup)
+        line.tcp_buffers(int(max(4 * bdp, 6 * 2**20)))  # >= 2 x BDP, as calibrate does
+        ping = line.ping("a", count=30, interval=0.02 if shape.delay_s < 0.05 else 0.05)
+        caps = start_captures(line, wd) if capture else []
+        t0 = time.monotonic()
+        res = line.iperf3("a", seconds=seconds, omit=int(omit))
+        elapsed = time.monotonic() - t0
+        cpu = sum(rd.cpu_seconds() or 0.0 for rd in sup.running)
+        row["capture_drops"] = stop_captures(caps) if caps else None
+        sup.check()
+        stats = sup.stop_all()
+    gp = goodput_bps(res) if "end" in res and "sum_received" in res.get("end", {}) else 0.0
+    fwd = next((s for name, s in stats.items() if name.startswith("delayline b:") and s), None)
+    row.update({
+        "rtt_min_ms": ping.min_ms, "rtt_avg_ms": ping.avg_ms, "rtt_want_ms": 2 * shape.delay_s * 1000,
+        "rtt_ok": rtt_ok(ping.min_ms, shape.delay_s),
+        "goodput_mbps": gp / 1e6, "goodput_ratio": gp / shape.rate_bps,
+        "goodput_ok": gp >= GOODPUT_MIN * shape.rate_bps,
+        "retransmits": res.get("end", {}).get("sum_sent", {}).get("retransmits"),
+        "iperf_s": round(elapsed, 2),
+    })
+    if fwd:
+        mbit = fwd["bytes"] * 8 / 1e6
+        row.update({
+            "delayline_cpu_s": round(cpu, 3),
+            "cpu_pct_core_per_mbps": round(100 * cpu / mbit, 4) if mbit else None,
+            "enobufs": sum(s.get("enobufs", 0) for s in stats.values() if s),
+            "queue_full_drops": sum((s.get("queue_full_drops") or 0) for s in stats.values() if s),
+            "lateness_p99_us": max(s["lateness_us"]["p99"] for s in stats.values() if s),
+            "lateness_max_us": max(s["lateness_us"]["max"] for s in stats.values() if s),
+        })
+    # the delay lines must also have kept time and lost nothing themselves
+    row["problems"] = [f"{name}: {p}" for name, s in stats.items() if s for p in delayline_problems(s)]
+    row["ok"] = bool(row["rtt_ok"] and row["goodput_ok"] and not row["problems"])
+    return row
+
+
+def fmt(row: dict[str, Any]) -> str:
+    cpu = row.get("cpu_pct_core_per_mbps")
+    return (f"{row['backend']:7} {row['rate']:>8} {row['delay']:>5} buf={str(row['buffer']):5} "
+            f"cap={'on ' if row['capture'] else 'off'} rtt min/avg {row['rtt_min_ms']:.3f}/{row['rtt_avg_ms']:.3f} "
+            f"(want {row['rtt_want_ms']:.1f}) goodput {row['goodput_mbps']:.1f} Mbit/s "
+            f"({100 * row['goodput_ratio']:.1f}%) retr={row['retransmits']} "
+            f"cpu={'-' if cpu is None else f'{cpu:.3f}%core/Mbps'} "
+            f"late_p99={row.get('lateness_p99_us', '-')}us enobufs={row.get('enobufs', '-')} "
+            f"capdrops={row.get('capture_drops')} {'OK' if row['ok'] else 'FAIL'}"
+            + (f" ({'; '.join(row['problems'])})" if row["problems"] else ""))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rates", default="100,200,400,800,1000", help="Mbit/s, comma separated")
+    ap.add_argument("--delays", default="1,20", help="one-way ms, comma separated")
+    ap.add_argument("--capture", choices=("both", "on", "off"), default="both")
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--combos", action="store_true", help="also the calibrate acceptance combos")
+    ap.add_argument("--only-combos", action="store_true")
+    ap.add_argument("--json", type=Path, help="write all rows here")
+    a = ap.parse_args()
+    if os.geteuid() != 0:
+        print("needs root (network namespaces)", file=sys.stderr)
+        return 2
+
+    backends = [select_emulator("nfqueue", False)]
+    if netem_available():
+        backends.append(select_emulator("netem", True))
+    else:
+        print("# netem: not available on this kernel, nfqueue only")
+    print(f"# host: {os.cpu_count()} cores, load {os.getloadavg()}")
+    rows: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory(prefix="mptcplab-bench-") as tmp:
+        wd = Path(tmp)
+        for em in backends:
+            if a.combos or a.only_combos:
+                for rate, delay, buf in COMBOS:
+                    row = measure(em, rate, delay, buf, False, max(a.seconds, 5), 2, wd)
+                    rows.append({**row, "kind": "combo"})
+                    print(fmt(row), flush=True)
+            if a.only_combos:
+                continue
+            caps = {"both": (False, True), "on": (True,), "off": (False,)}[a.capture]
+            for delay in a.delays.split(","):
+                for cap in caps:
+                    best = None
+                    for rate in a.rates.split(","):
+                        row = measure(em, f"{rate}mbit", f"{delay}ms", None, cap, a.seconds, 1, wd)
+                        rows.append({**row, "kind": "sweep"})
+                        print(fmt(row), flush=True)
+                        if row["ok"]:
+                            best = rate
+                    print(f"## {em.name} delay {delay} ms capture {'on' if cap else 'off'}: "
+                          f"highest rate within tolerance: {best or 'none'} Mbit/s", flush=True)
+    if a.json:
+        a.json.write_text(json.dumps(rows, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,45 @@
+# mptcplab appliance: Vagrantfile, ansible/, images/, docker-compose.yml (docs/appliance.md).
+# Included by the top-level Makefile; nothing here is named test or lab-%.
+#
+#   make test-appliance          every appliance check (tests/appliance, marker `appliance`)
+#   make appliance-images        build mptcplab/{host,router,jupyter} with no registry
+#   make appliance-kernel-check  the kernel patches against the pinned source
+#   make appliance-lint          ansible-lint and the playbook's syntax check
+#   make appliance-validate      vagrant validate
+#   make appliance-clean         remove the appliance images and caches
+VENV ?= .venv
+APPLIANCE_PYTEST_ARGS ?=
+APPLIANCE_CACHE ?= /var/cache/mptcplab
+
+.PHONY: test-appliance appliance-deps appliance-dockerd appliance-images \
+        appliance-kernel-check appliance-lint appliance-validate appliance-containerlab \
+        appliance-clean
+
+appliance-deps:
+	@tests/appliance/host-deps.sh
+
+appliance-dockerd: appliance-deps
+	@tests/appliance/ensure-dockerd.sh
+
+test-appliance: bootstrap-test appliance-dockerd
+	$(VENV)/bin/python -m pytest -q -rs -m appliance -p no:cacheprovider tests/appliance $(APPLIANCE_PYTEST_ARGS)
+
+appliance-images: appliance-dockerd
+	images/build.sh --offline
+
+appliance-containerlab:
+	@images/containerlab-build.sh
+
+appliance-kernel-check: appliance-deps
+	images/kernel/check.sh
+
+appliance-lint: appliance-deps
+	cd ansible && ansible-lint --offline && ansible-playbook --syntax-check site.yml
+
+appliance-validate: appliance-deps
+	d=$$(mktemp -d); VAGRANT_DOTFILE_PATH=$$d vagrant validate --ignore-provider; rc=$$?; rm -rf $$d; exit $$rc
+
+appliance-clean:
+	-docker image rm mptcplab/jupyter:latest mptcplab/router:latest mptcplab/host:latest mptcplab/debian-base:bookworm
+	-docker image prune -f --filter label=org.mptcplab.image
+	rm -rf $(APPLIANCE_CACHE)

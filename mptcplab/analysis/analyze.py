@@ -1,0 +1,132 @@
+"""``analyze_flow``: captures of one iperf3 run in, tables and a verdict out.
+
+Hand-written orchestration of the modules beside it: tshark extraction (tshark.py),
+subflow/connection identification (flows.py), numbers and time series (stats.py) and the
+one-line reasons (diagnose.py). See flows.py for how the data connection is picked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import diagnose
+from .flows import dss_missing, find_subflows, group_connections, orient_tcp, pick_data_connection
+from .model import CaptureFile, FlowAnalysis, FlowSpec, SubflowResult
+from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
+from .tshark import extract
+
+
+def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
+                 workers: int | None = None) -> FlowAnalysis:
+    """Analyse the capture files taken at one or more points during one iperf3 run.
+
+    The time origin of every time in the result is the data connection's first SYN (or its
+    first captured packet when the SYN was not captured). ``workers``: parallel tshark
+    processes, default one per CPU. IPv4 only: the labs are IPv4, and IPv6 fields (and
+    ICMPv6 Packet Too Big) are not extracted.
+    """
+    t_start = time.perf_counter()
+    pk = extract(captures, workers=workers, server_port=spec.server_port)
+    result = analyze_packets(pk, [c.point for c in captures], spec, bin_s)
+    result.warnings = list(pk.attrs.get("warnings", [])) + result.warnings
+    result.analysis_seconds = time.perf_counter() - t_start
+    return result
+
+
+def _empty_ts() -> pd.DataFrame:
+    return pd.DataFrame({"t": pd.Series(dtype=float), "path": pd.Series(dtype=object),
+                         "subflow": pd.Series(dtype=object), "bytes": pd.Series(dtype=np.int64),
+                         "mbps": pd.Series(dtype=float)})
+
+
+def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
+                    bin_s: float = 0.1) -> FlowAnalysis:
+    """The analysis on an already extracted packet table (see tshark.extract)."""
+    upload = spec.direction == "upload"
+    t = orient_tcp(pk, spec.server_port)
+    subs = find_subflows(t, points, upload)
+    conns = group_connections(subs)
+    cid = pick_data_connection(conns)
+    seen_ips = set(pk["ip_src"].unique()) | set(pk["ip_dst"].unique())
+
+    if cid is None:
+        return FlowAnalysis(
+            mptcp_negotiated=False, fallback=spec.mptcp, verified=False, subflows=[], add_addrs=[],
+            diagnostics=[f"no TCP connection to port {spec.server_port} in the captures "
+                         f"({', '.join(points) or 'no capture points'})"],
+            timeseries=_empty_ts(), icmp_events=pd.DataFrame(columns=ICMP_COLUMNS),
+            packets=len(pk), analysis_seconds=0.0, connections=0,
+        )
+
+    conn = conns[cid]
+    ini = next((s for s in conn if s.kind != "mp_join"), None)
+    if ini is not None and ini.syn_first_t is not None:
+        t0 = ini.syn_first_t
+    else:
+        t0 = float(min(t["t"].to_numpy()[s.rows[s.point]].min() for s in conn))
+
+    negotiated = bool(ini is not None and ini.kind == "mp_capable" and ini.synack_mp
+                      and ini.third_ack_mpc)
+    mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
+    mp_fail_t = min(mp_fail) if mp_fail else None
+    dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
+    fallback = (spec.mptcp and not negotiated) or (negotiated and (mp_fail_t is not None or dss[2]))
+
+    paths = dict(spec.paths)
+    icmp = icmp_for_subflows(pk, conn, spec.server_port, paths, t0)
+    numbers = {s.key: subflow_numbers(t, s, upload, t0) for s in conn}
+    total = sum(n["bytes"] for n in numbers.values())
+
+    results: list[SubflowResult] = []
+    for s in conn:
+        n = numbers[s.key]
+        name = f"{s.cip}:{s.cport}"
+        mine = icmp[icmp["subflow"] == name] if not icmp.empty else icmp
+        frag = mine[(mine["type"] == 3) & (mine["code"] == 4)] if not mine.empty else mine
+        mtus: list[int] = []
+        for m in frag["mtu"] if not frag.empty else []:
+            if not pd.isna(m) and int(m) not in mtus:
+                mtus.append(int(m))
+        results.append(SubflowResult(
+            path=paths.get(s.cip), src=s.cip, sport=s.cport, dst=s.sip, dport=s.sport,
+            initial=s.kind != "mp_join", established=s.established,
+            bytes=n["bytes"], retrans_bytes=n["retrans_bytes"], retransmissions=n["retransmissions"],
+            share=(n["bytes"] / total) if total else 0.0,
+            segments=n["segments"], median_seg=n["median_seg"], max_seg=n["max_seg"],
+            max_frame=n["max_frame"], icmp_frag_needed=len(frag),
+            icmp_first_t=float(frag["t"].min()) if len(frag) else None, icmp_mtus=mtus,
+            first_data_t=n["first_data_t"], last_data_t=n["last_data_t"],
+            syn_attempts=s.syn_attempts, rst=s.rst_t is not None,
+            kind=s.kind, point=s.point, acked_bytes=n["acked_bytes"], syn_answered=s.synack_seen,
+        ))
+
+    add_addrs: list[str] = []
+    for s in conn:
+        add_addrs += [a for a in s.add_addrs if a not in add_addrs]
+    others = [s for c, ss in conns.items() if c != cid for s in ss]
+
+    diags = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0)
+    plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
+                                     negotiated=negotiated)
+    diags += plines
+    if spec.mptcp:
+        verified = negotiated and not fallback and ok >= set(spec.expected_paths)
+    else:
+        main = next((r for r in results if r.initial), None)
+        verified = main is not None and main.carried_data and ok >= set(spec.expected_paths)
+
+    warnings = [f"subflow {r.name} is from an address on no known path" for r in results
+                if r.path is None]
+    how = (f"{cid}: most payload of {len(conns)} connection(s) to port {spec.server_port}"
+           + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else ""))
+    return FlowAnalysis(
+        mptcp_negotiated=negotiated, fallback=fallback, verified=verified,
+        subflows=results, add_addrs=add_addrs, diagnostics=diags,
+        timeseries=timeseries(t, conn, paths, upload, t0, bin_s),
+        icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
+        t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,
+    )

@@ -1,0 +1,158 @@
+"""One line per problem, saying the reason the capture shows.
+
+Hand-written rules. A subflow that silently never forms is the most common failure of MPTCP
+testbeds, so for every expected path without a working subflow this names the furthest the
+evidence goes: no join attempted at all, a join SYN that was never answered, answered with
+an ICMP error or a RST, a SYN/ACK without MP_JOIN, or a subflow that was established but
+whose data never got through (with the ICMP frag-needed count that tells PMTUD from a black
+hole). Only observed facts go into a line; where a line suggests a cause it says what to check.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from .flows import Subflow
+from .model import FlowSpec, SubflowResult
+
+ICMP_UNREACH_CODES = {
+    0: "net unreachable", 1: "host unreachable", 2: "protocol unreachable", 3: "port unreachable",
+    4: "fragmentation needed", 5: "source route failed", 9: "net prohibited",
+    10: "host prohibited", 13: "communication administratively prohibited",
+}
+
+
+#: MP_TCPRST reason codes, RFC 8684 section 3.6
+TCPRST_REASONS = {
+    0: "unspecified error", 1: "MPTCP-specific error", 2: "lack of resources",
+    3: "administratively prohibited", 4: "too much outstanding data",
+    5: "unacceptable performance", 6: "middlebox interference",
+}
+
+
+def _reason(sf: Subflow) -> str:
+    if sf.rst_reason is None:
+        return ""
+    text = TCPRST_REASONS.get(sf.rst_reason, "unknown")
+    return f" (MP_TCPRST reason {sf.rst_reason}: {text})"
+
+
+def _times(n: int) -> str:
+    return "once" if n == 1 else f"{n} times"
+
+
+def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
+                     mp_fail_t: float | None, dss: tuple[int, int, bool], t0: float) -> list[str]:
+    """Problems of the data connection itself (its initial subflow)."""
+    out: list[str] = []
+    if ini is None:
+        out.append("the data connection's initial handshake was not captured")
+        return out
+    srv = f"{ini.sip}:{ini.sport}"
+    # an unanswered initial SYN on an expected path gets its "path X:" line from path_lines
+    on_expected = spec.paths.get(ini.cip) in spec.expected_paths
+    if ini.syn_attempts and not ini.synack_seen and on_expected:
+        return out
+    if ini.syn_attempts and not ini.synack_seen:
+        if ini.rst_before_synack:
+            out.append(f"SYN from {ini.cip} to {srv} answered with RST")
+        else:
+            out.append(f"SYN from {ini.cip} to {srv} sent {_times(ini.syn_attempts)}, never answered")
+        return out
+    if not spec.mptcp:
+        return out
+    if ini.kind == "tcp":
+        if ini.syn_attempts:
+            out.append("MPTCP requested but the SYN carried no MP_CAPABLE: the client did not use "
+                       "MPTCP (check mptcpize / iperf3 -m and net.mptcp.enabled)")
+        else:
+            out.append("MPTCP requested but no MP_CAPABLE seen (the handshake was not captured)")
+    elif ini.synack_seen and not ini.synack_mp:
+        out.append("MPTCP requested but SYN/ACK carried no MP_CAPABLE: fallback to TCP")
+    elif ini.synack_seen and ini.client_acked and not ini.third_ack_mpc:
+        out.append("MPTCP requested but the third ACK carried no MP_CAPABLE: fallback to TCP")
+    elif not ini.synack_seen:
+        out.append("MPTCP requested but the MP_CAPABLE SYN/ACK was not captured")
+    if negotiated:
+        if mp_fail_t is not None:
+            out.append(f"MP_FAIL seen at t={mp_fail_t - t0:.3f} s: fallback to TCP")
+        n, bare, tail = dss
+        if tail:
+            out.append(f"MPTCP negotiated but the data segments stopped carrying DSS "
+                       f"({bare} of {n} without an MPTCP option): fallback to TCP after the handshake")
+    return out
+
+
+def _icmp_text(ev: pd.DataFrame) -> str:
+    code = int(ev["code"].iloc[0])
+    what = ICMP_UNREACH_CODES.get(code, f"code {code}")
+    return f"ICMP destination unreachable ({what}) from {ev['src'].iloc[0]}"
+
+
+def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame) -> str:
+    join = sf.kind == "mp_join"
+    syn_name = "MP_JOIN SYN" if join else "SYN"
+    mine = icmp[icmp["subflow"] == res.name] if not icmp.empty else icmp
+    unreach = mine[(mine["type"] == 3) & (mine["code"] != 4)] if not mine.empty else mine
+    if sf.established:
+        frag = res.icmp_frag_needed
+        fr = (f"{frag} ICMP frag-needed, mtu {', '.join(map(str, res.icmp_mtus)) or '?'}"
+              if frag else "no ICMP frag-needed seen")
+        if res.bytes == 0:
+            return f"path {p}: subflow established but carried no data ({fr})"
+        return (f"path {p}: subflow established but carried no data: none of its {res.bytes} bytes "
+                f"acknowledged ({res.segments} segments, {res.retransmissions} retransmitted, "
+                f"largest segment {res.max_seg}, largest packet {res.max_frame}; {fr})")
+    if sf.synack_seen and join and not sf.synack_mp:
+        return f"path {p}: SYN/ACK to the MP_JOIN carried no MP_JOIN (join refused)"
+    if sf.rst_before_synack:
+        return f"path {p}: {'MP_JOIN' if join else 'SYN'} answered with RST{_reason(sf)}"
+    if sf.synack_seen and sf.client_acked and sf.rst_server_t is not None:
+        hint = " - check the server's subflow limit (ip mptcp limits)" if join else ""
+        return (f"path {p}: {'MP_JOIN' if join else 'connection'} refused: the server answered "
+                f"the third ACK with RST{_reason(sf)}{hint}")
+    if not unreach.empty:
+        return (f"path {p}: {_icmp_text(unreach)} for the {syn_name} "
+                f"({sf.syn_attempts} SYNs, {len(unreach)} ICMP errors)")
+    if sf.synack_seen and not sf.client_acked:
+        return f"path {p}: {syn_name} answered, but no third ACK from {sf.cip} was captured"
+    if sf.syn_attempts:
+        return f"path {p}: {syn_name} from {sf.cip} sent {_times(sf.syn_attempts)}, never answered"
+    return f"path {p}: subflow {res.name} seen without handshake or data"
+
+
+def path_lines(spec: FlowSpec, conn: list[Subflow], results: list[SubflowResult],
+               others: list[Subflow], add_addrs: list[str], icmp: pd.DataFrame,
+               seen_ips: set[str], negotiated: bool = True) -> tuple[list[str], set[str]]:
+    """A line for every expected path that has no established subflow carrying data.
+    Returns (lines, paths that are fine)."""
+    lines: list[str] = []
+    ok: set[str] = set()
+    res_by_key = {(r.src, r.sport): r for r in results}
+    for p in spec.expected_paths:
+        mine = [(sf, res_by_key[(sf.cip, sf.cport)]) for sf in conn
+                if spec.paths.get(sf.cip) == p and (sf.cip, sf.cport) in res_by_key]
+        if any(sf.established and r.carried_data for sf, r in mine):
+            ok.add(p)
+            continue
+        if mine:
+            # the most advanced attempt tells the most: established first, then answered
+            sf, r = max(mine, key=lambda m: (m[0].established, m[0].synack_seen, m[0].syn_attempts))
+            lines.append(_subflow_line(p, sf, r, icmp))
+            continue
+        ips = sorted(ip for ip, lab in spec.paths.items() if lab == p)
+        ip_txt = "/".join(ips) or f"an address of path {p}"
+        elsewhere = [o for o in others if o.cip in ips and o.kind == "mp_join"]
+        if not spec.mptcp:
+            lines.append(f"path {p}: no TCP connection from {ip_txt} to {spec.server_ip}:{spec.server_port}")
+        elif not negotiated:
+            lines.append(f"path {p}: no subflow: MPTCP was not negotiated, so no join was possible")
+        elif elsewhere:
+            lines.append(f"path {p}: no MP_JOIN from {ip_txt} on the data connection, though another "
+                         f"connection got one - check the subflow limits (ip mptcp limits)")
+        else:
+            aa = f"ADD_ADDR seen for {', '.join(add_addrs)}" if add_addrs else "no ADD_ADDR seen"
+            tail = "" if set(ips) & seen_ips else f"; no packet from {ip_txt} in any capture"
+            lines.append(f"path {p}: no MP_JOIN attempted ({aa}, no join from {ip_txt}{tail}) "
+                         f"- check endpoints/limits")
+    return lines, ok

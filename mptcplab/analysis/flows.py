@@ -1,0 +1,305 @@
+"""Which packets belong to which subflow, and which subflows form the data connection.
+
+Hand-written: tshark's own MPTCP stream analysis (``mptcp.analyze_mptcp``) would do the
+grouping too, but it is stateful, so it forbids cutting a file into chunks for parallel
+dissection, and it costs time on every packet. The grouping needs only the handshakes:
+
+* A subflow is a TCP 4-tuple with the server port on one side; the other side is the
+  client. A packet is "from the client" when it goes to the server port.
+* MPTCP v1 (RFC 8684): the SYN/ACK of the MP_CAPABLE handshake carries the server's key
+  (the third ACK repeats it as the receiver's key). The server's *token* is the most
+  significant 32 bits of SHA-256 of that key (SHA-1 in MPTCP v0, also tried). An MP_JOIN SYN
+  names the connection it joins by that token, so joins are matched to connections exactly,
+  even with two MPTCP connections on the same ports (iperf3's control and data connections).
+* A subflow seen at several capture points is counted from one point only (see
+  find_subflows: most data segments, then nearest the sender by TTL); handshake facts (SYN
+  answered, RST, ...) are taken from all points.
+
+The data connection is the connection (MP_CAPABLE subflow plus its joins, or a plain TCP
+connection) whose subflows carry the most TCP payload, both directions summed, at their
+chosen points. iperf3's control connection carries a few hundred bytes; the data
+connection carries the test.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .tshark import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, RST, SYN
+
+
+@dataclass
+class Subflow:
+    """Evidence about one TCP 4-tuple, gathered over all capture points."""
+
+    cip: str
+    cport: int
+    sip: str
+    sport: int
+    #: point -> row positions (into the oriented TCP table) of this subflow at that point
+    rows: dict[str, np.ndarray] = field(default_factory=dict)
+    point: str = ""                 # the point its numbers come from (see find_subflows)
+    kind: str = "tcp"               # "mp_capable", "mp_join", "tcp" (what the SYN carried)
+    syn_first_t: float | None = None
+    syn_attempts: int = 0           # client SYNs, max over points (a retransmitted SYN counts)
+    synack_seen: bool = False
+    synack_mp: bool = False         # the SYN/ACK carried the same MPTCP option as the SYN
+    third_ack_mpc: bool = False     # the client's third ACK carried MP_CAPABLE
+    client_acked: bool = False      # a client packet without SYN after the SYN/ACK
+    server_acked: bool = False      # then a server packet without SYN/RST (a join's 4th ACK)
+    server_key: int | None = None
+    join_token: int | None = None
+    rst_t: float | None = None      # first RST from either side
+    rst_server_t: float | None = None   # first RST from the server side (or a router forging it)
+    rst_before_synack: bool = False     # the server side answered the SYN with RST
+    rst_reason: int | None = None       # MP_TCPRST reason of the server side's first RST
+    mp_fail_t: float | None = None
+    add_addrs: list[str] = field(default_factory=list)
+    payload: int = 0                # both directions, at the chosen point
+    conn: str = ""                  # connection id
+
+    @property
+    def key(self) -> tuple[str, int, str, int]:
+        return (self.cip, self.cport, self.sip, self.sport)
+
+    @property
+    def established(self) -> bool:
+        if self.syn_attempts == 0:
+            # handshake before the capture started: traffic both ways proves it
+            return self.payload > 0 or self.client_acked
+        ok = self.synack_seen and self.client_acked
+        if self.kind == "mp_join":
+            # RFC 8684 3.2: a join is established when the third ACK (with the HMAC) is
+            # acknowledged; a server refusing the join answers it with RST instead
+            ok = ok and self.synack_mp and self.server_acked
+        return ok
+
+
+def tokens_of_key(key: int) -> tuple[int, int]:
+    """The token for a 64-bit MPTCP key: (v1 SHA-256, v0 SHA-1), RFC 8684 / RFC 6824."""
+    b = key.to_bytes(8, "big")
+    return (int.from_bytes(hashlib.sha256(b).digest()[:4], "big"),
+            int.from_bytes(hashlib.sha1(b).digest()[:4], "big"))
+
+
+def mp_mask(col: pd.Series) -> np.ndarray:
+    """MPTCP option subtypes of each packet as a bit mask (bit n: subtype n present)."""
+    uniq: dict[str, int] = {}
+    for v in col.unique():
+        m = 0
+        for part in str(v).split(","):
+            if part.strip().isdigit():
+                m |= 1 << int(part)
+        uniq[v] = m
+    return col.map(uniq).to_numpy(dtype=np.int64)
+
+
+def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
+    """TCP packets to/from the server port, with client/server sides and a bitmask of MPTCP
+    subtypes. ICMP rows (which carry a quoted TCP header) are left out."""
+    tcp = pk[pk["icmp_type"].isna() & pk["sport"].notna()]
+    to_srv = (tcp["dport"] == server_port).to_numpy()
+    from_srv = (tcp["sport"] == server_port).to_numpy()
+    tcp = tcp[to_srv | from_srv].reset_index(drop=True)
+    fc = (tcp["dport"] == server_port).to_numpy()
+    out = pd.DataFrame({
+        "t": tcp["t"].to_numpy(),
+        "point": tcp["point"].to_numpy(),
+        "from_client": fc,
+        "cip": np.where(fc, tcp["ip_src"], tcp["ip_dst"]),
+        "cport": np.where(fc, tcp["sport"], tcp["dport"]).astype(np.int64),
+        "sip": np.where(fc, tcp["ip_dst"], tcp["ip_src"]),
+        "sport": np.where(fc, tcp["dport"], tcp["sport"]).astype(np.int64),
+        "ip_len": tcp["ip_len"].to_numpy(),
+        "ttl": tcp["ip_ttl"].to_numpy(),
+        "tlen": tcp["tlen"].fillna(0).to_numpy(dtype=np.int64),
+        "seq": tcp["seq"].to_numpy(),
+        "ack": tcp["ack"].to_numpy(),
+        "flags": tcp["flags"].to_numpy(),
+        "mp": mp_mask(tcp["mp"]),
+        "sendkey": tcp["sendkey"].to_numpy(),
+        "recvkey": tcp["recvkey"].to_numpy(),
+        "recvtok": tcp["recvtok"].to_numpy(),
+        "addaddr": tcp["addaddr"].to_numpy(),
+        "rst_reason": tcp["rst_reason"].to_numpy(),
+    })
+    return out
+
+
+def _first_int(s: str, base: int = 10) -> int | None:
+    s = s.split(",")[0].strip()
+    try:
+        return int(s, base) if s and s != "nan" else None
+    except ValueError:
+        return None
+
+
+def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray) -> None:
+    """Fill handshake facts from one point's rows of this subflow (merged over points)."""
+    flags = t["flags"].to_numpy()[idx]
+    fc = t["from_client"].to_numpy()[idx]
+    mp = t["mp"].to_numpy()[idx]
+    times = t["t"].to_numpy()[idx]
+    is_syn = (flags & SYN) != 0
+    is_ack = (flags & ACK) != 0
+    syn = is_syn & ~is_ack & fc
+    synack = is_syn & is_ack & ~fc
+    n_syn = int(syn.sum())
+    sf.syn_attempts = max(sf.syn_attempts, n_syn)
+    if n_syn:
+        i0 = np.flatnonzero(syn)[0]
+        t_syn = float(times[i0])
+        sf.syn_first_t = t_syn if sf.syn_first_t is None else min(sf.syn_first_t, t_syn)
+        if mp[i0] & (1 << MP_CAPABLE):
+            sf.kind = "mp_capable"
+        elif mp[i0] & (1 << MP_JOIN):
+            sf.kind = "mp_join"
+            tok = _first_int(str(t["recvtok"].iat[idx[i0]]))
+            if tok is not None:
+                sf.join_token = tok
+    t_synack = None
+    if synack.any():
+        sf.synack_seen = True
+        j = np.flatnonzero(synack)[0]
+        t_synack = float(times[j])
+        want = MP_CAPABLE if sf.kind == "mp_capable" else MP_JOIN if sf.kind == "mp_join" else None
+        if want is not None and mp[j] & (1 << want):
+            sf.synack_mp = True
+        if sf.kind == "mp_capable":
+            k = _first_int(str(t["sendkey"].iat[idx[j]]))
+            if k is not None:
+                sf.server_key = k
+    elif n_syn == 0 and (mp & (1 << MP_JOIN)).any():
+        sf.kind = "mp_join"   # SYN not captured, but its third ACK shows it was a join
+    if t_synack is not None:
+        after = fc & ~is_syn & (times >= t_synack)
+        if after.any():
+            sf.client_acked = True
+            first = np.flatnonzero(after)[0]
+            if mp[first] & (1 << MP_CAPABLE):
+                sf.third_ack_mpc = True
+            fourth = ~fc & ~is_syn & ((flags & RST) == 0) & (times >= times[first])
+            if fourth.any():
+                sf.server_acked = True
+    elif n_syn == 0:
+        sf.client_acked = sf.client_acked or bool((fc & is_ack).any() and (~fc & is_ack).any())
+    # the server key is also echoed in the client's MP_CAPABLE ACKs (v1 third ACK, first data)
+    if sf.server_key is None:
+        mpc_client = fc & ((mp & (1 << MP_CAPABLE)) != 0) & ~is_syn
+        for j in np.flatnonzero(mpc_client)[:3]:
+            k = _first_int(str(t["recvkey"].iat[idx[j]]))
+            if k is not None:
+                sf.server_key = k
+                if sf.kind == "tcp":
+                    sf.kind = "mp_capable"
+                break
+    rst = (flags & RST) != 0
+    if rst.any():
+        j = np.flatnonzero(rst)[0]
+        sf.rst_t = float(times[j]) if sf.rst_t is None else min(sf.rst_t, float(times[j]))
+        srv_rst = rst & ~fc
+        if srv_rst.any():
+            j = np.flatnonzero(srv_rst)[0]
+            if sf.rst_server_t is None or times[j] < sf.rst_server_t:
+                sf.rst_server_t = float(times[j])
+                sf.rst_before_synack = t_synack is None or times[j] < t_synack
+                sf.rst_reason = _first_int(str(t["rst_reason"].iat[idx[j]]), base=16)
+    fail = (mp & (1 << MP_FAIL)) != 0
+    if fail.any():
+        tf = float(times[np.flatnonzero(fail)[0]])
+        sf.mp_fail_t = tf if sf.mp_fail_t is None else min(sf.mp_fail_t, tf)
+    adds = (mp & (1 << ADD_ADDR)) != 0
+    for j in np.flatnonzero(adds):
+        for a in str(t["addaddr"].iat[idx[j]]).split(","):
+            if a and a not in sf.add_addrs:
+                sf.add_addrs.append(a)
+
+
+def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) -> list[Subflow]:
+    """Group the oriented TCP table into subflows, pick each one's capture point.
+
+    The point chosen for a subflow is the one that saw the most of its data segments (the
+    sender's side sees even those lost further on); on a tie the one where those segments
+    have the highest IP TTL, i.e. the point nearest the sender, which sees segments in the
+    order they were sent (a receiver-side point can see reordering, which would look like
+    retransmissions); then the point listed first."""
+    subs: dict[tuple, Subflow] = {}
+    if t.empty:
+        return []
+    groups: dict[tuple, np.ndarray] = t.groupby(["cip", "cport", "sip", "sport", "point"],
+                                                sort=False).indices  # type: ignore[assignment]
+    rank = {p: i for i, p in enumerate(point_order)}
+    tlen = t["tlen"].to_numpy()
+    for (cip, cport, sip, sport, point), idx in groups.items():
+        sf = subs.setdefault((cip, int(cport), sip, int(sport)),
+                             Subflow(str(cip), int(cport), str(sip), int(sport)))
+        sf.rows[str(point)] = np.asarray(idx)
+    fc = t["from_client"].to_numpy()
+    ttl = t["ttl"].to_numpy()
+
+    def score(sf: Subflow, p: str) -> tuple:
+        idx = sf.rows[p]
+        data = idx[(fc[idx] == upload) & (tlen[idx] > 0)]
+        tt = ttl[data]
+        tt = tt[~np.isnan(tt)]
+        return (len(data), float(np.median(tt)) if len(tt) else -1.0, len(idx), -rank.get(p, 0))
+
+    for sf in subs.values():
+        sf.point = max(sf.rows, key=lambda p: score(sf, p))
+        for idx in sf.rows.values():
+            _handshake(sf, t, idx)
+        sf.payload = int(tlen[sf.rows[sf.point]].sum())
+    return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
+
+
+def group_connections(subs: list[Subflow]) -> dict[str, list[Subflow]]:
+    """Connection id -> subflows (initial first). Joins are matched by token."""
+    by_token: dict[int, str] = {}
+    conns: dict[str, list[Subflow]] = {}
+    for sf in subs:
+        if sf.kind == "mp_join":
+            continue
+        cid = f"{sf.cip}:{sf.cport}->{sf.sip}:{sf.sport}"
+        sf.conn = cid
+        conns[cid] = [sf]
+        if sf.kind == "mp_capable" and sf.server_key is not None:
+            for tok in tokens_of_key(sf.server_key):
+                by_token[tok] = cid
+    for sf in subs:
+        if sf.kind != "mp_join":
+            continue
+        found = by_token.get(sf.join_token) if sf.join_token is not None else None
+        # else a join to a connection whose handshake was not captured
+        cid = found or (f"token:{sf.join_token}" if sf.join_token is not None
+                        else f"join:{sf.cip}:{sf.cport}")
+        sf.conn = cid
+        conns.setdefault(cid, []).append(sf)
+    return conns
+
+
+def pick_data_connection(conns: dict[str, list[Subflow]]) -> str | None:
+    """The connection carrying most payload; connections with a captured initial subflow
+    first (an orphan join can only win when no initial subflow was captured at all)."""
+    if not conns:
+        return None
+    def weight(cid: str) -> tuple[bool, int]:
+        has_initial = any(s.kind != "mp_join" for s in conns[cid])
+        return (has_initial, sum(s.payload for s in conns[cid]))
+    return max(conns, key=weight)
+
+
+def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[int, int, bool]:
+    """Data segments in one direction at the chosen point: (total, without any MPTCP option,
+    whether the last ten all lack one). Linux stops sending MPTCP options after a fallback."""
+    idx = sf.rows[sf.point]
+    sel = (t["from_client"].to_numpy()[idx] == from_client) & (t["tlen"].to_numpy()[idx] > 0)
+    mp = t["mp"].to_numpy()[idx][sel]
+    n = len(mp)
+    if n == 0:
+        return 0, 0, False
+    bare = (mp & ((1 << DSS) | (1 << MP_CAPABLE))) == 0
+    return n, int(bare.sum()), bool(bare[-10:].all())

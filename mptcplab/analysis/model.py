@@ -1,0 +1,150 @@
+"""What the capture analysis takes and returns.
+
+Hand-written plain dataclasses (not pydantic): the results are built once from measured
+data and read by the report, the summary writer and notebooks; validation belongs to the
+lab files, not here. Every measured field is ``None`` when the capture did not show it:
+nothing is filled in with a guess.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import pandas as pd
+
+
+@dataclass(frozen=True)
+class CaptureFile:
+    """One pcap file and where it was taken, e.g. ``point="client:eth1"``."""
+
+    path: Path
+    point: str
+
+
+@dataclass(frozen=True)
+class FlowSpec:
+    """What the run was meant to do: the analysis checks the capture against it."""
+
+    server_ip: str
+    server_port: int
+    #: client IP -> path label, e.g. {"10.0.1.2": "A", "10.0.2.2": "B"}
+    paths: dict[str, str]
+    #: paths that should form a subflow, e.g. ("A", "B"); ("A",) for TCP
+    expected_paths: tuple[str, ...]
+    #: MPTCP was requested
+    mptcp: bool
+    #: upload: client -> server carries the data
+    direction: Literal["upload", "download"] = "upload"
+
+
+@dataclass
+class SubflowResult:
+    """One TCP subflow of the data connection (or the plain TCP connection).
+
+    Times are seconds relative to the data connection's first SYN. Sizes are bytes. Counts
+    come from the one capture point that saw most of this subflow (``point``), so a packet
+    seen at a router and at the host is counted once.
+    """
+
+    path: str | None
+    src: str                    # client side address and port
+    sport: int
+    dst: str                    # server side address and port
+    dport: int
+    initial: bool               # the MP_CAPABLE subflow (or the plain TCP connection)
+    established: bool           # 3-way handshake completed (MP_JOIN handshake for joins)
+    bytes: int                  # payload bytes in the data direction, retransmissions included
+    retrans_bytes: int
+    retransmissions: int
+    share: float                # bytes / total bytes of the connection
+    segments: int
+    median_seg: float | None    # TCP payload sizes of data segments
+    max_seg: int | None
+    max_frame: int | None       # largest IP packet length in the data direction
+    icmp_frag_needed: int       # ICMP type 3 code 4 quoting this subflow
+    icmp_first_t: float | None
+    icmp_mtus: list[int]
+    first_data_t: float | None
+    last_data_t: float | None
+    syn_attempts: int
+    rst: bool
+    # --- beyond the minimum contract ---
+    #: "mp_capable", "mp_join" or "tcp" (what the first SYN carried)
+    kind: str = "tcp"
+    #: capture point the numbers come from
+    point: str | None = None
+    #: highest cumulative ACK from the receiver, relative to the first data byte: what was
+    #: delivered on this subflow. None when the capture shows no ACK from the receiver.
+    acked_bytes: int | None = None
+    #: SYN/ACK seen in reply to our SYN (with MP_JOIN for a join)
+    syn_answered: bool = False
+
+    @property
+    def name(self) -> str:
+        """``src:sport``, the key used in the time series."""
+        return f"{self.src}:{self.sport}"
+
+    @property
+    def carried_data(self) -> bool:
+        """Payload went out on this subflow and, where ACKs were captured, some arrived."""
+        if self.bytes <= 0:
+            return False
+        return self.acked_bytes is None or self.acked_bytes > 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready: every field plus ``name`` and ``carried_data``."""
+        d = asdict(self)
+        d["name"] = self.name
+        d["carried_data"] = self.carried_data
+        return d
+
+
+@dataclass
+class FlowAnalysis:
+    """The verdict and tables for one iperf3 run."""
+
+    #: MP_CAPABLE in SYN, SYN/ACK and third ACK of the data connection
+    mptcp_negotiated: bool
+    #: MPTCP requested but not negotiated, or fallback after (MP_FAIL / data without DSS)
+    fallback: bool
+    #: MPTCP: negotiated and every expected path has an established subflow that carried
+    #: data; TCP: the connection was seen carrying data
+    verified: bool
+    subflows: list[SubflowResult]
+    #: ADD_ADDR addresses seen on the data connection
+    add_addrs: list[str]
+    #: one line each: the reason the evidence shows for a failure or fallback
+    diagnostics: list[str]
+    #: t (bin start, s), path, subflow ("src:sport"), bytes, mbps; one row per bin/subflow
+    timeseries: pd.DataFrame
+    #: t, src, dst, type, code, mtu, quoted_src, quoted_sport, path, point
+    icmp_events: pd.DataFrame
+    #: packets read from all capture files
+    packets: int
+    analysis_seconds: float
+    # --- beyond the minimum contract ---
+    #: absolute time (epoch seconds) of the time origin: the data connection's first SYN
+    t0_epoch: float | None = None
+    #: MPTCP (or TCP) connections to the server port seen in the captures
+    connections: int = 0
+    #: how the data connection was picked, for the report
+    data_connection: str = ""
+    #: problems that did not stop the analysis (a capture cut short, a subflow on no known path)
+    warnings: list[str] = field(default_factory=list)
+
+    def subflows_on(self, path: str) -> list[SubflowResult]:
+        return [s for s in self.subflows if s.path == path]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready verdict and per-subflow rows (the two tables are left out: write them
+        with ``timeseries.to_csv`` / ``icmp_events.to_csv``)."""
+        return {
+            "mptcp_negotiated": self.mptcp_negotiated, "fallback": self.fallback,
+            "verified": self.verified, "subflows": [s.to_dict() for s in self.subflows],
+            "add_addrs": list(self.add_addrs), "diagnostics": list(self.diagnostics),
+            "warnings": list(self.warnings), "packets": self.packets,
+            "analysis_seconds": self.analysis_seconds, "t0_epoch": self.t0_epoch,
+            "connections": self.connections, "data_connection": self.data_connection,
+        }

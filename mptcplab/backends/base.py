@@ -1,0 +1,47 @@
+"""The interface every backend implements (netns now, containerlab in the VM).
+
+Lifecycle, in the spirit of netlab's provider hooks: ``create`` (nodes and links),
+then node configuration commands run through ``run``, background processes through
+``spawn``, and ``destroy`` on every exit path. A backend only knows how to reach a
+node; what to run there is generated elsewhere as Cmd lists.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import IO, Protocol, Sequence
+
+from ..commands import Cmd
+from ..lab.network import Network
+
+
+class CommandFailed(Exception):
+    def __init__(self, c: Cmd, rendered: str, rc: int, stderr: str) -> None:
+        self.cmd = c
+        tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
+        super().__init__(f"command failed (exit {rc}): {rendered}: {tail}")
+
+
+class Backend(Protocol):
+    name: str
+
+    def create_cmds(self, net: Network) -> list[Cmd]:
+        """Host-side commands that create the nodes and links (shown by --dry-run)."""
+
+    def create(self, net: Network) -> None: ...
+
+    def node_argv(self, node: str, argv: Sequence[str]) -> list[str]:
+        """The host command line that runs argv on node."""
+
+    def render(self, c: Cmd) -> str:
+        """The exact host command for c, for --dry-run and the command log."""
+
+    def run(self, cmds: Sequence[Cmd]) -> list[subprocess.CompletedProcess[str]]: ...
+
+    def spawn(self, node: str, argv: Sequence[str], stdout: IO[bytes] | int | None,
+              stderr: IO[bytes] | int | None) -> subprocess.Popen[bytes]: ...
+
+    def destroy(self) -> None: ...
+
+    def workdir(self) -> Path: ...

@@ -1,0 +1,159 @@
+"""`mptcplab calibrate`: build a two-node line with the requested link, measure it,
+and say whether it is what was asked for (exit status 0 only within tolerance).
+
+The line is an ordinary in-memory lab (two hosts, one link), so it goes through
+the same validation, plan, backend and emulation as every lab run.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable
+
+from .backends.netns import NetnsBackend, clean
+from .commands import cmd
+from .emulation.backend import Emulator
+from .emulation.linkmodel import LinkShape
+from .emulation.supervise import Supervisor
+from .errors import LabInputError
+from .lab.loader import ScenarioRun, _validate
+from .lab.schema import ClabTopology, ExperimentBody
+from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
+from .plan import build_plan
+from .units import UnitError, parse_fraction, parse_rate, parse_time
+
+CLI = "command line"
+
+
+@dataclass(frozen=True)
+class CalibrateRequest:
+    rate: str
+    delay: str = "0ms"
+    jitter: str | None = None
+    loss: str | None = None
+    buffer: str | None = None
+    mtu: int = 1500
+    seconds: float = 5.0
+
+
+def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkShape]:
+    for opt, parse, val in (("--rate", parse_rate, req.rate), ("--delay", parse_time, req.delay),
+                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss)):
+        if val is not None:
+            try:
+                parse(val)
+            except UnitError as e:
+                raise LabInputError(CLI, opt, str(e)) from None
+    if not 68 <= req.mtu <= 65535:
+        raise LabInputError(CLI, "--mtu", f"must be between 68 and 65535, got {req.mtu}")
+    if req.seconds < 2:
+        raise LabInputError(CLI, "--seconds", "must be at least 2")
+    topo = _validate(ClabTopology, {"name": "calibrate", "topology": {
+        "nodes": {"a": {"kind": "linux", "image": "mptcplab/host:latest"},
+                  "b": {"kind": "linux", "image": "mptcplab/host:latest"}},
+        "links": [{"endpoints": ["a:eth1", "b:eth1"], "mtu": req.mtu}]}}, Path(CLI))
+    link = {"rate": req.rate, "delay": req.delay}
+    if req.jitter:
+        link["jitter"] = req.jitter
+    if req.loss:
+        link["loss"] = req.loss
+    if req.buffer:
+        link["queue"] = req.buffer
+    shape = LinkShape.parse(req.rate, req.delay, req.jitter, req.loss, req.buffer)
+    # autotuning, not iperf3 -w: -w is capped by net.core.wmem_max, which a namespace cannot raise
+    bdp = (shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s)
+    tcp_max = str(int(max(4 * bdp, 6 * 1024 * 1024)))
+    body = _validate(ExperimentBody, {
+        "nodes": {"a": {"role": "host"}, "b": {"role": "host"}},
+        "links": {"a:eth1": link},
+        "sysctls": {"net.ipv4.tcp_rmem": f"4096 131072 {tcp_max}", "net.ipv4.tcp_wmem": f"4096 16384 {tcp_max}"},
+        "traffic": {"flows": {"probe": {"client": "a", "server": "b", "server_address": "b:eth1", "mptcp": False}}},
+    }, Path(CLI))
+    return topo, ScenarioRun("calibrate", "", body, {}), shape
+
+
+def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
+              log: Callable[[str], None] = print) -> tuple[bool, list[Check]]:
+    topo, sc, shape = _line_lab(req)
+    clean()
+    backend = NetnsBackend()
+    plan = build_plan(topo, sc, emulator, backend.create_cmds, workdir)
+    supervisor = Supervisor(backend.node_argv, logdir=workdir)
+    link = plan.net.links[0]
+    a_ip, b_ip = str(link.addr_a.ip), str(link.addr_b.ip)
+    checks: list[Check] = []
+    try:
+        backend.begin(list(plan.net.nodes))
+        for _, cmds in plan.stages_before_daemons():
+            backend.run(cmds)
+        supervisor.start_all(plan.daemons)
+        for _, cmds in plan.stages_after_daemons():
+            backend.run(cmds)
+        interval = 0.01 if shape.delay_s < 0.05 else 0.02
+        p = backend.run([cmd(*ping_argv(b_ip, a_ip, 50, interval), node="a", check=False)])[0]
+        checks += rtt_checks(shape, p.stdout)
+        checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, req.seconds)))
+        if shape.loss > 0:
+            lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
+            checks.append(loss_check(shape, lost, total))
+        supervisor.check()
+        stats = supervisor.stop_all()
+        for name, st in (stats or {}).items():
+            log(f"delay line {name}: {json.dumps(st)}")
+    finally:
+        supervisor.close()
+        backend.destroy()
+    return all(c.ok for c in checks), checks
+
+
+def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | None:
+    srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            if backend.run([cmd("ss", "-Hltn", "sport = :5299", node="b", check=False)])[0].stdout.strip():
+                break
+            time.sleep(0.02)
+        p = backend.run([cmd(*client_argv, node="a", check=False)])[0]
+        try:
+            return json.loads(p.stdout)
+        except ValueError:
+            return None
+    finally:
+        if srv.poll() is None:
+            srv.terminate()
+        srv.wait(timeout=5)
+
+
+def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float) -> float | None:
+    # -O 1: the first second (slow start) is not the link's steady-state rate
+    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", "1", "-J"])
+    try:
+        return data["end"]["sum_received"]["bits_per_second"] / 1e6 if data else None
+    except KeyError:
+        return None
+
+
+def _udp_loss(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, seconds: float) -> tuple[int, int]:
+    rate = min((shape.rate_bps or 10**9) // 2, 20_000_000)
+    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-u", "-b", str(rate), "-l", "1000",
+                            "-t", f"{seconds:g}", "-J"])
+    try:
+        s = data["end"]["sum"] if data else {}
+        return int(s["lost_packets"]), int(s["packets"])
+    except KeyError:
+        return 0, 0
+
+
+def render(checks: list[Check]) -> str:
+    lines = [f"{'quantity':<14} {'configured':>12} {'measured':>12} {'error':>9}  tolerance"]
+    for c in checks:
+        meas = f"{c.measured:.4g}" if c.measured is not None else "none"
+        err = f"{(c.measured - c.configured) / c.configured:+.1%}" if c.measured is not None and c.configured else ""
+        lines.append(f"{c.quantity:<14} {c.configured:>12.4g} {meas:>12} {err:>9}  {c.tolerance}  "
+                     f"{'ok' if c.ok else 'OUT OF TOLERANCE'}")
+    return "\n".join(lines)

@@ -1,0 +1,175 @@
+"""Command line: run, validate, clean, doctor, calibrate, report."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from . import __version__
+from .errors import HostNotReady, LabInputError, RunFailed
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mptcplab", description="Rerun published MPTCP experiments on this kernel.")
+    p.add_argument("--version", action="version", version=f"mptcplab {__version__}")
+    sub = p.add_subparsers(dest="command", required=True)
+
+    r = sub.add_parser("run", help="run a lab: every scenario x repetition, then analyse and report")
+    r.add_argument("lab", help="lab directory (labs/mtu) or name (mtu)")
+    r.add_argument("--quick", action="store_true", help="one repetition, short durations (what the tests use)")
+    r.add_argument("--reps", type=int, help="repetitions per scenario (default: the lab's, at least 3)")
+    r.add_argument("--scenario", action="append", help="run only this scenario (repeatable)")
+    r.add_argument("--dry-run", action="store_true", help="print every command a run would execute; run none")
+    r.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results/)")
+    r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    r.add_argument("--backend", choices=["netns"], default="netns", help="where nodes run (containerlab: see docs)")
+    r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
+
+    v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
+    v.add_argument("lab")
+
+    c = sub.add_parser("clean", help="remove namespaces and processes left by killed runs")
+    c.add_argument("--all", action="store_true", help="also those of runs still alive")
+
+    d = sub.add_parser("doctor", help="what the labs need and what this host has")
+    d.add_argument("lab", nargs="?", help="also check what this lab needs")
+
+    k = sub.add_parser("calibrate", help="measure an emulated link against its configuration")
+    k.add_argument("--rate", required=True, help="e.g. 100mbit")
+    k.add_argument("--delay", default="0ms", help="one-way delay, each direction, e.g. 40ms")
+    k.add_argument("--jitter", help="e.g. 2ms (no reordering)")
+    k.add_argument("--loss", help="random loss, e.g. 1%%")
+    k.add_argument("--buffer", help="queue limit: bytes (150KB) or time at the rate (80ms)")
+    k.add_argument("--mtu", type=int, default=1500)
+    k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
+    k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+
+    rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
+    rp.add_argument("run_dir", type=Path)
+    return p
+
+
+def _emulator(force: str | None):  # type: ignore[no-untyped-def]
+    from .emulation.backend import netem_available, select_emulator
+
+    return select_emulator(force, netem_available() if force != "nfqueue" else False)
+
+
+def cmd_run(a: argparse.Namespace) -> int:
+    from .doctor import checks, lab_needs
+    from .lab.loader import load_lab
+    from .lab.loader import unsupported
+    from .labrun import RunOptions, dry_run, run_lab, select_scenarios, repetitions
+
+    lab = load_lab(a.lab)
+    opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,
+                      calibrate=not a.no_calibrate)
+    unsupported(lab)
+    select_scenarios(lab, opts.scenarios)
+    repetitions(lab, opts)
+    emulator = _emulator(a.emulation)
+    if a.dry_run:
+        dry_run(lab, emulator, opts)
+        return 0
+    problems = lab_needs(lab, checks())
+    if problems:
+        raise HostNotReady(f"lab {lab.name} cannot run here: " + "; ".join(problems))
+    run_dir, summary = run_lab(lab, emulator, opts)
+    from .results.report import print_table
+
+    print()
+    print(print_table(summary))
+    print(f"\nresults: {run_dir}")
+    print(f"report:  {run_dir / 'report.md'}" if summary["complete"] else "run INCOMPLETE: not marked latest")
+    if not summary["complete"]:
+        return 130
+    if not summary["valid"]:
+        print("RUN INVALID: " + "; ".join(summary["invalid_reasons"]), file=sys.stderr)
+        return 1
+    return 0
+
+
+def cmd_validate(a: argparse.Namespace) -> int:
+    from .lab.loader import load_lab, unsupported
+
+    lab = load_lab(a.lab)
+    unsupported(lab)
+    print(f"{lab.path}: ok: lab {lab.name}, {len(lab.topology.topology.nodes)} nodes, "
+          f"{len(lab.topology.topology.links)} links, {len(lab.scenarios)} scenarios:")
+    for s in lab.scenarios:
+        print(f"  {s.name}" + (f"  {s.sweep_point}" if s.sweep_point else ""))
+    return 0
+
+
+def cmd_clean(a: argparse.Namespace) -> int:
+    from .backends.netns import clean
+
+    removed = clean(all_runs=a.all)
+    print(f"removed {len(removed)} namespace(s)" + (": " + " ".join(removed) if removed else ""))
+    return 0
+
+
+def cmd_doctor(a: argparse.Namespace) -> int:
+    from .doctor import checks, lab_needs, render
+
+    items = checks()
+    print(render(items))
+    problems = [f"{i.name}: {i.fix}" for i in items if i.required and not i.ok]
+    if a.lab:
+        from .lab.loader import load_lab
+
+        problems = lab_needs(load_lab(a.lab), items)
+    if problems:
+        print("\nlabs cannot run here until fixed:\n  " + "\n  ".join(problems))
+        return 1
+    print("\nall labs' requirements are met on this host")
+    return 0
+
+
+def cmd_calibrate(a: argparse.Namespace) -> int:
+    from .calibrate import CalibrateRequest, calibrate, render
+
+    req = CalibrateRequest(rate=a.rate, delay=a.delay, jitter=a.jitter, loss=a.loss, buffer=a.buffer, mtu=a.mtu,
+                           seconds=a.seconds)
+    from .calibrate import _line_lab
+
+    _line_lab(req)  # validate before anything is created
+    em = _emulator(a.backend)
+    print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"
+          + (f", jitter {a.jitter}" if a.jitter else "") + (f", loss {a.loss}" if a.loss else "")
+          + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}")
+    with tempfile.TemporaryDirectory(prefix="mptcplab-cal-") as wd:
+        ok, checks = calibrate(req, em, Path(wd))
+    print(render(checks))
+    print("within tolerance" if ok else "OUT OF TOLERANCE")
+    return 0 if ok else 1
+
+
+def cmd_report(a: argparse.Namespace) -> int:
+    from .results.report import write_report
+
+    print(write_report(a.run_dir))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    a = _parser().parse_args(argv)
+    handlers = {"run": cmd_run, "validate": cmd_validate, "clean": cmd_clean, "doctor": cmd_doctor,
+                "calibrate": cmd_calibrate, "report": cmd_report}
+    try:
+        return handlers[a.command](a)
+    except LabInputError as e:
+        print(f"mptcplab: error: {e}", file=sys.stderr)
+        return 2
+    except HostNotReady as e:
+        print(f"mptcplab: host not ready: {e}", file=sys.stderr)
+        return 3
+    except RunFailed as e:
+        print(f"mptcplab: run failed: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,286 @@
+"""Loading a lab directory: parse, validate, expand scenarios, check references.
+
+Every problem becomes a LabInputError naming the file, the field path and the
+problem, in one line; nothing is created before a lab has fully validated.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import itertools
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ValidationError
+
+from ..errors import LabInputError
+from .schema import ClabTopology, Experiment, ExperimentBody, Published
+
+TOPOLOGY = "topology.clab.yml"
+EXPERIMENT = "experiment.yml"
+PUBLISHED = "published.yml"
+LAB_FILES = (TOPOLOGY, EXPERIMENT, PUBLISHED)
+
+
+@dataclass(frozen=True)
+class ScenarioRun:
+    """One concrete scenario: the experiment with its override and sweep point applied."""
+
+    name: str
+    description: str
+    body: ExperimentBody
+    sweep_point: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Lab:
+    name: str
+    path: Path
+    topology: ClabTopology
+    experiment: Experiment
+    published: Published | None
+    scenarios: tuple[ScenarioRun, ...]
+    file_hashes: dict[str, str]
+
+
+_TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict"}
+
+
+def _loc(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += ("." if out else "") + str(part)
+    return out
+
+
+def _first_error(e: ValidationError) -> tuple[str, str]:
+    err = e.errors()[0]
+    # drop pydantic's union-member tags ("str", "int", "function-after[...]") from the path
+    loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p in _TYPE_TAGS or "[" in p)))
+    msg = err["msg"].removeprefix("Value error, ")
+    if err["type"] == "extra_forbidden":
+        msg = "unknown field"
+    elif err["type"] == "missing":
+        msg = "required field missing"
+    elif err["type"] == "literal_error":
+        msg = msg.replace("Input should be", "must be")
+    return _loc(loc), msg
+
+
+def read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise LabInputError(str(path), "", "file not found") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else ""
+        problem = getattr(e, "problem", None) or str(e).splitlines()[0]
+        raise LabInputError(str(path), where, f"invalid YAML: {problem}") from None
+    if not isinstance(data, dict):
+        raise LabInputError(str(path), "", "expected a mapping at the top level")
+    return data
+
+
+def _validate(model: type[BaseModel], data: Any, file: Path, prefix: str = "") -> Any:
+    try:
+        return model.model_validate(data)
+    except ValidationError as e:
+        field, msg = _first_error(e)
+        raise LabInputError(str(file), prefix + field if field else prefix.rstrip("."), msg) from None
+
+
+def deep_merge(base: Any, override: Any) -> Any:
+    """Mappings merge key by key; anything else in the override replaces the base."""
+    if isinstance(base, dict) and isinstance(override, dict):
+        out = dict(base)
+        for k, v in override.items():
+            out[k] = deep_merge(base[k], v) if k in base else copy.deepcopy(v)
+        return out
+    return copy.deepcopy(override)
+
+
+def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
+    cur: Any = data
+    for key in path[:-1]:
+        # every step but the last must already exist: a typo must not create a new branch
+        if not isinstance(cur, dict) or not isinstance(cur.get(key), dict):
+            raise KeyError(key)
+        cur = cur[key]
+    if not isinstance(cur, dict):
+        raise KeyError(path[-1])
+    cur[path[-1]] = value
+
+
+def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, file: Path) -> tuple[ScenarioRun, ...]:
+    base = {k: v for k, v in raw.items() if k != "scenarios"}
+    runs: list[ScenarioRun] = []
+    names: set[str] = set()
+    for i, sc in enumerate(exp.scenarios):
+        merged = deep_merge(base, sc.override)
+        points = list(itertools.product(*[s.values for s in sc.sweep])) if sc.sweep else [()]
+        for values in points:
+            data = copy.deepcopy(merged)
+            point: dict[str, Any] = {}
+            for sw, val in zip(sc.sweep, values):
+                try:
+                    _set_path(data, sw.path, val)
+                except KeyError:
+                    raise LabInputError(str(file), f"scenarios[{i}].sweep.path", f"{'.'.join(sw.path)} does not lead to a field") from None
+                point[".".join(sw.path)] = val
+            name = sc.name + "".join(f"-{v}" for v in values)
+            if name in names:
+                raise LabInputError(str(file), f"scenarios[{i}].name", f"scenario {name!r} defined twice")
+            names.add(name)
+            body = _validate(ExperimentBody, data, file, prefix=f"scenarios[{i}] ({name}): ")
+            check_references(body, topo, file, prefix=f"scenarios[{i}] ({name}): ")
+            runs.append(ScenarioRun(name, sc.description, body, point))
+    return tuple(runs)
+
+
+def endpoints_of(topo: ClabTopology) -> set[str]:
+    return {ep for link in topo.topology.links for ep in link.endpoints}
+
+
+def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefix: str = "") -> None:
+    """Every name in experiment.yml must exist in the topology, and be consistent."""
+
+    def fail(field: str, problem: str) -> None:
+        raise LabInputError(str(file), prefix + field, problem)
+
+    nodes = set(topo.topology.nodes)
+    eps = endpoints_of(topo)
+    for n in nodes - set(body.nodes):
+        fail(f"nodes.{n}", "node of the topology has no entry (give it a role: host or router)")
+    for n in set(body.nodes) - nodes:
+        fail(f"nodes.{n}", "no such node in topology.clab.yml")
+    for ep in body.links:
+        if ep not in eps:
+            fail(f"links.{ep}", "no link of topology.clab.yml has this endpoint")
+    seen_links: dict[int, str] = {}
+    for ep in body.links:
+        idx = next(i for i, link in enumerate(topo.topology.links) if ep in link.endpoints)
+        if idx in seen_links:
+            fail(f"links.{ep}", f"same link as links.{seen_links[idx]}")
+        seen_links[idx] = ep
+    for ep in body.addressing.addresses:
+        if ep not in eps:
+            fail(f"addressing.addresses.{ep}", "no link of topology.clab.yml has this endpoint")
+    for label, ep in body.paths.items():
+        if ep not in eps:
+            fail(f"paths.{label}", f"{ep!r} is not an endpoint of topology.clab.yml")
+    for name, node in body.nodes.items():
+        if node.mptcp:
+            for j, e in enumerate(node.mptcp.endpoints):
+                if ":" in e.address and (e.address not in eps or not e.address.startswith(name + ":")):
+                    fail(f"nodes.{name}.mptcp.endpoints[{j}].address", f"{e.address!r} is not an interface of {name}")
+    for fname, flow in body.traffic.flows.items():
+        for role in ("client", "server"):
+            n = getattr(flow, role)
+            if n not in body.nodes:
+                fail(f"traffic.flows.{fname}.{role}", f"no such node {n!r}")
+            elif body.nodes[n].role != "host":
+                fail(f"traffic.flows.{fname}.{role}", f"{n!r} is a router; traffic runs between hosts")
+        if ":" in flow.server_address and (flow.server_address not in eps or not flow.server_address.startswith(flow.server + ":")):
+            fail(f"traffic.flows.{fname}.server_address", f"{flow.server_address!r} is not an interface of {flow.server}")
+        if flow.bind and (flow.bind not in eps or not flow.bind.startswith(flow.client + ":")):
+            fail(f"traffic.flows.{fname}.bind", f"{flow.bind!r} is not an interface of {flow.client}")
+    measured = [f for f in body.traffic.flows.values() if f.role == "measured"]
+    if len(measured) != 1:
+        fail("traffic.flows", f"exactly one flow must have role 'measured', found {len(measured)}")
+    ports = [(f.server, f.port) for f in body.traffic.flows.values()]
+    if len(set(ports)) != len(ports):
+        fail("traffic.flows", "two flows use the same server and port")
+    for k, ev in enumerate(body.traffic.events):
+        if ev.link and ev.link not in eps:
+            fail(f"traffic.events[{k}].link", f"{ev.link!r} is not an endpoint of topology.clab.yml")
+        if ev.src and ev.src not in body.nodes:
+            fail(f"traffic.events[{k}].src", f"no such node {ev.src!r}")
+    for k, cp in enumerate(body.capture):
+        if cp.point not in eps:
+            fail(f"capture[{k}].point", f"{cp.point!r} is not an endpoint of topology.clab.yml")
+
+
+def _check_topology(topo: ClabTopology, file: Path) -> None:
+    seen: dict[str, int] = {}
+    for i, link in enumerate(topo.topology.links):
+        a, b = link.endpoints
+        if a.split(":")[0] == b.split(":")[0]:
+            raise LabInputError(str(file), f"topology.links[{i}].endpoints", "a link must join two different nodes")
+        for ep in link.endpoints:
+            node = ep.split(":")[0]
+            if node not in topo.topology.nodes:
+                raise LabInputError(str(file), f"topology.links[{i}].endpoints", f"node {node!r} is not defined")
+            if ep in seen:
+                raise LabInputError(str(file), f"topology.links[{i}].endpoints", f"{ep} already used by links[{seen[ep]}]")
+            seen[ep] = i
+
+
+def _check_published(pub: Published, names: set[str], file: Path) -> None:
+    groups: list[tuple[str, list[tuple[str, str | None]]]] = [
+        ("values", [(v.id, v.scenario) for v in pub.values]),
+        ("findings", [(f.id, f.scenario) for f in pub.findings]),
+    ]
+    for kind, items in groups:
+        ids: set[str] = set()
+        for i, (item_id, scenario) in enumerate(items):
+            if item_id in ids:
+                raise LabInputError(str(file), f"{kind}[{i}].id", f"duplicate id {item_id!r}")
+            ids.add(item_id)
+            if scenario is not None and scenario not in names:
+                raise LabInputError(str(file), f"{kind}[{i}].scenario", f"no scenario {scenario!r} in experiment.yml")
+
+
+def unsupported(lab: Lab) -> None:
+    """Fields the schema accepts for coming labs but this engine does not run yet:
+    refuse them rather than run a lab without what it asked for."""
+    file = str(lab.path / EXPERIMENT)
+    for sc in lab.scenarios:
+        b = sc.body
+        if b.traffic.events:
+            raise LabInputError(file, f"scenario {sc.name}: traffic.events", "timed events are not supported by this engine version yet")
+        if b.probes.tcp_probe or b.probes.ss_interval is not None:
+            raise LabInputError(file, f"scenario {sc.name}: probes", "kernel probes are not supported by this engine version yet")
+
+
+def sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def load_lab(path: str | Path) -> Lab:
+    lab_dir = Path(path)
+    if not lab_dir.is_dir():
+        # accept a bare lab name too: labs/<name>
+        alt = Path("labs") / str(path)
+        if alt.is_dir():
+            lab_dir = alt
+        else:
+            raise LabInputError(str(path), "", "no such lab directory")
+    tfile, efile, pfile = (lab_dir / f for f in LAB_FILES)
+    topo: ClabTopology = _validate(ClabTopology, read_yaml(tfile), tfile)
+    _check_topology(topo, tfile)
+    raw = read_yaml(efile)
+    exp: Experiment = _validate(Experiment, raw, efile)
+    check_references(exp, topo, efile)
+    scenarios = expand_scenarios(raw, exp, topo, efile)
+    from .network import build_network
+
+    for sc in scenarios:  # addressing problems surface now, before anything is created
+        try:
+            build_network(topo, sc.body, str(efile))
+        except LabInputError as e:
+            raise LabInputError(str(efile), e.field, e.problem + f" (scenario {sc.name})") from None
+    published: Published | None = None
+    if pfile.exists():
+        published = _validate(Published, read_yaml(pfile), pfile)
+        _check_published(published, {s.name for s in scenarios}, pfile)
+    hashes = {f: sha256(lab_dir / f) for f in LAB_FILES if (lab_dir / f).exists()}
+    return Lab(topo.name, lab_dir, topo, exp, published, scenarios, hashes)

@@ -1,0 +1,295 @@
+"""Schemas of the three lab files: topology.clab.yml, experiment.yml, published.yml.
+
+The topology is a real containerlab file; we validate the subset the engine uses
+and let containerlab's own fields through. experiment.yml says what containerlab
+cannot (impairments, addressing, MPTCP, traffic, capture, scenarios) and is strict:
+an unknown key is an error, because a typo in a lab file must not pass silently.
+"""
+
+from __future__ import annotations
+
+import re
+from ipaddress import IPv4Interface, IPv4Network
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+
+NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
+IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
+Name = Annotated[str, Field(pattern=NAME_RE)]
+
+
+def _check(parser: Any, value: Any) -> Any:
+    if value is None:
+        return value
+    try:
+        parser(value)
+    except UnitError as e:
+        raise ValueError(str(e)) from None
+    return value
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- topology
+class ClabNode(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    kind: Literal["linux"] = Field(description="only 'linux' nodes are supported")
+    image: str
+
+
+class ClabLink(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    endpoints: list[str] = Field(min_length=2, max_length=2)
+    mtu: int | None = Field(default=None, ge=68, le=65535)
+
+    @field_validator("endpoints")
+    @classmethod
+    def _endpoint_syntax(cls, v: list[str]) -> list[str]:
+        for ep in v:
+            node, sep, iface = ep.partition(":")
+            if not sep or not re.match(NAME_RE, node) or not re.match(IFACE_RE, iface):
+                raise ValueError(f"endpoint {ep!r} is not 'node:interface'")
+        return v
+
+
+class ClabTopologyBody(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    nodes: dict[Name, ClabNode] = Field(min_length=2)
+    links: list[ClabLink] = Field(min_length=1)
+
+
+class ClabTopology(BaseModel):
+    model_config = ConfigDict(extra="allow", frozen=True)
+    name: Name
+    topology: ClabTopologyBody
+
+
+# --------------------------------------------------------------------------- experiment
+class LinkSpec(Strict):
+    """Impairments applied in each direction of a link (see emulation/linkmodel.py)."""
+
+    rate: str | int | None = None
+    delay: str | float | None = None
+    jitter: str | float | None = None
+    loss: str | float | None = None
+    queue: str | int | None = Field(default=None, description="bytes ('150KB') or time at the link rate ('80ms')")
+    mtu: int | None = Field(default=None, ge=68, le=65535, description="overrides the topology's mtu")
+
+    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
+    _delay = field_validator("delay", "jitter")(classmethod(lambda cls, v: _check(parse_time, v)))
+    _loss = field_validator("loss")(classmethod(lambda cls, v: _check(parse_fraction, v)))
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, v: Any) -> Any:
+        from ..emulation.linkmodel import QueueLimit
+
+        return _check(QueueLimit.parse, v)
+
+
+class MptcpLimits(Strict):
+    subflows: int = Field(default=2, ge=0, le=8)
+    add_addr_accepted: int = Field(default=0, ge=0, le=8)
+
+
+class MptcpEndpoint(Strict):
+    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
+    flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
+    id: int | None = Field(default=None, ge=1, le=255)
+
+
+class MptcpNode(Strict):
+    limits: MptcpLimits = MptcpLimits()
+    endpoints: list[MptcpEndpoint] = []
+    scheduler: str | None = None
+    path_manager: Literal["kernel", "userspace"] | None = None
+
+
+class NodeSpec(Strict):
+    role: Literal["host", "router"]
+    sysctls: dict[str, str | int] = {}
+    mptcp: MptcpNode | None = None
+    drop_icmp_frag_needed: bool = Field(
+        default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
+
+
+class Addressing(Strict):
+    pool: IPv4Network = IPv4Network("10.0.0.0/16")
+    prefixlen: int = Field(default=24, ge=8, le=30)
+    addresses: dict[str, IPv4Interface] = {}
+
+
+class Flow(Strict):
+    client: Name
+    server: Name
+    server_address: str = Field(description="'node:iface' of the server, or an IPv4 address")
+    bind: str | None = Field(default=None, description="client source 'node:iface' (the initial subflow's path)")
+    mptcp: bool = True
+    direction: Literal["upload", "download"] = "upload"
+    duration: str | float = "10s"
+    cc: str | None = None
+    window: str | int | None = Field(default=None, description="iperf3 -w: socket buffer size")
+    length: str | int | None = Field(default=None, description="iperf3 -l: write size")
+    port: int = Field(default=5201, ge=1024, le=65535)
+    start: str | float = "0s"
+    role: Literal["measured", "competing"] = "measured"
+
+    _dur = field_validator("duration", "start")(classmethod(lambda cls, v: _check(parse_time, v)))
+    _size = field_validator("window", "length")(classmethod(lambda cls, v: _check(parse_size, v)))
+
+    @field_validator("duration")
+    @classmethod
+    def _positive(cls, v: Any) -> Any:
+        if parse_time(v) <= 0:
+            raise ValueError("duration must be positive")
+        return v
+
+
+class Event(Strict):
+    """A timed action during a run (relative to the measured flow's start)."""
+
+    at: str | float
+    action: Literal["link_down", "link_up", "set_rate", "udp_flood_start", "udp_flood_stop"]
+    link: str | None = Field(default=None, description="'node:iface' identifying the link")
+    rate: str | int | None = None
+    src: Name | None = None
+    dst_address: str | None = None
+
+    _at = field_validator("at")(classmethod(lambda cls, v: _check(parse_time, v)))
+    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
+
+    @model_validator(mode="after")
+    def _fields_for_action(self) -> "Event":
+        needs = {
+            "link_down": ("link",), "link_up": ("link",), "set_rate": ("link", "rate"),
+            "udp_flood_start": ("src", "dst_address", "rate"), "udp_flood_stop": ("src",),
+        }[self.action]
+        for f in needs:
+            if getattr(self, f) is None:
+                raise ValueError(f"action {self.action} needs '{f}'")
+        return self
+
+
+class Traffic(Strict):
+    flows: dict[Name, Flow] = Field(min_length=1)
+    events: list[Event] = []
+
+
+class CapturePoint(Strict):
+    point: str = Field(description="'node:iface'")
+    snaplen: int = Field(default=128, ge=64, le=65535)
+
+
+class Probes(Strict):
+    tcp_probe: bool = False
+    ss_interval: str | float | None = None
+
+    _t = field_validator("ss_interval")(classmethod(lambda cls, v: _check(parse_time, v)))
+
+
+class Sweep(Strict):
+    path: list[str] = Field(min_length=1, description="keys into experiment.yml, e.g. [nodes, client, sysctls, net.ipv4.tcp_mtu_probing]")
+    values: list[Any] = Field(min_length=1)
+
+
+class Scenario(Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_.-]{0,60}$")
+    description: str = ""
+    override: dict[str, Any] = {}
+    sweep: list[Sweep] = []
+
+
+class Quick(Strict):
+    duration: str | float = "3s"
+    repetitions: int = Field(default=1, ge=1)
+
+    _d = field_validator("duration")(classmethod(lambda cls, v: _check(parse_time, v)))
+
+
+class Calibration(Strict):
+    enabled: bool = True
+    rate_check: bool = True
+    rate_seconds: str | float = "1s"
+
+
+class ExperimentBody(Strict):
+    """Everything a scenario can override (scenarios themselves excluded)."""
+
+    description: str = ""
+    paths: dict[str, str] = Field(default={}, description="path label -> client-side 'node:iface'")
+    addressing: Addressing = Addressing()
+    sysctls: dict[str, str | int] = {}
+    nodes: dict[Name, NodeSpec]
+    links: dict[str, LinkSpec] = {}
+    traffic: Traffic
+    capture: list[CapturePoint] = []
+    probes: Probes = Probes()
+    calibration: Calibration = Calibration()
+    repetitions: int = Field(default=3, ge=1, le=100)
+    quick: Quick = Quick()
+
+
+class Experiment(ExperimentBody):
+    scenarios: list[Scenario] = Field(min_length=1)
+
+    @field_validator("scenarios")
+    @classmethod
+    def _unique(cls, v: list[Scenario]) -> list[Scenario]:
+        seen: set[str] = set()
+        for s in v:
+            if s.name in seen:
+                raise ValueError(f"duplicate scenario name {s.name!r}")
+            seen.add(s.name)
+        return v
+
+
+# --------------------------------------------------------------------------- published
+Metric = Literal["goodput_mbps", "subflow_share", "median_seg", "max_seg", "icmp_frag_needed"]
+
+
+class PublishedSource(Strict):
+    id: str
+    title: str
+    authors: list[str]
+    year: int
+    document: str
+    kernel: str
+    testbed: str
+
+
+class PublishedValue(Strict):
+    id: str
+    scenario: str | None
+    metric: Metric
+    path: str | None = None
+    value: float
+    unit: str
+    where: str
+    kernel: str | None = None
+    note: str = ""
+
+
+class Expectation(Strict):
+    metric: Metric
+    path: str | None = None
+    op: Literal["==", "!=", "<", "<=", ">", ">="]
+    value: float
+
+
+class Finding(Strict):
+    id: str
+    scenario: str | None
+    statement: str
+    where: str
+    expect: Expectation | None = None
+
+
+class Published(Strict):
+    source: PublishedSource
+    values: list[PublishedValue] = []
+    findings: list[Finding] = []

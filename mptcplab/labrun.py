@@ -1,0 +1,187 @@
+"""A whole lab run: scenarios x repetitions into a results directory, or a dry run
+that prints every command and creates nothing."""
+
+from __future__ import annotations
+
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .backends.netns import NetnsBackend, clean
+from .capture import capture_command
+from .emulation.backend import Emulator
+from .emulation.nfqueue import delayline_problems
+from .errors import LabInputError
+from .lab.loader import Lab, ScenarioRun, unsupported
+from .linkcheck import ping_argv
+from .plan import build_plan
+from .results import store
+from .results.manifest import git_state, host_facts, tool_versions
+from .results.summary import build_summary, summary_rows
+from .runner import (Interrupted, RepRunner, RunContext, flow_duration, install_signal_handlers,
+                     restore_signal_handlers)
+from .traffic import flow_commands
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class RunOptions:
+    quick: bool = False
+    reps: int | None = None
+    scenarios: list[str] | None = None
+    results_root: Path = Path("results")
+    calibrate: bool = True
+    argv: list[str] = field(default_factory=lambda: list(sys.argv))
+
+
+def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
+    if not wanted:
+        return list(lab.scenarios)
+    names = {s.name for s in lab.scenarios}
+    for w in wanted:
+        if w not in names:
+            raise LabInputError("command line", "--scenario", f"no scenario {w!r} in {lab.path}/experiment.yml "
+                                f"(have: {', '.join(sorted(names))})")
+    return [s for s in lab.scenarios if s.name in wanted]
+
+
+def repetitions(lab: Lab, opts: RunOptions) -> int:
+    if opts.reps is not None:
+        if opts.reps < 1:
+            raise LabInputError("command line", "--reps", "must be at least 1")
+        return opts.reps
+    return lab.experiment.quick.repetitions if opts.quick else lab.experiment.repetitions
+
+
+def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print) -> None:
+    """Print, for each scenario, the exact commands a repetition runs. Runs none."""
+    backend = NetnsBackend(prefix="mpl000000-")
+    ctx = RunContext(lab, emulator, opts.quick)
+    reps = repetitions(lab, opts)
+    out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
+        f"link emulation: {emulator.name}; namespace prefix is random per repetition (shown as mpl000000-)")
+    for sc in select_scenarios(lab, opts.scenarios):
+        wd = Path("results") / lab.name / "<run-id>" / "scenarios" / sc.name / "rep1"
+        plan = build_plan(lab.topology, sc, emulator, backend.create_cmds, wd)
+        out(f"\n## scenario {sc.name}" + (f": {sc.description}" if sc.description else ""))
+        for title, cmds in plan.stages_before_daemons():
+            out(f"# {title}")
+            for c in cmds:
+                out(backend.render(c) + (f"    # {c.why}" if c.why else ""))
+        if plan.daemons:
+            out("# link-emulation daemons (started and waited for before packets are steered to them)")
+            for d in plan.daemons:
+                out(backend.render_argv(d.node, d.argv) + f" &    # {d.name}")
+        for title, cmds in plan.stages_after_daemons():
+            out(f"# {title}")
+            for c in cmds:
+                out(backend.render(c) + (f"    # {c.why}" if c.why else ""))
+        if sc.body.calibration.enabled:
+            out("# link calibration (RTT on every repetition; rate once per run per distinct link configuration)")
+            for link in plan.net.links:
+                if link.shape.impaired:
+                    src, dst = str(link.addr(link.a).ip), str(link.addr(link.b).ip)
+                    out(backend.render_argv(link.a.node, ping_argv(dst, src, 10, 0.01)))
+        out("# capture")
+        for cp in sc.body.capture:
+            cc = capture_command(cp, wd)
+            out(backend.render_argv(cc.node, cc.argv) + " &")
+        out("# traffic")
+        for name, flow in sc.body.traffic.flows.items():
+            fc = flow_commands(flow, plan.net, flow_duration(ctx, sc.body, flow))
+            out(backend.render_argv(fc.server_node, fc.server_argv) + " &")
+            out(backend.render_argv(fc.client_node, fc.client_argv) + f"    # flow {name} ({flow.role})")
+        out("# teardown: stop processes, then")
+        for n in plan.net.nodes:
+            out(f"ip netns del {backend.ns(n)}")
+
+
+def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
+    unsupported(lab)
+    scenarios = select_scenarios(lab, opts.scenarios)
+    reps = repetitions(lab, opts)
+    clean()  # whatever a killed earlier run left behind
+    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
+    facts = host_facts()
+    manifest: dict[str, Any] = {
+        "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
+        "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "finished": None, **facts, "backend": "netns", "link_emulation": emulator.name,
+        "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
+        "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
+    }
+    store.write_json(run_dir / "manifest.json", manifest)
+    ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate)
+    records: list[dict[str, Any]] = []
+    complete = False
+    interrupted: str | None = None
+    previous_handlers = install_signal_handlers()
+    t_start = time.monotonic()
+    try:
+        for sc in scenarios:
+            for rep in range(1, reps + 1):
+                outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
+                res = RepRunner(ctx, sc, rep, outdir).run()
+                rec = res.record
+                rec["dir"] = str(outdir.relative_to(run_dir))
+                records.append(rec)
+                if res.calibration:
+                    manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = res.calibration
+                if res.sysctls and rep == 1:
+                    manifest["sysctls"][sc.name] = res.sysctls
+                flag = "" if not rec["warnings"] else f"  [{len(rec['warnings'])} warning(s)]"
+                mp = rec["mptcp"]
+                verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
+                log(f"{sc.name} rep {rep}/{reps}: {rec['goodput_mbps']:.1f} Mbit/s, {verdict}, "
+                    f"{res.seconds:.1f} s{flag}")
+                for w in rec["warnings"]:
+                    log(f"    ! {w}")
+                store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
+        complete = True
+    except Interrupted as e:
+        interrupted = f"interrupted by {e}"
+        log(f"run {interrupted}; tearing down, results kept as incomplete in {run_dir}")
+    except BaseException as e:
+        interrupted = f"failed: {type(e).__name__}: {e}"
+        raise
+    finally:
+        clean()  # belt and braces: the rep runner already tore its network down
+        restore_signal_handlers(previous_handlers)
+        manifest["complete"] = complete
+        manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+        manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
+        manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
+        if interrupted:
+            manifest["incomplete_reason"] = interrupted
+        store.write_json(run_dir / "manifest.json", manifest)
+        summary = _summary(lab, run_id, facts, complete, opts, records, reps)
+        store.write_json(run_dir / "summary.json", summary)
+        summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+    if complete:
+        from .results.report import write_report
+
+        write_report(run_dir)
+        store.mark_latest(run_dir)
+    return run_dir, summary
+
+
+def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
+             records: list[dict[str, Any]], reps: int) -> dict[str, Any]:
+    invalid = []
+    for r in records:
+        if not r["calibration_ok"]:
+            invalid.append(f"{r['name']} rep {r['rep']}: emulated links out of tolerance")
+        if r.get("iperf3_error"):
+            invalid.append(f"{r['name']} rep {r['rep']}: iperf3 error: {r['iperf3_error']}")
+        for name, st in (r.get("delay_line_stats") or {}).items():
+            for problem in delayline_problems(st or {}):
+                invalid.append(f"{r['name']} rep {r['rep']}: {name}: {problem}")
+        for pt, st in (r.get("capture_stats") or {}).items():
+            if st.get("dropped"):
+                invalid.append(f"{r['name']} rep {r['rep']}: capture at {pt} dropped {st['dropped']} packets")
+    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid)
+    s["repetitions"] = reps
+    return s

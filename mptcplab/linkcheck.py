@@ -1,0 +1,109 @@
+"""Measuring an emulated link against its configuration: RTT by ping, rate by one
+TCP flow, loss by UDP. Used by every lab run (quick checks) and by
+``mptcplab calibrate`` (tighter checks on a two-node line).
+
+Tolerances (issue: link emulation): min RTT within 2% + 0.3 ms of the intended RTT;
+TCP goodput at least 93% of the configured rate; loss inside the binomial 99%
+interval of the configured probability.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from .emulation.linkmodel import ETH_HEADER, LinkShape
+
+RTT_REL_TOL = 0.02
+RTT_ABS_TOL_S = 0.3e-3
+RATE_MIN_FRACTION = 0.93
+PING_PAYLOAD = 56  # bytes; 84 on the wire at IP level
+
+
+def expected_rtt_s(shape: LinkShape) -> float:
+    """Two crossings of the link's delay plus the serialization of a ping at the rate."""
+    ser = 0.0
+    if shape.rate_bps:
+        ser = 2 * (PING_PAYLOAD + 28 + ETH_HEADER) * 8 / shape.rate_bps
+    return 2 * shape.delay_s + ser
+
+
+def ping_argv(dst: str, src: str, count: int, interval_s: float) -> list[str]:
+    # -U: user-space timestamps. The kernel stamps a reply on reception, *before* the
+    # receiver's PREROUTING hook where the NFQUEUE delay line holds it, so kernel
+    # timestamps would miss one direction's delay (and are no better with netem).
+    return ["ping", "-U", "-n", "-q", "-c", str(count), "-i", f"{interval_s:g}", "-W", "3", "-I", src, dst]
+
+
+_RTT = re.compile(r"= ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms")
+_LOSS = re.compile(r"(\d+) packets transmitted, (\d+) received")
+
+
+@dataclass
+class Check:
+    """One measured quantity against its configured value."""
+
+    quantity: str          # "rtt_min_ms", "rtt_mean_ms", "goodput_mbps", "loss"
+    configured: float
+    measured: float | None
+    tolerance: str
+    ok: bool
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_ping(out: str) -> tuple[float | None, float | None, int, int]:
+    """min and mean RTT in seconds, transmitted, received."""
+    m = _RTT.search(out)
+    n = _LOSS.search(out)
+    tx, rx = (int(n.group(1)), int(n.group(2))) if n else (0, 0)
+    if not m:
+        return None, None, tx, rx
+    return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3, tx, rx
+
+
+def rtt_checks(shape: LinkShape, ping_out: str) -> list[Check]:
+    mn, mean, tx, rx = parse_ping(ping_out)
+    exp = expected_rtt_s(shape)
+    tol = RTT_REL_TOL * exp + RTT_ABS_TOL_S
+    ok = mn is not None and abs(mn - exp) <= tol
+    checks = [Check("rtt_min_ms", exp * 1e3, mn * 1e3 if mn is not None else None,
+                    f"±{tol * 1e3:.3f} ms", ok)]
+    # the mean includes queueing of pings behind each other at low rates: reported, not judged,
+    # unless jitter is configured, where the mean is what the jitter centres on
+    checks.append(Check("rtt_mean_ms", exp * 1e3, mean * 1e3 if mean is not None else None, "reported", True))
+    if shape.loss == 0 and tx and rx < tx:
+        checks.append(Check("ping_loss", 0.0, 1 - rx / tx, "no loss configured", False))
+    return checks
+
+
+def rate_check(shape: LinkShape, goodput_mbps: float | None) -> Check:
+    rate = (shape.rate_bps or 0) / 1e6
+    ok = goodput_mbps is not None and goodput_mbps >= RATE_MIN_FRACTION * rate
+    return Check("goodput_mbps", rate, goodput_mbps, f">= {RATE_MIN_FRACTION:.0%} of rate", ok)
+
+
+def binomial_interval(p: float, n: int, z: float = 2.576) -> tuple[float, float]:
+    """Wilson score interval: sound at small p, where the normal approximation is not."""
+    if n == 0:
+        return 0.0, 1.0
+    denom = 1 + z * z / n
+    centre = (p + z * z / (2 * n)) / denom
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def loss_check(shape: LinkShape, lost: int, total: int) -> Check:
+    lo, hi = binomial_interval(shape.loss, total)
+    measured = lost / total if total else None
+    ok = measured is not None and lo <= measured <= hi
+    return Check("loss", shape.loss, measured, f"99% interval [{lo:.4f}, {hi:.4f}] for n={total}", ok)
+
+
+def tcp_window_for(shape: LinkShape, floor: int = 4 * 1024 * 1024) -> int:
+    """Socket buffer for a rate check: at least 2 x BDP (RTT from the configured delay)."""
+    bdp = (shape.rate_bps or 0) / 8 * max(2 * (shape.delay_s + shape.jitter_s), 1e-3)
+    return int(max(2 * bdp, floor))

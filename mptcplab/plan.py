@@ -1,0 +1,78 @@
+"""The ordered command plan that brings up one scenario's network.
+
+One plan serves execution and ``--dry-run`` alike, so what a student reads is
+exactly what runs. Stages are ordered for correctness:
+sysctls run before links exist (new interfaces copy net.ipv4.conf.default.*,
+e.g. rp_filter), link-emulation daemons start before packets are steered to
+them, MPTCP endpoints last.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from .commands import Cmd
+from .emulation.backend import Daemon, Emulator
+from .lab.loader import ScenarioRun
+from .lab.network import Network, build_network
+from .lab.schema import ClabTopology
+from .mptcp import mptcp_cmds, mptcp_sysctls
+from .netconfig import firewall_cmds, interface_cmds, offload_cmds, route_cmds, sysctl_cmds
+
+
+@dataclass
+class Plan:
+    net: Network
+    namespaces: list[Cmd] = field(default_factory=list)  # backend: create nodes
+    sysctls: list[Cmd] = field(default_factory=list)
+    links: list[Cmd] = field(default_factory=list)       # backend: create links
+    config: list[Cmd] = field(default_factory=list)      # addresses, routes, offloads, firewall
+    daemons: list[Daemon] = field(default_factory=list)  # e.g. delay lines: started before `emulation`
+    emulation: list[Cmd] = field(default_factory=list)   # qdiscs and packet steering to the daemons
+    mptcp: list[Cmd] = field(default_factory=list)
+
+    def stages_before_daemons(self) -> list[tuple[str, list[Cmd]]]:
+        return [("create nodes", self.namespaces), ("sysctls", self.sysctls), ("create links", self.links),
+                ("configure nodes", self.config)]
+
+    def stages_after_daemons(self) -> list[tuple[str, list[Cmd]]]:
+        # a packet steered to an NFQUEUE nobody listens on is dropped: daemons first
+        return [("link emulation", self.emulation), ("MPTCP", self.mptcp)]
+
+
+def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network:
+    net = build_network(topo, scenario.body, file)
+    for name, node in net.nodes.items():
+        node.sysctls.update(mptcp_sysctls(scenario.body, name))
+    return net
+
+
+def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator,
+               create: Callable[[Network], list[Cmd]], workdir: Path, file: str = "experiment.yml") -> Plan:
+    """``create`` is the backend's: the host commands that make the nodes and links."""
+    net = network_for(topo, scenario, file)
+    plan = Plan(net)
+    created = create(net)
+    plan.namespaces = [c for c in created if c.argv[:2] == ("ip", "netns")]
+    plan.links = [c for c in created if c.argv[:2] != ("ip", "netns")]
+    for name, node in net.nodes.items():
+        plan.sysctls += sysctl_cmds(node)
+    for name, node in net.nodes.items():
+        plan.config += interface_cmds(net, name)
+        plan.config += offload_cmds(net, name)
+        plan.config += route_cmds(node)
+        plan.config += firewall_cmds(scenario.body, name)
+    queue = 0
+    for link in net.links:
+        if not link.shape.impaired:
+            continue
+        for dl in link.directions():
+            cmds, daemons = emulator.link_cmds(dl, queue, workdir)
+            plan.emulation += cmds
+            plan.daemons += daemons
+            queue += 1
+    for name in net.nodes:
+        plan.mptcp += mptcp_cmds(scenario.body, net, name)
+    return plan

@@ -1,0 +1,74 @@
+"""What makes a result self-describing: kernel, tool versions, git state, lab hashes."""
+
+from __future__ import annotations
+
+import functools
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+TOOLS: dict[str, list[str]] = {
+    "iperf3": ["iperf3", "--version"],
+    "tshark": ["tshark", "--version"],
+    "tcpdump": ["tcpdump", "--version"],
+    "iproute2": ["ip", "-V"],
+    "nft": ["nft", "--version"],
+    "ethtool": ["ethtool", "--version"],
+    "mptcpize": ["dpkg-query", "-W", "-f", "${Version}", "mptcpize"],
+}
+
+
+def _first_line(argv: list[str]) -> str | None:
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    text = (p.stdout or p.stderr).strip()
+    return text.splitlines()[0] if text and p.returncode == 0 else None
+
+
+@functools.cache
+def tool_versions() -> dict[str, str | None]:
+    out = {name: _first_line(argv) for name, argv in TOOLS.items()}
+    out["python"] = sys.version.split()[0]
+    for mod in ("pandas", "pydantic", "matplotlib"):
+        try:
+            out[mod] = __import__(mod).__version__
+        except ImportError:
+            out[mod] = None
+    from .. import __version__
+
+    out["mptcplab"] = __version__
+    return out
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    def git(*args: str) -> str | None:
+        try:
+            p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+        except OSError:
+            return None
+        return p.stdout.strip() if p.returncode == 0 else None
+
+    commit = git("rev-parse", "HEAD")
+    status = git("status", "--porcelain", "--untracked-files=no")
+    return {"commit": commit, "dirty": bool(status) if status is not None else None}
+
+
+def host_facts() -> dict[str, Any]:
+    u = platform.uname()
+    return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine, "hostname": u.node,
+            "cpu_count": os.cpu_count(), "os_release": _os_release()}
+
+
+def _os_release() -> str | None:
+    try:
+        for line in Path("/etc/os-release").read_text().splitlines():
+            if line.startswith("PRETTY_NAME="):
+                return line.split("=", 1)[1].strip('"')
+    except OSError:
+        pass
+    return None

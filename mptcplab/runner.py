@@ -1,0 +1,402 @@
+"""Running a lab: every scenario x repetition on a freshly built network.
+
+Each repetition gets its own network (deploy takes well under a second), so no
+PMTU exception, TCP metric or MPTCP state leaks from one repetition to the next.
+Teardown runs on every exit path (normal end, error, Ctrl-C, SIGTERM).
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from .analysis import analyze_flow, CaptureFile, FlowSpec as AnalysisSpec
+from .backends.netns import NetnsBackend
+from .capture import capture_command, parse_tcpdump_stats
+from .commands import cmd
+from .emulation.backend import Emulator
+from .emulation.supervise import Supervisor
+from .lab.loader import Lab, ScenarioRun
+from .lab.schema import ExperimentBody, Flow
+from .linkcheck import Check, ping_argv, rate_check, rtt_checks
+from .lab.network import Link, Network
+from .netconfig import firewall_counter_cmd
+from .plan import Plan, build_plan
+from .traffic import flow_commands, read_iperf3
+from .units import parse_time
+
+READY_TIMEOUT_S = 5.0
+
+
+class Interrupted(Exception):
+    """SIGTERM/SIGINT during a run; teardown runs, the run is marked incomplete."""
+
+
+_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+def install_signal_handlers() -> dict[int, Any]:
+    """Turn SIGTERM/SIGINT/SIGHUP into Interrupted; after the first one, further
+    signals are ignored so the teardown it triggers is not itself interrupted.
+    Returns the previous handlers (restore_signal_handlers)."""
+
+    def handler(signum: int, _frame: Any) -> None:
+        for s in _SIGNALS:
+            signal.signal(s, signal.SIG_IGN)
+        raise Interrupted(signal.Signals(signum).name)
+
+    return {s: signal.signal(s, handler) for s in _SIGNALS}
+
+
+def restore_signal_handlers(previous: dict[int, Any]) -> None:
+    for s, h in previous.items():
+        signal.signal(s, h)
+
+
+@dataclass
+class RepResult:
+    scenario: str
+    rep: int
+    dir: Path
+    record: dict[str, Any]
+    calibration: list[dict[str, Any]]
+    sysctls: dict[str, dict[str, str]]
+    seconds: float
+
+
+@dataclass
+class RunContext:
+    lab: Lab
+    emulator: Emulator
+    quick: bool
+    log: Callable[[str], None] = print
+    calibrate: bool = True
+    #: rate checks already made in this run, by (link, shape, mtu): a link configured
+    #: identically in several scenarios is rate-checked once (RTT is checked every time)
+    rate_cache: dict[tuple[str, str, int], Check] = field(default_factory=dict)
+
+
+def _wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def _file_has(path: Path, text: str) -> bool:
+    try:
+        return text in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
+    return parse_time(body.quick.duration) if ctx.quick else parse_time(flow.duration)
+
+
+def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
+    """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
+    whose client address is a subflow/fullmesh endpoint."""
+    by_ep = {ep: label for label, ep in body.paths.items()}
+    out = []
+    if flow.bind and flow.bind in by_ep:
+        out.append(by_ep[flow.bind])
+    spec = body.nodes[flow.client].mptcp
+    if flow.mptcp and spec:
+        for e in spec.endpoints:
+            if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
+                out.append(by_ep[e.address])
+    return tuple(out)
+
+
+def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
+    """What the configuration alone says about subflows that cannot form."""
+    out = []
+    spec = body.nodes[flow.client].mptcp
+    if flow.mptcp and spec:
+        n = sum(1 for e in spec.endpoints if {"subflow", "fullmesh"} & set(e.flags))
+        if n > spec.limits.subflows:
+            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints are configured")
+        srv = body.nodes[flow.server].mptcp
+        if srv is None or srv.limits.subflows < n:
+            have = srv.limits.subflows if srv else "default"
+            out.append(f"server subflow limit ({have}) is lower than the client's {n} subflow endpoint(s)")
+    return out
+
+
+class RepRunner:
+    """One repetition of one scenario, from deploy to analysis."""
+
+    def __init__(self, ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path) -> None:
+        self.ctx = ctx
+        self.sc = scenario
+        self.rep = rep
+        self.out = outdir
+        self.warnings: list[str] = []
+
+    def run(self) -> RepResult:
+        t0 = time.monotonic()
+        self.out.mkdir(parents=True, exist_ok=False)
+        cmdlog = (self.out / "commands.log").open("w", buffering=1)  # line-buffered: a kill keeps the log
+        backend = NetnsBackend(log=lambda line: print(line, file=cmdlog))
+        body = self.sc.body
+        plan = build_plan(self.ctx.lab.topology, self.sc, self.ctx.emulator, backend.create_cmds, self.out,
+                          file=str(self.ctx.lab.path / "experiment.yml"))
+        supervisor = Supervisor(backend.node_argv, logdir=self.out)
+        flows = body.traffic.flows
+        measured_name = next(n for n, f in flows.items() if f.role == "measured")
+        calibration: list[dict[str, Any]] = []
+        sysctls: dict[str, dict[str, str]] = {}
+        extra: dict[str, Any] = {}
+        try:
+            backend.begin(list(plan.net.nodes))
+            for _, cmds in plan.stages_before_daemons():
+                backend.run(cmds)
+            supervisor.start_all(plan.daemons)
+            for _, cmds in plan.stages_after_daemons():
+                backend.run(cmds)
+            if self.ctx.calibrate and body.calibration.enabled:
+                calibration = self._calibrate(backend, plan)
+            sysctls = self._read_sysctls(backend, plan)
+            captures = self._start_captures(backend, body)
+            servers = self._start_servers(backend, plan.net, body)
+            clients = self._run_clients(backend, plan.net, body, supervisor)
+            supervisor.check()  # a delay line that died invalidates the run: fail loudly
+            for name, (p, path) in servers.items():
+                try:
+                    p.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    self.warnings.append(f"iperf3 server of flow {name} did not exit")
+            extra["capture_stats"] = self._stop_captures(captures)
+            extra["delay_line_stats"] = supervisor.stop_all()
+            extra["firewall"] = self._firewall_counters(backend, plan, body)
+        finally:
+            supervisor.close()
+            backend.destroy()
+            cmdlog.close()
+        record = self._analyse(plan.net, body, measured_name, clients, calibration, extra)
+        (self.out / "rep.json").write_text(json.dumps(record, indent=2, default=str))
+        return RepResult(self.sc.name, self.rep, self.out, record, calibration, sysctls, time.monotonic() - t0)
+
+    # ------------------------------------------------------------------ steps
+    def _calibrate(self, backend: NetnsBackend, plan: Plan) -> list[dict[str, Any]]:
+        results = []
+        for link in plan.net.links:
+            if not link.shape.impaired:
+                continue
+            a, b = link.a, link.b
+            src, dst = str(link.addr(a).ip), str(link.addr(b).ip)
+            interval = 0.01 if link.shape.delay_s < 0.05 else 0.05
+            p = backend.run([cmd(*ping_argv(dst, src, 10, interval), node=a.node, check=False)])[0]
+            checks: list[Check] = rtt_checks(link.shape, p.stdout)
+            rate_measured_here = False
+            if self.sc.body.calibration.rate_check and link.shape.rate_bps:
+                key = (link.name, repr(link.shape), link.mtu)
+                if key not in self.ctx.rate_cache:
+                    self.ctx.rate_cache[key] = rate_check(link.shape, self._link_rate(backend, link, src, dst))
+                    rate_measured_here = True
+                checks.append(self.ctx.rate_cache[key])
+            entry = {"link": link.name, "configured": _shape_dict(link.shape, link.mtu),
+                     "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
+                     "rate_measured_in_this_rep": rate_measured_here}
+            if not entry["ok"]:
+                bad = "; ".join(f"{c.quantity} {c.measured} vs {c.configured} ({c.tolerance})" for c in checks if not c.ok)
+                self.warnings.append(f"link {link.name} out of tolerance: {bad}")
+            results.append(entry)
+        return results
+
+    def _link_rate(self, backend: NetnsBackend, link: Link, src: str, dst: str) -> float | None:
+        a, b = link.a, link.b
+        port = 5299
+        secs = parse_time(self.sc.body.calibration.rate_seconds)
+        srv = backend.spawn(b.node, ["iperf3", "-s", "-1", "-p", str(port)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+        try:
+            _wait_for(lambda: _listening(backend, b.node, port), READY_TIMEOUT_S, f"iperf3 on {b.node}")
+            p = backend.run([cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{secs:g}", "-J",
+                                 node=a.node, check=False)])[0]
+            try:
+                return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
+            except (ValueError, KeyError):
+                return None
+        finally:
+            if srv.poll() is None:
+                srv.terminate()
+            srv.wait(timeout=5)
+
+    def _read_sysctls(self, backend: NetnsBackend, plan: Plan) -> dict[str, dict[str, str]]:
+        keys = ["net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.pm_type", "net.ipv4.tcp_congestion_control",
+                "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_base_mss", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem",
+                "net.ipv4.tcp_no_metrics_save", "net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"]
+        out: dict[str, dict[str, str]] = {}
+        for name, node in plan.net.nodes.items():
+            wanted = list(dict.fromkeys([*node.sysctls, *keys]))
+            p = backend.run([cmd("sysctl", "-e", *wanted, node=name, check=False)])[0]
+            vals = {}
+            for line in p.stdout.splitlines():
+                k, _, v = line.partition(" = ")
+                vals[k.strip()] = " ".join(v.split())
+            out[name] = vals
+            for k, v in node.sysctls.items():
+                if " ".join(str(v).split()) != vals.get(k):
+                    self.warnings.append(f"{name}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
+        return out
+
+    def _start_captures(self, backend: NetnsBackend, body: ExperimentBody) -> list[tuple[Any, subprocess.Popen[bytes], Path]]:
+        caps = []
+        for cp in body.capture:
+            cc = capture_command(cp, self.out)
+            err = self.out / (cc.path.stem + ".tcpdump.log")
+            p = backend.spawn(cc.node, cc.argv, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
+            caps.append((cc, p, err))
+        for cc, p, err in caps:
+            _wait_for(lambda: _file_has(err, "listening on") or p.poll() is not None, READY_TIMEOUT_S,
+                      f"tcpdump on {cc.node}:{cc.iface}")
+            if p.poll() is not None:
+                raise RuntimeError(f"tcpdump on {cc.node}:{cc.iface} failed: {err.read_text().strip()}")
+        return caps
+
+    def _stop_captures(self, caps: list[tuple[Any, subprocess.Popen[bytes], Path]]) -> dict[str, dict[str, int]]:
+        stats = {}
+        for cc, p, err in caps:
+            if p.poll() is None:
+                p.send_signal(signal.SIGINT)
+        for cc, p, err in caps:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                p.kill()
+            s = parse_tcpdump_stats(err.read_text(errors="replace"))
+            stats[f"{cc.node}:{cc.iface}"] = s
+            if s.get("dropped"):
+                self.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: segment statistics are incomplete")
+        return stats
+
+    def _start_servers(self, backend: NetnsBackend, net: Network, body: ExperimentBody) -> dict[str, tuple[subprocess.Popen[bytes], Path]]:
+        servers = {}
+        for name, flow in body.traffic.flows.items():
+            fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow))
+            path = self.out / f"iperf3-server-{name}.json"
+            servers[name] = (backend.spawn(fc.server_node, fc.server_argv, stdout=path.open("wb"),
+                                           stderr=subprocess.STDOUT), path)
+        for name, flow in body.traffic.flows.items():
+            _wait_for(lambda: _listening(backend, flow.server, flow.port), READY_TIMEOUT_S, f"iperf3 server of flow {name}")
+        return servers
+
+    def _run_clients(self, backend: NetnsBackend, net: Network, body: ExperimentBody,
+                     supervisor: Supervisor) -> dict[str, dict[str, Any]]:
+        flows = body.traffic.flows
+        started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
+        t0 = time.monotonic()
+        pending = sorted(flows.items(), key=lambda kv: parse_time(kv[1].start))
+        longest = max(parse_time(f.start) + flow_duration(self.ctx, body, f) for f in flows.values())
+        deadline = t0 + longest + 30
+        while pending or any(p.poll() is None for p, _, _ in started.values()):
+            now = time.monotonic()
+            while pending and now - t0 >= parse_time(pending[0][1].start):
+                name, flow = pending.pop(0)
+                fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow))
+                path = self.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
+                err = self.out / f"iperf3-{name}.stderr"
+                started[name] = (backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"),
+                                               stderr=err.open("wb")), path, time.time())
+            supervisor.check()
+            if now > deadline:
+                raise RuntimeError("iperf3 clients did not finish 30 s after their duration")
+            time.sleep(0.05)
+        return {name: {"path": path, "started": ts, "rc": p.returncode} for name, (p, path, ts) in started.items()}
+
+    def _firewall_counters(self, backend: NetnsBackend, plan: Plan, body: ExperimentBody) -> dict[str, int]:
+        out = {}
+        for name, spec in body.nodes.items():
+            if not spec.drop_icmp_frag_needed:
+                continue
+            p = backend.run([firewall_counter_cmd(name)])[0]
+            try:
+                rules = [x["rule"] for x in json.loads(p.stdout)["nftables"] if "rule" in x]
+                out[name] = sum(e["counter"]["packets"] for r in rules for e in r["expr"] if "counter" in e)
+            except (ValueError, KeyError):
+                out[name] = -1
+        return out
+
+    def _analyse(self, net: Network, body: ExperimentBody, measured: str, clients: dict[str, dict[str, Any]],
+                 calibration: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
+        flow = body.traffic.flows[measured]
+        iperf = read_iperf3(clients[measured]["path"])
+        if iperf.error:
+            self.warnings.append(f"iperf3 reported an error: {iperf.error}")
+        path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
+        spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
+                            paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
+                            direction=flow.direction)
+        caps = [CaptureFile(self.out / _cap_name(cp.point), cp.point) for cp in body.capture]
+        fa = analyze_flow(caps, spec)
+        fa.timeseries.to_csv(self.out / "timeseries.csv", index=False)
+        fa.icmp_events.to_csv(self.out / "icmp.csv", index=False)
+        subflows = [_subflow_dict(s) for s in fa.subflows]
+        import pandas as pd
+
+        pd.DataFrame(subflows).to_csv(self.out / "subflows.csv", index=False)
+        warnings = list(self.warnings)
+        if flow.mptcp:
+            if not fa.mptcp_negotiated:
+                warnings.append("MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)")
+            elif fa.fallback:
+                warnings.append("MPTCP fell back to TCP during the connection")
+        warnings += fa.diagnostics
+        if flow.mptcp and not fa.verified:
+            warnings += config_diagnostics(body, flow)
+        others = {n: read_iperf3(c["path"]).goodput_mbps for n, c in clients.items() if n != measured}
+        calib_ok = all(c["ok"] for c in calibration)
+        return {
+            "name": self.sc.name, "rep": self.rep, "dir": None,
+            "sweep": self.sc.sweep_point,
+            "goodput_mbps": round(iperf.goodput_mbps, 3),
+            "sender_mbps": round(iperf.sender_mbps, 3),
+            "retransmits": iperf.retransmits,
+            "duration_s": iperf.seconds,
+            "iperf3_error": iperf.error,
+            "cpu": {"client": iperf.cpu_host, "server": iperf.cpu_remote},
+            "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
+                      "verified": fa.verified if flow.mptcp else False,
+                      "subflows": sum(1 for s in fa.subflows if s.established),
+                      "expected_paths": list(spec.expected_paths)},
+            "subflows": subflows,
+            "add_addrs": fa.add_addrs,
+            "warnings": warnings,
+            "calibration_ok": calib_ok,
+            "other_flows_goodput_mbps": others,
+            "analysis_seconds": round(fa.analysis_seconds, 3),
+            "packets": fa.packets,
+            **extra,
+        }
+
+
+def _cap_name(point: str) -> str:
+    from .capture import capture_file_name
+
+    return capture_file_name(point)
+
+
+def _subflow_dict(s: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    d = asdict(s)
+    return d
+
+
+def _shape_dict(shape: Any, mtu: int) -> dict[str, Any]:
+    return {"rate_bps": shape.rate_bps, "delay_s": shape.delay_s, "jitter_s": shape.jitter_s, "loss": shape.loss,
+            "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
+
+
+def _listening(backend: NetnsBackend, node: str, port: int) -> bool:
+    p = backend.run([cmd("ss", "-Hltn", f"sport = :{port}", node=node, check=False)])[0]
+    return bool(p.stdout.strip())

@@ -1,0 +1,96 @@
+"""iperf3 command lines, and reading goodput from iperf3's JSON.
+
+MPTCP: iperf3 >= 3.19 has ``-m/--multipath``; older ones (Debian 12's 3.12) are
+wrapped with ``mptcpize run``, which turns their TCP sockets into MPTCP sockets.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .lab.network import Network
+from .lab.schema import Flow
+from .units import parse_size, parse_time
+
+
+@functools.cache
+def iperf3_has_multipath() -> bool:
+    try:
+        out = subprocess.run(["iperf3", "--help"], capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return "--multipath" in (out.stdout + out.stderr)
+
+
+def _mptcp_prefix(mptcp: bool) -> list[str]:
+    return ["mptcpize", "run"] if mptcp and not iperf3_has_multipath() else []
+
+
+def _mptcp_flag(mptcp: bool) -> list[str]:
+    return ["-m"] if mptcp and iperf3_has_multipath() else []
+
+
+@dataclass(frozen=True)
+class FlowCommands:
+    server_node: str
+    server_argv: tuple[str, ...]
+    client_node: str
+    client_argv: tuple[str, ...]
+    duration_s: float
+
+
+def flow_commands(flow: Flow, net: Network, duration_s: float | None = None) -> FlowCommands:
+    dur = duration_s if duration_s is not None else parse_time(flow.duration)
+    server = [*_mptcp_prefix(flow.mptcp), "iperf3", "-s", "-1", "-p", str(flow.port), "-J", *_mptcp_flag(flow.mptcp)]
+    client = [*_mptcp_prefix(flow.mptcp), "iperf3", "-c", str(net.address(flow.server_address)),
+              "-p", str(flow.port), "-t", f"{dur:g}", "-J", "--connect-timeout", "5000", *_mptcp_flag(flow.mptcp)]
+    if flow.bind:
+        client += ["-B", str(net.address(flow.bind))]
+    if flow.direction == "download":
+        client += ["-R"]
+    if flow.cc:
+        client += ["-C", flow.cc]
+    if flow.window is not None:
+        client += ["-w", str(parse_size(flow.window))]
+    if flow.length is not None:
+        client += ["-l", str(parse_size(flow.length))]
+    return FlowCommands(flow.server, tuple(server), flow.client, tuple(client), dur)
+
+
+@dataclass(frozen=True)
+class IperfResult:
+    goodput_mbps: float
+    sender_mbps: float
+    retransmits: int | None
+    seconds: float
+    cpu_host: float | None
+    cpu_remote: float | None
+    error: str | None
+
+
+def read_iperf3(path: Path) -> IperfResult:
+    """Goodput is what the receiver counted (sum_received), whatever the direction."""
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return IperfResult(0.0, 0.0, None, 0.0, None, None, f"no iperf3 JSON: {e}")
+    if "error" in data and not data.get("end", {}).get("sum_received"):
+        return IperfResult(0.0, 0.0, None, 0.0, None, None, str(data["error"]))
+    end = data.get("end", {})
+    recv = end.get("sum_received", {})
+    sent = end.get("sum_sent", {})
+    cpu = end.get("cpu_utilization_percent", {})
+    return IperfResult(
+        goodput_mbps=recv.get("bits_per_second", 0.0) / 1e6,
+        sender_mbps=sent.get("bits_per_second", 0.0) / 1e6,
+        retransmits=sent.get("retransmits"),
+        seconds=recv.get("seconds", 0.0),
+        cpu_host=cpu.get("host_total"),
+        cpu_remote=cpu.get("remote_total"),
+        error=data.get("error"),
+    )

@@ -1,0 +1,192 @@
+/*
+ * Unit test of the delay line's scheduling core with a fake clock: release
+ * order, release times, jitter bounds and clipping, no reordering, full FIFO,
+ * wait times, seed reproducibility, and the lateness percentiles.
+ * Run by `make -C native test`; exit status 0 only when every check passes.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "delaysched.h"
+#include "dlstats.h"
+
+static int failures, checks;
+
+#define CHECK(cond, ...)                                                            \
+	do {                                                                        \
+		checks++;                                                           \
+		if (!(cond)) {                                                      \
+			failures++;                                                 \
+			fprintf(stderr, "%s:%d: FAILED %s: ", __FILE__, __LINE__, #cond); \
+			fprintf(stderr, __VA_ARGS__);                               \
+			fputc('\n', stderr);                                        \
+		}                                                                   \
+	} while (0)
+
+#define MS 1000000ULL
+#define US 1000ULL
+
+static void test_fixed_delay_fifo(void)
+{
+	struct dl_sched s;
+	struct dl_entry e;
+	CHECK(dl_sched_init(&s, 8, 20 * MS, 0, 1) == 0, "init");
+	CHECK(dl_sched_wait_ns(&s, 0) == -1, "empty wait is -1");
+	CHECK(dl_sched_head(&s) == NULL, "empty head");
+	/* arrivals at 0, 1 ms, 1 ms, 5 ms */
+	uint64_t arr[] = {0, 1 * MS, 1 * MS, 5 * MS};
+	for (unsigned i = 0; i < 4; i++)
+		CHECK(dl_sched_push(&s, 100 + i, 1500, arr[i]) == 0, "push %u", i);
+	CHECK(dl_sched_wait_ns(&s, 0) == (int64_t)(20 * MS), "first due in 20 ms");
+	CHECK(dl_sched_wait_ns(&s, 19 * MS) == (int64_t)(1 * MS), "1 ms left");
+	CHECK(dl_sched_pop_due(&s, 20 * MS - 1, &e) == 0, "not due 1 ns early");
+	CHECK(dl_sched_pop_due(&s, 20 * MS, &e) == 1 && e.id == 100 && e.release_ns == 20 * MS,
+	      "first at exactly 20 ms (id %u at %llu)", e.id, (unsigned long long)e.release_ns);
+	CHECK(dl_sched_pop_due(&s, 20 * MS, &e) == 0, "second not due yet");
+	/* a late wake-up releases everything due, in order */
+	unsigned ids[3], n = 0;
+	uint64_t rel[3];
+	while (n < 3 && dl_sched_pop_due(&s, 30 * MS, &e)) {
+		ids[n] = e.id;
+		rel[n++] = e.release_ns;
+	}
+	CHECK(n == 3, "three due at 30 ms, got %u", n);
+	CHECK(ids[0] == 101 && ids[1] == 102 && ids[2] == 103, "FIFO order");
+	CHECK(rel[0] == 21 * MS && rel[1] == 21 * MS && rel[2] == 25 * MS, "release = arrival + delay");
+	CHECK(s.max_held == 4, "max_held %u", s.max_held);
+	CHECK(dl_sched_wait_ns(&s, 30 * MS) == -1, "empty again");
+	dl_sched_free(&s);
+}
+
+static void test_full_and_wraparound(void)
+{
+	struct dl_sched s;
+	struct dl_entry e;
+	dl_sched_init(&s, 3, 1 * MS, 0, 1);
+	CHECK(dl_sched_push(&s, 1, 60, 0) == 0, "p1");
+	CHECK(dl_sched_push(&s, 2, 60, 0) == 0, "p2");
+	CHECK(dl_sched_push(&s, 3, 60, 0) == 0, "p3");
+	CHECK(dl_sched_push(&s, 4, 60, 0) == -1, "full FIFO refuses");
+	CHECK(dl_sched_pop_due(&s, 1 * MS, &e) && e.id == 1, "pop 1");
+	CHECK(dl_sched_push(&s, 5, 60, 2 * MS) == 0, "push after pop wraps the ring");
+	uint32_t want[] = {2, 3, 5};
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(dl_sched_pop_due(&s, 10 * MS, &e) && e.id == want[i], "wrapped order %u: %u", i, e.id);
+	CHECK(s.count == 0, "drained");
+	dl_sched_free(&s);
+	CHECK(dl_sched_init(&s, 0, 1, 0, 1) == -1, "zero capacity refused");
+}
+
+static void test_jitter_bounds_no_reorder(void)
+{
+	struct dl_sched s;
+	struct dl_entry e;
+	const uint64_t d = 10 * MS, j = 3 * MS;
+	dl_sched_init(&s, 100000, d, j, 42);
+	uint64_t lo = UINT64_MAX, hi = 0, prev_rel = 0;
+	int reorder_clamped = 0, ok_bounds = 1, ok_order = 1;
+	for (uint32_t i = 0; i < 100000; i++) {
+		uint64_t arr = i * 50 * US; /* 20 kpps */
+		dl_sched_push(&s, i, 100, arr);
+		dl_sched_pop_due(&s, UINT64_MAX, &e);
+		uint64_t delay = e.release_ns - arr;
+		if (e.id != i)
+			ok_order = 0;
+		if (e.release_ns < prev_rel)
+			ok_order = 0;
+		if (e.release_ns == prev_rel)
+			reorder_clamped++;
+		if (delay < d - j)
+			ok_bounds = 0;
+		/* only the "no reordering" clamp may push past delay + jitter */
+		if (delay > d + j && e.release_ns != prev_rel)
+			ok_bounds = 0;
+		lo = delay < lo ? delay : lo;
+		hi = delay > hi ? delay : hi;
+		prev_rel = e.release_ns;
+	}
+	CHECK(ok_order, "release times non-decreasing and FIFO");
+	CHECK(ok_bounds, "delay within [d-J, d+J] except no-reorder clamps");
+	CHECK(hi > d + j - 100 * US, "jitter reaches its high end (max %llu)", (unsigned long long)hi);
+	CHECK(reorder_clamped > 0, "with 50 us spacing and 6 ms jitter some packets are clamped");
+	dl_sched_free(&s);
+
+	/* sparse arrivals (spacing > 2J): nothing is clamped, the full range shows */
+	dl_sched_init(&s, 16, d, j, 43);
+	lo = UINT64_MAX;
+	hi = 0;
+	for (uint32_t i = 0; i < 20000; i++) {
+		uint64_t arr = (uint64_t)i * 7 * MS;
+		dl_sched_push(&s, i, 100, arr);
+		dl_sched_pop_due(&s, UINT64_MAX, &e);
+		uint64_t delay = e.release_ns - arr;
+		lo = delay < lo ? delay : lo;
+		hi = delay > hi ? delay : hi;
+	}
+	CHECK(lo >= d - j && lo < d - j + 10 * US, "low end d-J reached (min %llu)", (unsigned long long)lo);
+	CHECK(hi <= d + j && hi > d + j - 10 * US, "high end d+J reached (max %llu)", (unsigned long long)hi);
+	dl_sched_free(&s);
+}
+
+static void test_jitter_clipped_at_zero(void)
+{
+	struct dl_sched s;
+	dl_sched_init(&s, 4, 1 * MS, 5 * MS, 7);
+	int zero = 0, neg = 0;
+	for (int i = 0; i < 10000; i++) {
+		uint64_t dd = dl_sched_draw_delay(&s);
+		if (dd == 0)
+			zero++;
+		if (dd > 6 * MS)
+			neg++; /* would be a wrapped negative */
+	}
+	CHECK(zero > 3000, "delay + jitter < 0 clips to 0 (about 40%% of draws), got %d", zero);
+	CHECK(neg == 0, "no wrapped values");
+	dl_sched_free(&s);
+}
+
+static void test_seed_reproducible(void)
+{
+	struct dl_sched a, b, c;
+	dl_sched_init(&a, 4, 5 * MS, 1 * MS, 99);
+	dl_sched_init(&b, 4, 5 * MS, 1 * MS, 99);
+	dl_sched_init(&c, 4, 5 * MS, 1 * MS, 100);
+	int same = 1, differs = 0;
+	for (int i = 0; i < 1000; i++) {
+		uint64_t x = dl_sched_draw_delay(&a), y = dl_sched_draw_delay(&b), z = dl_sched_draw_delay(&c);
+		same &= x == y;
+		differs |= x != z;
+	}
+	CHECK(same, "same seed, same jitter sequence");
+	CHECK(differs, "different seed, different sequence");
+	dl_sched_free(&a);
+	dl_sched_free(&b);
+	dl_sched_free(&c);
+}
+
+static void test_hist(void)
+{
+	struct dl_hist *h = malloc(sizeof(*h));
+	dl_hist_init(h);
+	CHECK(dl_hist_percentile_us(h, 50) == 0.0, "empty hist");
+	for (int i = 1; i <= 100; i++)
+		dl_hist_add(h, (uint64_t)i * US + 300); /* 1.3 us .. 100.3 us */
+	CHECK(dl_hist_percentile_us(h, 50) == 50.0, "p50 %.1f", dl_hist_percentile_us(h, 50));
+	CHECK(dl_hist_percentile_us(h, 99) == 99.0, "p99 %.1f", dl_hist_percentile_us(h, 99));
+	CHECK(h->max_ns == 100 * US + 300, "exact max");
+	dl_hist_add(h, 50 * MS); /* beyond the histogram */
+	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "overflow bin reports the max");
+	free(h);
+}
+
+int main(void)
+{
+	test_fixed_delay_fifo();
+	test_full_and_wraparound();
+	test_jitter_bounds_no_reorder();
+	test_jitter_clipped_at_zero();
+	test_seed_reproducible();
+	test_hist();
+	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# First-use set-up on a fresh Debian 12 / Ubuntu 24.04 machine, as root:
+# system packages, the native delay line, and the Python virtual environment.
+# Idempotent and quick when everything is already there (a stamp file records
+# what was installed for which inputs).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(
+  iproute2 iputils-ping iptables nftables ethtool procps
+  iperf3 mptcpize tcpdump tshark
+  python3 python3-venv python3-pip
+  build-essential pkg-config libnetfilter-queue-dev libmnl-dev
+  git ca-certificates
+)
+WITH_TEST=0
+[ "${1:-}" = "--test" ] && WITH_TEST=1
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "bootstrap: run as root (namespaces, tc and nftables need it)" >&2
+  exit 3
+fi
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  echo "bootstrap: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # tshark asks whether non-root users may capture; the answer does not matter for root
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+make -s -C native
+
+# The venv uses the distribution's python3 (3.11 on Debian 12, 3.12 on Ubuntu 24.04).
+PY=/usr/bin/python3
+stamp=.venv/.mptcplab-stamp
+want="$(sha256sum pyproject.toml | cut -c1-16)-test$WITH_TEST"
+if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
+  if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+  fi
+  .venv/bin/pip install -q --upgrade pip
+  if [ "$WITH_TEST" = 1 ]; then
+    .venv/bin/pip install -q -e '.[test]'
+  else
+    .venv/bin/pip install -q -e .
+  fi
+  echo "$want" > "$stamp"
+fi
+# a test venv also serves lab runs; a lab venv gains the test extras when tests run

@@ -1,0 +1,88 @@
+"""Dry runs create nothing; interrupted and killed runs leave nothing `clean` cannot
+remove; incomplete runs are kept and never become latest."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+MPTCPLAB = [sys.executable, "-m", "mptcplab.cli"]
+pytestmark = pytest.mark.netns
+
+
+def netns() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {l.split()[0] for l in out.splitlines() if l.strip()}
+
+
+def test_dry_run_prints_commands_and_runs_none(tmp_path: Path) -> None:
+    before = netns()
+    p = subprocess.run([*MPTCPLAB, "run", "labs/mtu", "--dry-run", "--results", str(tmp_path / "r")],
+                       cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    out = p.stdout
+    for needle in ("ip netns add mpl000000-client", "type veth peer name", "mtu 1500 up", "tbf rate",
+                   "mptcp endpoint add 10.0.2.2 dev eth2 subflow", "tcpdump -i eth1", "iperf3 -c 10.0.5.2",
+                   "ethtool -K eth1 tso off gso off gro off", "frag-needed counter drop", "ip netns del"):
+        assert needle in out, needle
+    assert out.count("## scenario ") == 10
+    assert netns() == before and not (tmp_path / "r").exists()
+
+
+def _wait_for_namespaces(prefix_seen: set[str], timeout: float = 20) -> set[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        new = {n for n in netns() - prefix_seen if n.startswith("mpl")}
+        if new:
+            return new
+        time.sleep(0.1)
+    raise AssertionError("the run never created its namespaces")
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_interrupt_tears_down_and_keeps_incomplete_run(tmp_path: Path, sig: int) -> None:
+    before = netns()
+    results = tmp_path / "r"
+    p = subprocess.Popen([*MPTCPLAB, "run", "labs/mtu", "--quick", "--scenario", "mptcp-bottleneck",
+                          "--results", str(results)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        _wait_for_namespaces(before)
+        time.sleep(1.0)
+        p.send_signal(sig)
+        p.wait(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert netns() - before == set()
+    runs = [d for d in (results / "mtu").iterdir() if d.name != "latest"]
+    assert len(runs) == 1
+    m = json.loads((runs[0] / "manifest.json").read_text())
+    assert m["complete"] is False and "interrupted" in m["incomplete_reason"]
+    assert not (results / "mtu" / "latest").exists()
+    assert p.returncode != 0
+
+
+def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
+    before = netns()
+    p = subprocess.Popen([*MPTCPLAB, "run", "labs/mtu", "--quick", "--scenario", "mptcp-bottleneck",
+                          "--results", str(tmp_path / "r")], cwd=REPO,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        left = _wait_for_namespaces(before)
+        time.sleep(1.0)
+        os.killpg(p.pid, signal.SIGKILL)  # no handler runs: namespaces stay
+        p.wait(timeout=10)
+        assert netns() & left, "expected the killed run to leave namespaces"
+        c = subprocess.run([*MPTCPLAB, "clean"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert c.returncode == 0
+        assert netns() - before == set()
+    finally:
+        subprocess.run([*MPTCPLAB, "clean"], cwd=REPO, capture_output=True)

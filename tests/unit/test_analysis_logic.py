@@ -1,0 +1,172 @@
+"""Capture analysis logic on small hand-made packet tables (no tshark needed).
+
+These pin down the rules that real captures exercise only by chance: sequence-number
+wrap-around, retransmission counting, join-to-connection matching by token when two MPTCP
+connections share the server port, de-duplication across points, the outer/inner split of
+ICMP rows.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from mptcplab.analysis import FlowSpec, analyze_packets
+from mptcplab.analysis.flows import mp_mask, tokens_of_key
+from mptcplab.analysis.stats import unwrap32
+from mptcplab.analysis.tshark import FIELDS, _finish, _parse_safe
+
+SYN, ACK, RST, PSH = 0x02, 0x10, 0x04, 0x08
+SRV = "10.0.3.2"
+SPEC = FlowSpec(SRV, 5201, {"10.0.1.2": "A", "10.0.2.2": "B"}, ("A", "B"), True, "upload")
+
+
+def pkt(t: float, src: str, sport: int, dst: str, dport: int, flags: int, tlen: int = 0,
+        seq: int = 0, ack: int = 0, mp: str = "", sendkey: str = "", recvkey: str = "",
+        recvtok: str = "", point: str = "p", ttl: int = 64) -> dict:
+    return {"t": t, "ip_src": src, "ip_dst": dst, "ip_len": 52 + tlen, "ip_ttl": ttl,
+            "sport": sport, "dport": dport, "tlen": tlen, "seq": seq % 2**32, "ack": ack % 2**32,
+            "flags": flags, "mp": mp, "sendkey": sendkey, "recvkey": recvkey, "recvtok": recvtok,
+            "addaddr": "", "rst_reason": "", "icmp_type": np.nan, "icmp_code": np.nan,
+            "icmp_mtu": np.nan, "q_src": "", "q_dst": "", "q_len": np.nan, "q_ttl": np.nan,
+            "point": point}
+
+
+def table(rows: list[dict]) -> pd.DataFrame:
+    return pd.DataFrame(rows)
+
+
+def mpc_connection(t0: float, cport: int, client_key: int, server_key: int, isn: int,
+                   segs: list[tuple[int, int]], point: str = "p", cip: str = "10.0.1.2") -> list[dict]:
+    """An MP_CAPABLE handshake then data segments (offset from isn+1, length), each acked."""
+    rows = [
+        pkt(t0, cip, cport, SRV, 5201, SYN, seq=isn, mp="0", point=point),
+        pkt(t0 + 0.001, SRV, 5201, cip, cport, SYN | ACK, seq=7, ack=isn + 1, mp="0",
+            sendkey=str(server_key), point=point),
+        pkt(t0 + 0.002, cip, cport, SRV, 5201, ACK, seq=isn + 1, ack=8, mp="0",
+            sendkey=str(client_key), recvkey=str(server_key), point=point),
+    ]
+    t = t0 + 0.01
+    for off, ln in segs:
+        rows.append(pkt(t, cip, cport, SRV, 5201, ACK, tlen=ln, seq=isn + 1 + off, ack=8, mp="2",
+                        point=point))
+        rows.append(pkt(t + 0.0005, SRV, 5201, cip, cport, ACK, seq=8, ack=isn + 1 + off + ln,
+                        mp="2", point=point))
+        t += 0.01
+    return rows
+
+
+def test_unwrap32_across_the_wrap():
+    seq = np.array([2**32 - 100, 2**32 - 50, 10, 60, 2**32 - 50], dtype=float)
+    assert list(unwrap32(seq, 2**32 - 100)) == [0, 50, 110, 160, 50]
+
+
+def test_token_is_sha256_of_the_key():
+    # pair observed in a real MPTCP v1 handshake (server key in the SYN/ACK, token in the join)
+    assert tokens_of_key(1414879929542010403)[0] == 3868282564
+
+
+def test_mp_mask_reads_multiple_options():
+    m = mp_mask(pd.Series(["", "0", "2,3", "1"]))
+    assert list(m) == [0, 1, 0b1100, 0b10]
+
+
+def test_icmp_row_outer_and_inner_header_are_split():
+    names = [c for _, c in FIELDS]
+    vals = {n: "" for n in names}
+    vals.update({"t": "100.5", "ip_src": "10.0.2.1,10.0.2.2", "ip_dst": "10.0.2.2,10.0.3.2",
+                 "ip_len": "576,9000", "ip_ttl": "64,63", "sport": "40000", "dport": "5201",
+                 "flags": "0x010", "mp": "2", "icmp_type": "3", "icmp_code": "4", "icmp_mtu": "1500"})
+    tcp = {n: "" for n in names}
+    tcp.update({"t": "100.4", "ip_src": "10.0.2.2", "ip_dst": "10.0.3.2", "ip_len": "9000",
+                "ip_ttl": "64", "sport": "40000", "dport": "5201", "tlen": "8948", "seq": "1",
+                "ack": "1", "flags": "0x018", "mp": "2"})
+    raw = "".join("\t".join(r[n] for n in names) + "\n" for r in (tcp, vals)).encode()
+    df = _finish(_parse_safe(raw), "client:eth2")
+    assert list(df["ip_src"]) == ["10.0.2.2", "10.0.2.1"]
+    assert list(df["q_src"]) == ["", "10.0.2.2"] and list(df["q_dst"]) == ["", "10.0.3.2"]
+    assert df["ip_len"].tolist() == [9000, 576] and df["q_len"].iloc[1] == 9000
+    assert df["flags"].tolist() == [0x18, 0x10]
+    assert df["icmp_mtu"].iloc[1] == 1500 and np.isnan(df["icmp_type"].iloc[0])
+    assert (df["point"] == "client:eth2").all()
+
+
+def test_join_is_matched_to_its_connection_by_token():
+    """Two MPTCP connections on the same server port (iperf3 control + data): the join
+    belongs to the connection whose server key hashes to the join's token."""
+    ctl_key, data_key = 1111, 2222
+    rows = mpc_connection(0.0, 40000, 5, ctl_key, isn=1000, segs=[(0, 100)])
+    rows += mpc_connection(0.1, 40002, 6, data_key, isn=5000, segs=[(i * 1000, 1000) for i in range(50)])
+    # a join to the *control* connection that carries nothing, and one to the data connection
+    for cport, key in ((41000, ctl_key), (41002, data_key)):
+        tok = str(tokens_of_key(key)[0])
+        rows += [
+            pkt(0.2, "10.0.2.2", cport, SRV, 5201, SYN, seq=9, mp="1", recvtok=tok),
+            pkt(0.201, SRV, 5201, "10.0.2.2", cport, SYN | ACK, seq=3, ack=10, mp="1"),
+            pkt(0.202, "10.0.2.2", cport, SRV, 5201, ACK, seq=10, ack=4, mp="1"),
+            pkt(0.203, SRV, 5201, "10.0.2.2", cport, ACK, seq=4, ack=10, mp="2"),
+        ]
+    rows.append(pkt(0.3, "10.0.2.2", 41002, SRV, 5201, ACK, tlen=500, seq=10, ack=4, mp="2"))
+    rows.append(pkt(0.301, SRV, 5201, "10.0.2.2", 41002, ACK, seq=4, ack=510, mp="2"))
+    r = analyze_packets(table(rows), ["p"], SPEC)
+    assert r.connections == 2 and r.mptcp_negotiated and r.verified
+    assert [(s.path, s.sport, s.bytes) for s in r.subflows] == [("A", 40002, 50_000), ("B", 41002, 500)]
+    assert sum(s.share for s in r.subflows) == pytest.approx(1.0)
+    # the time origin is the data connection's SYN
+    assert r.t0_epoch == 0.1
+
+
+def test_retransmissions_counted_across_a_sequence_wrap():
+    isn = 2**32 - 2500
+    segs = [(0, 1000), (1000, 1000), (2000, 1000), (1000, 1000), (3000, 1000), (3500, 500)]
+    rows = mpc_connection(0.0, 40002, 6, 2222, isn=isn, segs=segs)
+    r = analyze_packets(table(rows), ["p"], FlowSpec(SRV, 5201, {"10.0.1.2": "A"}, ("A",), True))
+    s = r.subflows[0]
+    assert s.segments == 6 and s.bytes == 5500
+    assert s.retransmissions == 2 and s.retrans_bytes == 1500   # the resent 1000 and the overlap
+    assert s.acked_bytes == 4000
+    assert s.median_seg == 1000 and s.max_seg == 1000
+
+
+def test_same_packets_at_two_points_counted_once():
+    segs = [(i * 1000, 1000) for i in range(20)]
+    near = mpc_connection(0.0, 40002, 6, 2222, isn=1, segs=segs, point="client:eth1")
+    # the router sees the same packets a little later, with a lower TTL, and misses one
+    far = [dict(p, t=p["t"] + 0.0001, point="ra:eth1", ip_ttl=63) for p in near]
+    far = [p for p in far if not (p["tlen"] and p["seq"] == 1 + 5000)]
+    spec = FlowSpec(SRV, 5201, {"10.0.1.2": "A"}, ("A",), True)
+    r = analyze_packets(table(far + near), ["ra:eth1", "client:eth1"], spec)
+    s = r.subflows[0]
+    assert s.point == "client:eth1" and s.bytes == 20_000 and s.segments == 20
+    # equal counts: the point nearer the sender (higher TTL) wins
+    far_all = [dict(p, t=p["t"] + 0.0001, point="ra:eth1", ip_ttl=63) for p in near]
+    r2 = analyze_packets(table(far_all + near), ["ra:eth1", "client:eth1"], spec)
+    assert r2.subflows[0].point == "client:eth1" and r2.subflows[0].bytes == 20_000
+
+
+def test_no_connection_at_all():
+    r = analyze_packets(table([pkt(0.0, "10.0.1.2", 40000, SRV, 22, SYN)]), ["p"], SPEC)
+    assert not r.verified and r.subflows == [] and r.fallback
+    assert r.diagnostics == ["no TCP connection to port 5201 in the captures (p)"]
+    assert list(r.timeseries.columns) == ["t", "path", "subflow", "bytes", "mbps"]
+
+
+def test_numeric_field_with_two_occurrences_keeps_the_first():
+    """An encapsulated packet (e.g. IP-in-IP) repeats numeric fields; the parse must not fail."""
+    names = [c for _, c in FIELDS]
+    row = {n: "" for n in names}
+    row.update({"t": "1.5", "ip_src": "10.0.0.1,10.0.1.2", "ip_dst": "10.0.0.2,10.0.3.2",
+                "ip_len": "120,100", "ip_ttl": "64,64", "sport": "40000,40000", "dport": "5201,5201",
+                "tlen": "48,48", "flags": "0x018"})
+    raw = ("\t".join(row[n] for n in names) + "\n").encode()
+    df = _parse_safe(raw)
+    assert df["sport"].iloc[0] == 40000 and df["tlen"].iloc[0] == 48 and df["t"].iloc[0] == 1.5
+
+
+def test_unanswered_tcp_syn_gives_one_line():
+    rows = [pkt(t, "10.0.1.2", 40000, SRV, 5201, SYN, seq=1) for t in (0.0, 1.0, 3.0)]
+    spec = FlowSpec(SRV, 5201, {"10.0.1.2": "A"}, ("A",), False)
+    r = analyze_packets(table(rows), ["p"], spec)
+    assert not r.verified and r.subflows[0].syn_attempts == 3 and not r.subflows[0].established
+    assert r.diagnostics == ["path A: SYN from 10.0.1.2 sent 3 times, never answered"]

@@ -1,0 +1,152 @@
+"""Generated netfilter rules and delay-line daemons of the NFQUEUE emulator."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mptcplab.emulation import nfqueue
+from mptcplab.emulation.linkmodel import DirectedLink, Endpoint, LinkShape
+from mptcplab.emulation.nfqueue import NfqueueEmulator
+
+SRC, DST = Endpoint("client", "eth1"), Endpoint("ra", "eth2")
+BIN = Path("/opt/mptcplab-delayline")
+
+
+def dl(**shape: object) -> DirectedLink:
+    return DirectedLink(SRC, DST, LinkShape.parse(**shape), 1500)  # type: ignore[arg-type]
+
+
+def argvs(cmds: list) -> list[list[str]]:
+    return [list(c.argv) for c in cmds]
+
+
+def test_iptables_delay_and_loss_at_receiver() -> None:
+    cmds = nfqueue.iptables_rule_cmds(dl(rate="100mbit", delay="20ms", loss="1%"), 7)
+    assert {c.node for c in cmds} == {"ra"}  # the receiving node
+    v4 = [a for a in argvs(cmds) if a[0] == "iptables"]
+    assert v4 == [
+        ["iptables", "-w", "-t", "raw", "-N", "mptcplab-rx-eth2"],
+        ["iptables", "-w", "-t", "raw", "-A", "mptcplab-rx-eth2", "-m", "statistic", "--mode", "random",
+         "--probability", "0.01", "-j", "DROP"],
+        ["iptables", "-w", "-t", "raw", "-A", "mptcplab-rx-eth2", "-j", "NFQUEUE", "--queue-num", "7"],
+        ["iptables", "-w", "-t", "raw", "-A", "PREROUTING", "-i", "eth2", "-j", "mptcplab-rx-eth2"],
+    ]
+    v6 = [a for a in argvs(cmds) if a[0] == "ip6tables"]
+    assert [a[1:] for a in v6] == [a[1:] for a in v4]
+    # fail closed: never a bypass
+    assert not any("bypass" in " ".join(a) for a in argvs(cmds))
+
+
+def test_iptables_loss_only_and_delay_only() -> None:
+    loss_only = argvs(nfqueue.iptables_rule_cmds(dl(loss="0.5%"), 1))
+    assert not any("NFQUEUE" in a for a in loss_only)
+    assert any(a[-4:] == ["--probability", "0.005", "-j", "DROP"] for a in loss_only)
+    delay_only = argvs(nfqueue.iptables_rule_cmds(dl(delay="1ms"), 1))
+    assert not any("statistic" in a for a in delay_only)
+
+
+def test_rate_only_needs_no_rule() -> None:
+    assert nfqueue.iptables_rule_cmds(dl(rate="10mbit"), 1) == []
+    assert nfqueue.nft_rule_cmds(dl(rate="10mbit"), 1) == []
+
+
+def test_iptables_clear() -> None:
+    cmds = nfqueue.iptables_clear_cmds(dl(delay="1ms"))
+    assert argvs(cmds)[:3] == [
+        ["iptables", "-w", "-t", "raw", "-D", "PREROUTING", "-i", "eth2", "-j", "mptcplab-rx-eth2"],
+        ["iptables", "-w", "-t", "raw", "-F", "mptcplab-rx-eth2"],
+        ["iptables", "-w", "-t", "raw", "-X", "mptcplab-rx-eth2"],
+    ]
+    assert all(not c.check and c.node == "ra" for c in cmds)
+
+
+def test_nft_rules() -> None:
+    cmds = argvs(nfqueue.nft_rule_cmds(dl(delay="20ms", loss="1%"), 3))
+    assert cmds == [
+        ["nft", "add", "table", "inet", "mptcplab"],
+        ["nft", "add", "chain", "inet", "mptcplab", "rx_eth2",
+         "{ type filter hook prerouting priority raw ; policy accept ; }"],
+        ["nft", "add", "rule", "inet", "mptcplab", "rx_eth2", "iifname", '"eth2"',
+         "numgen", "random", "mod", "1000000", "<", "10000", "counter", "drop"],
+        ["nft", "add", "rule", "inet", "mptcplab", "rx_eth2", "iifname", '"eth2"',
+         "counter", "queue", "num", "3"],
+    ]
+    assert argvs(nfqueue.nft_clear_cmds(dl(delay="1ms"))) == [
+        ["nft", "flush", "chain", "inet", "mptcplab", "rx_eth2"],
+        ["nft", "delete", "chain", "inet", "mptcplab", "rx_eth2"],
+    ]
+
+
+def test_loss_threshold_and_names() -> None:
+    assert nfqueue.loss_threshold(0.01) == 10000
+    assert nfqueue.loss_threshold(1e-6) == 1
+    assert nfqueue.loss_threshold(1.0) == 1_000_000
+    assert nfqueue.nft_chain("veth-a.1") == "rx_veth_a_1"
+    assert len(nfqueue.iptables_chain("x" * 15)) <= 28
+
+
+def test_daemon_description(tmp_path: Path) -> None:
+    d = dl(rate="100mbit", delay="40ms", jitter="1ms")
+    daemon = nfqueue.delayline_daemon(d, 4, tmp_path, BIN)
+    assert daemon.node == "ra"
+    assert daemon.name == "delayline ra:eth2<-client:eth1"
+    assert daemon.ready_marker == "ready"
+    assert daemon.stats_path == str(tmp_path / "delayline-ra_eth2-q4.json")
+    assert list(daemon.argv) == [
+        str(BIN), "--queue", "4", "--delay-us", "40000", "--jitter-us", "1000",
+        "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(d.shape.delay_queue_packets(1500)),
+        "--stats", daemon.stats_path, "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
+    ]
+    # the seed is a function of the link: reruns reproduce the jitter
+    assert nfqueue.daemon_seed(d, 4) == nfqueue.daemon_seed(dl(delay="1ms"), 4)
+    assert "--rt-prio" not in nfqueue.delayline_daemon(d, 4, tmp_path, BIN, rt_prio=0).argv
+
+
+def test_emulator_link_cmds(tmp_path: Path) -> None:
+    e = NfqueueEmulator(binary=BIN)
+    assert e.name == "nfqueue"
+    full = dl(rate="100mbit", delay="20ms", loss="1%")
+    cmds, daemons = e.link_cmds(full, 2, tmp_path)
+    assert cmds[0].argv[:2] == ("tc", "qdisc") and cmds[0].node == "client"
+    assert [d.node for d in daemons] == ["ra"]
+    # rate only: tbf, no rule, no daemon
+    cmds, daemons = e.link_cmds(dl(rate="10mbit"), 2, tmp_path)
+    assert len(cmds) == 1 and daemons == []
+    # loss only: rule, no daemon
+    cmds, daemons = e.link_cmds(dl(loss="1%"), 2, tmp_path)
+    assert daemons == [] and any("statistic" in c.argv for c in cmds)
+    # nothing: nothing
+    assert e.link_cmds(dl(), 2, tmp_path) == ([], [])
+
+
+def test_emulator_clear_and_rate_change() -> None:
+    e = NfqueueEmulator(binary=BIN)
+    clear = e.clear_cmds(dl(rate="1mbit", delay="1ms"))
+    assert clear[0].argv[:3] == ("tc", "qdisc", "del") and all(not c.check for c in clear)
+    assert len(e.clear_cmds(dl(rate="1mbit"))) == 1
+    (rc,) = e.rate_change_cmds(dl(rate="1mbit", delay="1ms"), 2_000_000)
+    assert rc.argv[5] == "root" and "2mbit" in rc.argv
+
+
+def test_emulator_nft_flavour_and_validation(tmp_path: Path) -> None:
+    e = NfqueueEmulator(firewall="nft", binary=BIN, rt_prio=0)
+    cmds, daemons = e.link_cmds(dl(delay="5ms"), 1, tmp_path)
+    assert cmds[0].argv[0] == "nft" and "--rt-prio" not in daemons[0].argv
+    with pytest.raises(ValueError):
+        NfqueueEmulator(firewall="pf")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        NfqueueEmulator(rt_prio=100)
+
+
+def test_delayline_problems() -> None:
+    good = {"enobufs": 0, "user_drops": 0, "queue_full_drops": 0, "ring_full_drops": 0, "verdict_errors": 0,
+            "lateness_us": {"p50": 8, "p99": 40, "max": 900.0}}
+    assert nfqueue.delayline_problems(good) == []
+    assert nfqueue.delayline_problems({**good, "queue_full_drops": None}) == []  # unknown is not a problem
+    bad = {**good, "enobufs": 3, "user_drops": 120, "lateness_us": {"p99": 4000}}
+    problems = nfqueue.delayline_problems(bad)
+    assert len(problems) == 3
+    assert problems[0].startswith("3 netlink receive buffer overflows")
+    assert "lateness p99 4000 us" in problems[2]
