@@ -6,7 +6,9 @@
 #   images/containerlab-build.sh [VERSION]     prints the path of the binary
 #
 # VERSION defaults to the containerlab role's pin (ansible/roles/containerlab/defaults).
-# The binary is cached in $MPTCPLAB_CACHE (default /var/cache/mptcplab) per version; the
+# The binary is cached in $MPTCPLAB_CACHE (default /var/cache/mptcplab) per version (the
+# Go module and build caches live in a temporary directory unless GOMODCACHE/GOCACHE are
+# set, and are removed after the build); the
 # proxy's checksum database may be unreachable, so its verification is switched off for
 # this build (the module proxy still serves the module's recorded content).
 set -euo pipefail
@@ -23,7 +25,11 @@ mkdir -p "$cache"
 work=$(mktemp -d "${TMPDIR:-/tmp}/mptcplab-clab.XXXXXX")
 trap 'chmod -R u+w "$work" 2>/dev/null; rm -rf "$work"' EXIT
 export GOFLAGS=-mod=mod GONOSUMDB='*' GONOSUMCHECK=1 GOSUMDB=off GOTOOLCHAIN=local
-export GOMODCACHE=${GOMODCACHE:-$cache/gomod} GOCACHE=${GOCACHE:-$cache/gobuild}
+own_caches=0
+if [ -z "${GOMODCACHE:-}" ] && [ -z "${GOCACHE:-}" ]; then
+  own_caches=1
+fi
+export GOMODCACHE=${GOMODCACHE:-$work/gomod} GOCACHE=${GOCACHE:-$work/gobuild}
 mod=github.com/srl-labs/containerlab
 dir=$(cd "$work" && go mod download -json "$mod@v$version" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$/\1/p')
 [ -n "$dir" ] || { echo "containerlab-build.sh: cannot download $mod@v$version" >&2; exit 1; }
@@ -33,4 +39,8 @@ echo "containerlab-build.sh: building containerlab $version (a few minutes)" >&2
 (cd "$work/src" && CGO_ENABLED=0 go build -trimpath -o "$out.tmp" \
   -ldflags "-s -w -X $mod/cmd/version.Version=$version -X $mod/cmd/version.commit=goproxy -X $mod/cmd/version.date=unknown" .) >&2
 mv "$out.tmp" "$out"
+# the module and build caches (about 1 GB) served this build only
+if [ "$own_caches" = 1 ]; then
+  go clean -modcache >/dev/null 2>&1 || true
+fi
 echo "$out"

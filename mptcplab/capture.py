@@ -29,7 +29,8 @@ def capture_command(cp: CapturePoint, outdir: Path) -> CaptureCommand:
     path = outdir / capture_file_name(cp.point)
     # -B: a 16 MiB kernel buffer so 2 x 100 Mbit/s with 1500-byte frames is not dropped;
     # --immediate-mode: without it, tcpdump stopped by a signal loses the last ~0.5 s
-    argv = ("tcpdump", "-i", iface, "-n", "-s", str(cp.snaplen), "-B", "16384", "--immediate-mode",
+    # -Z root: stay root, so the file can be written wherever the results directory is
+    argv = ("tcpdump", "-i", iface, "-n", "-s", str(cp.snaplen), "-B", "16384", "--immediate-mode", "-Z", "root",
             "-w", str(path), *CAPTURE_FILTER)
     return CaptureCommand(node, iface, path, argv)
 

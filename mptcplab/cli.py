@@ -59,9 +59,8 @@ def _emulator(force: str | None):  # type: ignore[no-untyped-def]
 
 def cmd_run(a: argparse.Namespace) -> int:
     from .doctor import checks, lab_needs
-    from .lab.loader import load_lab
-    from .lab.loader import unsupported
-    from .labrun import RunOptions, dry_run, run_lab, select_scenarios, repetitions
+    from .lab.loader import load_lab, unsupported
+    from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
 
     lab = load_lab(a.lab)
     opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,

@@ -3,8 +3,12 @@ that prints every command and creates nothing."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
 import time
+from collections import deque
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
@@ -20,11 +24,21 @@ from .plan import build_plan
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
 from .results.summary import build_summary, summary_rows
-from .runner import (Interrupted, RepRunner, RunContext, flow_duration, install_signal_handlers,
-                     restore_signal_handlers)
+from .runner import (
+    Interrupted,
+    Measured,
+    RepRunner,
+    RunContext,
+    analyse,
+    flow_duration,
+    install_signal_handlers,
+    restore_signal_handlers,
+)
 from .traffic import flow_commands
 
 REPO = Path(__file__).resolve().parent.parent
+#: iperf3's own CPU accounting above this means the sender or receiver, not the link, set the rate
+CPU_BOUND_PERCENT = 90.0
 
 
 @dataclass
@@ -120,40 +134,57 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     interrupted: str | None = None
     previous_handlers = install_signal_handlers()
     t_start = time.monotonic()
+    # Analysis of repetition k (tshark, CPU-heavy) runs in one niced worker process
+    # while repetition k+1 is measured, so analysing does not add to a run's wall time.
+    # The measurement is protected: kernel packet processing and the real-time delay
+    # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
+    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init)
+    pending: deque[tuple[Measured, Future[dict[str, Any]]]] = deque()
+
+    def collect(block: bool) -> None:
+        while pending and (block or pending[0][1].done()):
+            m, fut = pending.popleft()
+            rec = fut.result()
+            rec["dir"] = str(m.job.out.relative_to(run_dir))
+            records.append(rec)
+            _log_rep(log, rec, reps, m.seconds)
+            store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
+
     try:
         for sc in scenarios:
             for rep in range(1, reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
-                res = RepRunner(ctx, sc, rep, outdir).run()
-                rec = res.record
-                rec["dir"] = str(outdir.relative_to(run_dir))
-                records.append(rec)
-                if res.calibration:
-                    manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = res.calibration
-                if res.sysctls and rep == 1:
-                    manifest["sysctls"][sc.name] = res.sysctls
-                flag = "" if not rec["warnings"] else f"  [{len(rec['warnings'])} warning(s)]"
-                mp = rec["mptcp"]
-                verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
-                log(f"{sc.name} rep {rep}/{reps}: {rec['goodput_mbps']:.1f} Mbit/s, {verdict}, "
-                    f"{res.seconds:.1f} s{flag}")
-                for w in rec["warnings"]:
-                    log(f"    ! {w}")
-                store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
+                m = RepRunner(ctx, sc, rep, outdir).measure()
+                if m.job.calibration:
+                    manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = m.job.calibration
+                if m.sysctls and rep == 1:
+                    manifest["sysctls"][sc.name] = m.sysctls
+                m.job.workers = 1
+                pending.append((m, pool.submit(analyse, m.job)))
+                collect(block=False)
+        collect(block=True)
         complete = True
     except Interrupted as e:
         interrupted = f"interrupted by {e}"
-        log(f"run {interrupted}; tearing down, results kept as incomplete in {run_dir}")
+        log(f"run {interrupted}; tearing down, finishing the analysis of measured repetitions; "
+            f"results kept as incomplete in {run_dir}")
     except BaseException as e:
         interrupted = f"failed: {type(e).__name__}: {e}"
         raise
     finally:
         clean()  # belt and braces: the rep runner already tore its network down
+        if interrupted:
+            try:  # measured repetitions are results too: keep them
+                collect(block=True)
+            except Exception as e:  # noqa: BLE001 - the run is failing already; say so, keep going
+                log(f"analysis of a measured repetition failed: {e}")
+        pool.shutdown(wait=True, cancel_futures=True)
         restore_signal_handlers(previous_handlers)
         manifest["complete"] = complete
         manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
         manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
+        manifest["analysis"] = "one nice-19 worker process, overlapping the next repetition's measurement"
         if interrupted:
             manifest["incomplete_reason"] = interrupted
         store.write_json(run_dir / "manifest.json", manifest)
@@ -168,12 +199,33 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     return run_dir, summary
 
 
+def _analysis_worker_init() -> None:
+    os.nice(19)
+    # Ctrl-C goes to the whole process group: the parent decides, the worker finishes its job
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    signal.signal(signal.SIGHUP, signal.SIG_DFL)
+
+
+def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float) -> None:
+    mp = rec["mptcp"]
+    verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
+    flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
+    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rec['goodput_mbps']:.1f} Mbit/s, {verdict}, "
+        f"measured in {seconds:.1f} s, analysed in {rec['analysis_seconds']:.1f} s{flag}")
+    for w in rec["warnings"]:
+        log(f"    ! {w}")
+
+
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
              records: list[dict[str, Any]], reps: int) -> dict[str, Any]:
     invalid = []
     for r in records:
         if not r["calibration_ok"]:
             invalid.append(f"{r['name']} rep {r['rep']}: emulated links out of tolerance")
+        cpu = [c for c in (r.get("cpu") or {}).values() if c is not None]
+        if cpu and max(cpu) > CPU_BOUND_PERCENT:
+            invalid.append(f"{r['name']} rep {r['rep']}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
         if r.get("iperf3_error"):
             invalid.append(f"{r['name']} rep {r['rep']}: iperf3 error: {r['iperf3_error']}")
         for name, st in (r.get("delay_line_stats") or {}).items():

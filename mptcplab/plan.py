@@ -19,7 +19,13 @@ from .lab.loader import ScenarioRun
 from .lab.network import Network, build_network
 from .lab.schema import ClabTopology
 from .mptcp import mptcp_cmds, mptcp_sysctls
-from .netconfig import firewall_cmds, interface_cmds, offload_cmds, route_cmds, sysctl_cmds
+from .netconfig import (
+    firewall_cmds,
+    interface_cmds,
+    offload_cmds,
+    route_cmds,
+    sysctl_cmds,
+)
 
 
 @dataclass

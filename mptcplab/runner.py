@@ -11,20 +11,23 @@ import json
 import signal
 import subprocess
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from .analysis import analyze_flow, CaptureFile, FlowSpec as AnalysisSpec
+import pandas as pd
+
+from .analysis import CaptureFile, analyze_flow
+from .analysis import FlowSpec as AnalysisSpec
 from .backends.netns import NetnsBackend
-from .capture import capture_command, parse_tcpdump_stats
+from .capture import capture_command, capture_file_name, parse_tcpdump_stats
 from .commands import cmd
 from .emulation.backend import Emulator
 from .emulation.supervise import Supervisor
 from .lab.loader import Lab, ScenarioRun
+from .lab.network import Link, Network
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, ping_argv, rate_check, rtt_checks
-from .lab.network import Link, Network
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, build_plan
 from .traffic import flow_commands, read_iperf3
@@ -59,12 +62,29 @@ def restore_signal_handlers(previous: dict[int, Any]) -> None:
 
 
 @dataclass
-class RepResult:
+class AnalysisJob:
+    """Everything the analysis of one measured repetition needs (picklable: it runs
+    in a worker process while the next repetition is measured)."""
+
     scenario: str
     rep: int
-    dir: Path
-    record: dict[str, Any]
+    sweep_point: dict[str, Any]
+    out: Path
+    body: ExperimentBody
+    net: Network
+    measured: str
+    clients: dict[str, dict[str, Any]]
     calibration: list[dict[str, Any]]
+    extra: dict[str, Any]
+    warnings: list[str]
+    workers: int | None = None
+
+
+@dataclass
+class Measured:
+    """A repetition whose network is gone and whose captures wait for analysis."""
+
+    job: AnalysisJob
     sysctls: dict[str, dict[str, str]]
     seconds: float
 
@@ -141,7 +161,8 @@ class RepRunner:
         self.out = outdir
         self.warnings: list[str] = []
 
-    def run(self) -> RepResult:
+    def measure(self) -> Measured:
+        """Deploy, check links, capture, run traffic, tear down. No analysis."""
         t0 = time.monotonic()
         self.out.mkdir(parents=True, exist_ok=False)
         cmdlog = (self.out / "commands.log").open("w", buffering=1)  # line-buffered: a kill keeps the log
@@ -181,9 +202,9 @@ class RepRunner:
             supervisor.close()
             backend.destroy()
             cmdlog.close()
-        record = self._analyse(plan.net, body, measured_name, clients, calibration, extra)
-        (self.out / "rep.json").write_text(json.dumps(record, indent=2, default=str))
-        return RepResult(self.sc.name, self.rep, self.out, record, calibration, sysctls, time.monotonic() - t0)
+        job = AnalysisJob(self.sc.name, self.rep, self.sc.sweep_point, self.out, body, plan.net, measured_name,
+                          clients, calibration, extra, list(self.warnings))
+        return Measured(job, sysctls, time.monotonic() - t0)
 
     # ------------------------------------------------------------------ steps
     def _calibrate(self, backend: NetnsBackend, plan: Plan) -> list[dict[str, Any]]:
@@ -326,70 +347,60 @@ class RepRunner:
                 out[name] = -1
         return out
 
-    def _analyse(self, net: Network, body: ExperimentBody, measured: str, clients: dict[str, dict[str, Any]],
-                 calibration: list[dict[str, Any]], extra: dict[str, Any]) -> dict[str, Any]:
-        flow = body.traffic.flows[measured]
-        iperf = read_iperf3(clients[measured]["path"])
-        if iperf.error:
-            self.warnings.append(f"iperf3 reported an error: {iperf.error}")
-        path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
-        spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
-                            paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
-                            direction=flow.direction)
-        caps = [CaptureFile(self.out / _cap_name(cp.point), cp.point) for cp in body.capture]
-        fa = analyze_flow(caps, spec)
-        fa.timeseries.to_csv(self.out / "timeseries.csv", index=False)
-        fa.icmp_events.to_csv(self.out / "icmp.csv", index=False)
-        subflows = [_subflow_dict(s) for s in fa.subflows]
-        import pandas as pd
 
-        pd.DataFrame(subflows).to_csv(self.out / "subflows.csv", index=False)
-        warnings = list(self.warnings)
-        if flow.mptcp:
-            if not fa.mptcp_negotiated:
-                warnings.append("MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)")
-            elif fa.fallback:
-                warnings.append("MPTCP fell back to TCP during the connection")
-        warnings += fa.diagnostics
-        if flow.mptcp and not fa.verified:
-            warnings += config_diagnostics(body, flow)
-        others = {n: read_iperf3(c["path"]).goodput_mbps for n, c in clients.items() if n != measured}
-        calib_ok = all(c["ok"] for c in calibration)
-        return {
-            "name": self.sc.name, "rep": self.rep, "dir": None,
-            "sweep": self.sc.sweep_point,
-            "goodput_mbps": round(iperf.goodput_mbps, 3),
-            "sender_mbps": round(iperf.sender_mbps, 3),
-            "retransmits": iperf.retransmits,
-            "duration_s": iperf.seconds,
-            "iperf3_error": iperf.error,
-            "cpu": {"client": iperf.cpu_host, "server": iperf.cpu_remote},
-            "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
-                      "verified": fa.verified if flow.mptcp else False,
-                      "subflows": sum(1 for s in fa.subflows if s.established),
-                      "expected_paths": list(spec.expected_paths)},
-            "subflows": subflows,
-            "add_addrs": fa.add_addrs,
-            "warnings": warnings,
-            "calibration_ok": calib_ok,
-            "other_flows_goodput_mbps": others,
-            "analysis_seconds": round(fa.analysis_seconds, 3),
-            "packets": fa.packets,
-            **extra,
-        }
-
-
-def _cap_name(point: str) -> str:
-    from .capture import capture_file_name
-
-    return capture_file_name(point)
-
-
-def _subflow_dict(s: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    d = asdict(s)
-    return d
+def analyse(job: AnalysisJob) -> dict[str, Any]:
+    """Captures and iperf3 JSON of one repetition -> its record (also written to rep.json)."""
+    body, net, out = job.body, job.net, job.out
+    flow = body.traffic.flows[job.measured]
+    clients = job.clients
+    warnings = list(job.warnings)
+    iperf = read_iperf3(clients[job.measured]["path"])
+    if iperf.error:
+        warnings.append(f"iperf3 reported an error: {iperf.error}")
+    path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
+    spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
+                        paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
+                        direction=flow.direction)
+    caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
+    fa = analyze_flow(caps, spec, workers=job.workers)
+    fa.timeseries.to_csv(out / "timeseries.csv", index=False)
+    fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+    subflows = [asdict(s) for s in fa.subflows]
+    pd.DataFrame(subflows).to_csv(out / "subflows.csv", index=False)
+    if flow.mptcp:
+        if not fa.mptcp_negotiated:
+            warnings.append("MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)")
+        elif fa.fallback:
+            warnings.append("MPTCP fell back to TCP during the connection")
+    warnings += fa.diagnostics
+    warnings += getattr(fa, "warnings", [])
+    if flow.mptcp and not fa.verified:
+        warnings += config_diagnostics(body, flow)
+    others = {n: read_iperf3(c["path"]).goodput_mbps for n, c in clients.items() if n != job.measured}
+    record = {
+        "name": job.scenario, "rep": job.rep, "dir": None,
+        "sweep": job.sweep_point,
+        "goodput_mbps": round(iperf.goodput_mbps, 3),
+        "sender_mbps": round(iperf.sender_mbps, 3),
+        "retransmits": iperf.retransmits,
+        "duration_s": iperf.seconds,
+        "iperf3_error": iperf.error,
+        "cpu": {"client": iperf.cpu_host, "server": iperf.cpu_remote},
+        "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
+                  "verified": fa.verified if flow.mptcp else False,
+                  "subflows": sum(1 for s in fa.subflows if s.established),
+                  "expected_paths": list(spec.expected_paths)},
+        "subflows": subflows,
+        "add_addrs": fa.add_addrs,
+        "warnings": warnings,
+        "calibration_ok": all(c["ok"] for c in job.calibration),
+        "other_flows_goodput_mbps": others,
+        "analysis_seconds": round(fa.analysis_seconds, 3),
+        "packets": fa.packets,
+        **job.extra,
+    }
+    (out / "rep.json").write_text(json.dumps(record, indent=2, default=str))
+    return record
 
 
 def _shape_dict(shape: Any, mtu: int) -> dict[str, Any]:

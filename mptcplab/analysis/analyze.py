@@ -14,7 +14,13 @@ import numpy as np
 import pandas as pd
 
 from . import diagnose
-from .flows import dss_missing, find_subflows, group_connections, orient_tcp, pick_data_connection
+from .flows import (
+    dss_missing,
+    find_subflows,
+    group_connections,
+    orient_tcp,
+    pick_data_connection,
+)
 from .model import CaptureFile, FlowAnalysis, FlowSpec, SubflowResult
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
 from .tshark import extract

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..units import parse_fraction, parse_rate, parse_size, parse_time, is_time
+from ..units import is_time, parse_fraction, parse_rate, parse_size, parse_time
 
 ETH_HEADER = 14
 

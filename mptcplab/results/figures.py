@@ -393,8 +393,11 @@ def plot_throughput(
     if not names:
         return _empty("None of the requested scenarios has a throughput time series.")
     fig, axes = _grid(len(names), ncols, height=2.6)
+    top = 0.0
     for ax, name in zip(axes, names, strict=True):
         tp = throughput_by_path(ts, name, mean=mean)
+        if not tp.empty:
+            top = max(top, float(tp.sum(axis=1).max() if total else tp.max().max()))
         nreps = ts.loc[ts["scenario"] == name, "rep"].nunique()
         for path in sorted(tp.columns):
             ax.plot(tp.index, tp[path], label=f"path {path}", color=path_color(path), lw=1.2)
@@ -404,9 +407,10 @@ def plot_throughput(
         ax.set_title(f"{name} ({how})", fontsize=10)
         ax.set_xlabel("time since first SYN (s)")
         ax.set_ylabel("Mbit/s")
-        ax.set_ylim(bottom=0)
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
+    # the y axis is shared: scale it once, to the largest total, so no line is clipped
+    axes[0].set_ylim(0, top * 1.05 if top > 0 else 1)
     return fig
 
 
@@ -422,8 +426,17 @@ def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
     ax = fig.add_subplot()
     x = list(range(len(agg)))
     colors = ["tab:green" if m else "tab:gray" for m in agg["mptcp_requested"]]
-    ax.bar(x, agg["goodput_mean"], yerr=agg["goodput_std"].fillna(0.0), capsize=4,
-           color=colors, alpha=0.75, edgecolor="black", lw=0.5)
+    # MPTCP requested but not verified in every rep: not a multipath result, hatched
+    unverified = [bool(m) and v < n for m, v, n in zip(agg["mptcp_requested"], agg["verified_reps"], agg["n"])]
+    bars = ax.bar(x, agg["goodput_mean"], yerr=agg["goodput_std"].fillna(0.0), capsize=4,
+                  color=colors, alpha=0.75, edgecolor="black", lw=0.5)
+    for bar, bad in zip(bars, unverified):
+        if bad:
+            bar.set_hatch("//")
+            bar.set_facecolor("tab:orange")
+    if any(unverified):
+        ax.bar([0], [0], color="tab:orange", hatch="//", edgecolor="black", lw=0.5,
+               label="MPTCP NOT verified in every rep")
     for i, name in enumerate(agg["scenario"]):
         g = reps.loc[reps["scenario"] == name, "goodput_mbps"].dropna()
         ax.plot([i] * len(g), g, "o", color="black", ms=3, zorder=3)
@@ -460,7 +473,7 @@ def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
     ax.set_xticks(x, agg["scenario"], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("goodput (Mbit/s)")
     ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps; "
-                 "green: MPTCP, grey: TCP)", fontsize=10)
+                 "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP)", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         fig.legend(fontsize=8, loc="outside lower center", ncols=2)

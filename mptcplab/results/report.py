@@ -129,8 +129,10 @@ def collect_warnings(
                     out.append(f"{where}: MPTCP FALLBACK: the connection is plain TCP "
                                "(the run gives no reason).")
             elif not mp.get("verified"):
-                out.append(f"{where}: MPTCP NOT VERIFIED: the capture does not prove an MPTCP "
-                           "connection; its numbers are not MPTCP numbers.")
+                expected = ", ".join(mp.get("expected_paths") or []) or "?"
+                out.append(f"{where}: MPTCP NOT VERIFIED: MPTCP was negotiated, but not every expected "
+                           f"path ({expected}) had an established subflow that carried data; this is not a "
+                           "multipath result.")
             subflows = s.get("subflows") or []
             for sf in subflows:
                 path = str(sf.get("path") or "?")

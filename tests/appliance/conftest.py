@@ -141,8 +141,10 @@ def remove_stale() -> None:
         if now - t > STALE_AFTER_S:
             run(["docker", "rm", "-f", "-v", name], check=False)
     for line in run(["docker", "network", "ls", "--format", "{{.Name}}"], check=False).stdout.split():
-        if pat.match(line):
-            # only networks no container uses any more
+        if not pat.match(line):
+            continue
+        created = run(["docker", "network", "inspect", "-f", "{{.Created.Unix}}", line], check=False).stdout.strip()
+        if created.isdigit() and now - int(created) > STALE_AFTER_S:
             run(["docker", "network", "rm", line], check=False)
 
 

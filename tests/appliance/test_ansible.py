@@ -32,6 +32,8 @@ ANSIBLE_ENV = {"ANSIBLE_CONFIG": str(REPO / "ansible/ansible.cfg"), "ANSIBLE_NOC
                "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_HOST_KEY_CHECKING": "False",
                "ANSIBLE_LOCAL_TEMP": "/tmp/.ansible-mptcplab", "ANSIBLE_RETRY_FILES_ENABLED": "0",
                "PY_COLORS": "0", "NO_COLOR": "1"}
+# per-task timings in the converge output (ansible.posix ships with Debian's ansible)
+CONVERGE_ENV = {**ANSIBLE_ENV, "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}
 RECAP = re.compile(r"^(\S+)\s+:\s+ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 
 
@@ -152,7 +154,7 @@ def target(resources, built_images, containerlab_binary):
 def converge(target) -> tuple[dict[str, int], str, float]:
     t0 = time.monotonic()
     p = run(["ansible-playbook", "-i", str(target["inventory"]), "-e", f"@{target['vars']}",
-             str(REPO / "ansible/site.yml")], env=ANSIBLE_ENV, check=False, timeout=2400)
+             str(REPO / "ansible/site.yml")], env=CONVERGE_ENV, check=False, timeout=2400)
     took = time.monotonic() - t0
     out = p.stdout + p.stderr
     r = recap(out, target["name"])
@@ -167,7 +169,9 @@ def test_roles_converge_twice_with_no_change_the_second_time(target):
     second, out2, t2 = converge(target)
     changed = [l for l in out2.splitlines() if l.startswith("changed:")]
     assert second["changed"] == 0, f"second run changed {second['changed']} task(s): {changed}\n{out2[-6000:]}"
-    print(f"\nconverge 1: {t1:.0f} s {first}; converge 2: {t2:.0f} s {second}")
+    slowest = [l for l in out1.splitlines() if re.search(r"-+ \d+\.\d+s$", l)][:8]
+    print(f"\nconverge 1: {t1:.0f} s {first}; converge 2: {t2:.0f} s {second}\nslowest tasks of run 1:\n"
+          + "\n".join(slowest))
 
     name = target["name"]
 
@@ -175,8 +179,9 @@ def test_roles_converge_twice_with_no_change_the_second_time(target):
         return docker("exec", name, "sh", "-c", cmd).stdout
 
     # base: the lab tools and the engine's venv (scripts/bootstrap.sh)
-    tools = sh("iperf3 --version | head -1; command -v mptcpize tshark tcpdump ethtool nft ip")
-    assert "iperf 3" in tools and "/mptcpize" in tools and "/tshark" in tools
+    tools = sh("iperf3 --version | head -1; for t in mptcpize tshark tcpdump ethtool nft ip; do command -v $t; done")
+    for t in ("iperf 3", "/mptcpize", "/tshark", "/tcpdump", "/ethtool", "/nft", "/ip"):
+        assert t in tools, tools
     assert sh("/vagrant/.venv/bin/python -c 'import mptcplab; print(mptcplab.__name__)'").strip() == "mptcplab"
     # sysctls: the file, and the per-namespace values applied
     conf = sh("cat /etc/sysctl.d/90-mptcplab.conf")
@@ -219,3 +224,38 @@ def test_containerlab_parses_the_lab_topologies(containerlab_binary, tmp_path):
         dot = next(d.rglob("*.dot")).read_text()
         for node in ("client", "server"):
             assert node in dot
+
+
+def test_kernel_source_path_prepares_the_patched_tree_idempotently(target):
+    """The kernel role's source mode for real, up to the build: the pinned source from
+    Debian's package, the patches applied by ansible.posix.patch, the fragment merged; a
+    second run changes nothing. (x86_64 defconfig as the base: a container has no
+    /boot/config of its own, and localmodconfig would read the host's modules.)"""
+    extra = target["vars"].with_name("kernel-source.json")
+    extra.write_text(json.dumps({"kernel_manage": True, "kernel_mode": "source", "kernel_source_build": False,
+                                 "kernel_source_base_config": "defconfig",
+                                 "kernel_source_localmodconfig": False}))
+    cmd = ["ansible-playbook", "-i", str(target["inventory"]), "-e", f"@{target['vars']}", "-e", f"@{extra}",
+           "--tags", "kernel", str(REPO / "ansible/site.yml")]
+    outs = []
+    for _ in range(2):
+        p = run(cmd, env=CONVERGE_ENV, check=False, timeout=1800)
+        out = p.stdout + p.stderr
+        r = recap(out, target["name"])
+        assert p.returncode == 0 and r["failed"] == 0, out[-8000:]
+        outs.append((r, out))
+    assert outs[0][0]["changed"] > 0
+    assert outs[1][0]["changed"] == 0, [l for l in outs[1][1].splitlines() if l.startswith("changed:")]
+
+    tree = "/usr/src/mptcplab/linux-source-6.1"
+    src = docker("exec", target["name"], "grep", "-c", "icsk->icsk_mtup.enabled = true;",
+                 f"{tree}/net/ipv4/tcp_output.c").stdout.strip()
+    assert src == "1"
+    assert docker("exec", target["name"], "grep", "-c", "mptcplab: subflow", f"{tree}/net/ipv4/tcp_output.c").stdout.strip() == "2"
+    config = docker("exec", target["name"], "cat", f"{tree}/.config").stdout
+    for line in ("CONFIG_MPTCP=y", "CONFIG_NET_SCH_NETEM=m", "CONFIG_IFB=m", "CONFIG_NETFILTER_NETLINK_QUEUE=m",
+                 "CONFIG_BPF_SYSCALL=y", "CONFIG_TRACEPOINTS=y", 'CONFIG_LOCALVERSION="-mptcplab"',
+                 'CONFIG_SYSTEM_TRUSTED_KEYS=""', "CONFIG_DEBUG_INFO_NONE=y"):
+        assert line in config.splitlines(), line
+    release = docker("exec", "-w", tree, target["name"], "make", "-s", "kernelrelease").stdout.strip()
+    assert re.fullmatch(r"6\.1\.\d+-mptcplab", release), release
