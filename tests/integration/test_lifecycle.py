@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab.backends.netns import PREFIX_RE
+
 REPO = Path(__file__).resolve().parents[2]
 MPTCPLAB = [sys.executable, "-m", "mptcplab.cli"]
 pytestmark = pytest.mark.netns
@@ -40,7 +42,8 @@ def test_dry_run_prints_commands_and_runs_none(tmp_path: Path) -> None:
 def _wait_for_namespaces(prefix_seen: set[str], timeout: float = 20) -> set[str]:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        new = {n for n in netns() - prefix_seen if n.startswith("mpl")}
+        # a run's namespaces (not the doctor's probes): mpl<6 hex>-<node>
+        new = {n for n in netns() - prefix_seen if PREFIX_RE.match(n)}
         if new:
             return new
         time.sleep(0.1)
