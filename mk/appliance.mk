@@ -22,7 +22,8 @@ appliance-dockerd: appliance-deps
 	@tests/appliance/ensure-dockerd.sh
 
 test-appliance: bootstrap-test appliance-dockerd
-	$(VENV)/bin/python -m pytest -q -rs -m appliance -p no:cacheprovider tests/appliance $(APPLIANCE_PYTEST_ARGS)
+	@tests/appliance/ensure-libvirtd.sh
+	$(VENV)/bin/python -m pytest -q -rs -m appliance -p no:cacheprovider --durations=12 tests/appliance $(APPLIANCE_PYTEST_ARGS)
 
 appliance-images: appliance-dockerd
 	images/build.sh --offline

@@ -8,6 +8,7 @@ the same validation, plan, backend and emulation as every lab run.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import time
 from dataclasses import dataclass
@@ -124,8 +125,7 @@ def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | No
         except ValueError:
             return None
     finally:
-        if srv.poll() is None:
-            srv.terminate()
+        backend.signal(srv, signal.SIGTERM)
         srv.wait(timeout=5)
 
 

@@ -109,8 +109,8 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
             out(backend.render_argv(fc.server_node, fc.server_argv) + " &")
             out(backend.render_argv(fc.client_node, fc.client_argv) + f"    # flow {name} ({flow.role})")
         out("# teardown: stop processes, then")
-        for n in plan.net.nodes:
-            out(f"ip netns del {backend.ns(n)}")
+        for c in backend.teardown_cmds(plan.net):
+            out(backend.render(c))
 
 
 def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:

@@ -19,6 +19,7 @@ import pandas as pd
 
 from .analysis import CaptureFile, analyze_flow
 from .analysis import FlowSpec as AnalysisSpec
+from .backends.base import Backend
 from .backends.netns import NetnsBackend
 from .capture import capture_command, capture_file_name, parse_tcpdump_stats
 from .commands import cmd
@@ -99,6 +100,8 @@ class RunContext:
     #: rate checks already made in this run, by (link, shape, mtu): a link configured
     #: identically in several scenarios is rate-checked once (RTT is checked every time)
     rate_cache: dict[tuple[str, str, int], Check] = field(default_factory=dict)
+    #: the backend of each repetition, given the command-log writer
+    make_backend: Callable[[Callable[[str], None]], Backend] = lambda log: NetnsBackend(log=log)
 
 
 def _wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
@@ -166,7 +169,7 @@ class RepRunner:
         t0 = time.monotonic()
         self.out.mkdir(parents=True, exist_ok=False)
         cmdlog = (self.out / "commands.log").open("w", buffering=1)  # line-buffered: a kill keeps the log
-        backend = NetnsBackend(log=lambda line: print(line, file=cmdlog))
+        backend = self.ctx.make_backend(lambda line: print(line, file=cmdlog))
         body = self.sc.body
         plan = build_plan(self.ctx.lab.topology, self.sc, self.ctx.emulator, backend.create_cmds, self.out,
                           file=str(self.ctx.lab.path / "experiment.yml"))
@@ -195,7 +198,7 @@ class RepRunner:
                     p.wait(timeout=5)
                 except subprocess.TimeoutExpired:
                     self.warnings.append(f"iperf3 server of flow {name} did not exit")
-            extra["capture_stats"] = self._stop_captures(captures)
+            extra["capture_stats"] = self._stop_captures(backend, captures)
             extra["delay_line_stats"] = supervisor.stop_all()
             extra["firewall"] = self._firewall_counters(backend, plan, body)
         finally:
@@ -207,7 +210,7 @@ class RepRunner:
         return Measured(job, sysctls, time.monotonic() - t0)
 
     # ------------------------------------------------------------------ steps
-    def _calibrate(self, backend: NetnsBackend, plan: Plan) -> list[dict[str, Any]]:
+    def _calibrate(self, backend: Backend, plan: Plan) -> list[dict[str, Any]]:
         results = []
         for link in plan.net.links:
             if not link.shape.impaired:
@@ -233,7 +236,7 @@ class RepRunner:
             results.append(entry)
         return results
 
-    def _link_rate(self, backend: NetnsBackend, link: Link, src: str, dst: str) -> float | None:
+    def _link_rate(self, backend: Backend, link: Link, src: str, dst: str) -> float | None:
         a, b = link.a, link.b
         port = 5299
         secs = parse_time(self.sc.body.calibration.rate_seconds)
@@ -241,18 +244,18 @@ class RepRunner:
                             stderr=subprocess.DEVNULL)
         try:
             _wait_for(lambda: _listening(backend, b.node, port), READY_TIMEOUT_S, f"iperf3 on {b.node}")
-            p = backend.run([cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{secs:g}", "-J",
+            # -O 1: slow start is not the link's rate; the second after it is
+            p = backend.run([cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{secs:g}", "-O", "1", "-J",
                                  node=a.node, check=False)])[0]
             try:
                 return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
             except (ValueError, KeyError):
                 return None
         finally:
-            if srv.poll() is None:
-                srv.terminate()
+            backend.signal(srv, signal.SIGTERM)
             srv.wait(timeout=5)
 
-    def _read_sysctls(self, backend: NetnsBackend, plan: Plan) -> dict[str, dict[str, str]]:
+    def _read_sysctls(self, backend: Backend, plan: Plan) -> dict[str, dict[str, str]]:
         keys = ["net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.pm_type", "net.ipv4.tcp_congestion_control",
                 "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_base_mss", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem",
                 "net.ipv4.tcp_no_metrics_save", "net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter"]
@@ -270,7 +273,7 @@ class RepRunner:
                     self.warnings.append(f"{name}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
         return out
 
-    def _start_captures(self, backend: NetnsBackend, body: ExperimentBody) -> list[tuple[Any, subprocess.Popen[bytes], Path]]:
+    def _start_captures(self, backend: Backend, body: ExperimentBody) -> list[tuple[Any, subprocess.Popen[bytes], Path]]:
         caps = []
         for cp in body.capture:
             cc = capture_command(cp, self.out)
@@ -284,23 +287,24 @@ class RepRunner:
                 raise RuntimeError(f"tcpdump on {cc.node}:{cc.iface} failed: {err.read_text().strip()}")
         return caps
 
-    def _stop_captures(self, caps: list[tuple[Any, subprocess.Popen[bytes], Path]]) -> dict[str, dict[str, int]]:
+    def _stop_captures(self, backend: Backend,
+                       caps: list[tuple[Any, subprocess.Popen[bytes], Path]]) -> dict[str, dict[str, int]]:
         stats = {}
         for cc, p, err in caps:
-            if p.poll() is None:
-                p.send_signal(signal.SIGINT)
+            backend.signal(p, signal.SIGINT)  # SIGINT: tcpdump flushes and prints its counters
         for cc, p, err in caps:
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
-                p.kill()
+                backend.signal(p, signal.SIGKILL)
+                p.wait(timeout=5)
             s = parse_tcpdump_stats(err.read_text(errors="replace"))
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):
                 self.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: segment statistics are incomplete")
         return stats
 
-    def _start_servers(self, backend: NetnsBackend, net: Network, body: ExperimentBody) -> dict[str, tuple[subprocess.Popen[bytes], Path]]:
+    def _start_servers(self, backend: Backend, net: Network, body: ExperimentBody) -> dict[str, tuple[subprocess.Popen[bytes], Path]]:
         servers = {}
         for name, flow in body.traffic.flows.items():
             fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow))
@@ -311,7 +315,7 @@ class RepRunner:
             _wait_for(lambda: _listening(backend, flow.server, flow.port), READY_TIMEOUT_S, f"iperf3 server of flow {name}")
         return servers
 
-    def _run_clients(self, backend: NetnsBackend, net: Network, body: ExperimentBody,
+    def _run_clients(self, backend: Backend, net: Network, body: ExperimentBody,
                      supervisor: Supervisor) -> dict[str, dict[str, Any]]:
         flows = body.traffic.flows
         started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
@@ -334,7 +338,7 @@ class RepRunner:
             time.sleep(0.05)
         return {name: {"path": path, "started": ts, "rc": p.returncode} for name, (p, path, ts) in started.items()}
 
-    def _firewall_counters(self, backend: NetnsBackend, plan: Plan, body: ExperimentBody) -> dict[str, int]:
+    def _firewall_counters(self, backend: Backend, plan: Plan, body: ExperimentBody) -> dict[str, int]:
         out = {}
         for name, spec in body.nodes.items():
             if not spec.drop_icmp_frag_needed:
@@ -408,6 +412,6 @@ def _shape_dict(shape: Any, mtu: int) -> dict[str, Any]:
             "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
 
 
-def _listening(backend: NetnsBackend, node: str, port: int) -> bool:
+def _listening(backend: Backend, node: str, port: int) -> bool:
     p = backend.run([cmd("ss", "-Hltn", f"sport = :{port}", node=node, check=False)])[0]
     return bool(p.stdout.strip())

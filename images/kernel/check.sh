@@ -124,7 +124,9 @@ echo "ok    mptcplab.config: $(grep -c '^CONFIG_\|^#require' "$here/mptcplab.con
 if [ "$compile" = 1 ]; then
   make -s -j"$(nproc)" net/ipv4/tcp_output.o > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; echo "FAIL  net/ipv4/tcp_output.c does not compile"; exit 1; }
   if grep -q "error\|warning:" "$work/build.log"; then cat "$work/build.log"; echo "FAIL  compiler diagnostics in net/ipv4/tcp_output.c"; exit 1; fi
-  strings net/ipv4/tcp_output.o | grep -q "mptcplab: subflow" \
+  # (grep -q would end the pipe early, and pipefail would count strings' SIGPIPE)
+  strings -a net/ipv4/tcp_output.o > "$work/strings.txt"
+  grep -q "mptcplab: subflow" "$work/strings.txt" \
     || { echo "FAIL  the patched tcp_output.o lacks the subflow log message"; exit 1; }
   echo "ok    patched net/ipv4/tcp_output.c compiles ($(uname -m), no warnings)"
 fi

@@ -1,15 +1,15 @@
-"""The interface every backend implements (netns now, containerlab in the VM).
+"""The interface every backend implements: netns here, containerlab in the VM.
 
-Lifecycle, in the spirit of netlab's provider hooks: ``create`` (nodes and links),
-then node configuration commands run through ``run``, background processes through
-``spawn``, and ``destroy`` on every exit path. A backend only knows how to reach a
-node; what to run there is generated elsewhere as Cmd lists.
+Lifecycle, in the spirit of netlab's provider hooks: ``begin`` (record ownership,
+so a killed run can be cleaned), ``create_cmds`` (nodes and links), node
+configuration through ``run``, background processes through ``spawn`` and
+``signal``, and ``destroy`` on every exit path. A backend only knows how to reach
+a node; what to run there is generated elsewhere as Cmd lists.
 """
 
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 from typing import IO, Protocol, Sequence
 
 from ..commands import Cmd
@@ -26,10 +26,14 @@ class CommandFailed(Exception):
 class Backend(Protocol):
     name: str
 
+    def begin(self, nodes: Sequence[str]) -> None:
+        """Record what this run will own before anything exists."""
+
     def create_cmds(self, net: Network) -> list[Cmd]:
         """Host-side commands that create the nodes and links (shown by --dry-run)."""
 
-    def create(self, net: Network) -> None: ...
+    def teardown_cmds(self, net: Network) -> list[Cmd]:
+        """Host-side commands that remove them (shown by --dry-run)."""
 
     def node_argv(self, node: str, argv: Sequence[str]) -> list[str]:
         """The host command line that runs argv on node."""
@@ -37,11 +41,14 @@ class Backend(Protocol):
     def render(self, c: Cmd) -> str:
         """The exact host command for c, for --dry-run and the command log."""
 
+    def render_argv(self, node: str, argv: Sequence[str]) -> str: ...
+
     def run(self, cmds: Sequence[Cmd]) -> list[subprocess.CompletedProcess[str]]: ...
 
-    def spawn(self, node: str, argv: Sequence[str], stdout: IO[bytes] | int | None,
-              stderr: IO[bytes] | int | None) -> subprocess.Popen[bytes]: ...
+    def spawn(self, node: str, argv: Sequence[str], stdout: IO[bytes] | int | None = None,
+              stderr: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]: ...
+
+    def signal(self, p: subprocess.Popen[bytes], sig: int) -> None:
+        """Deliver sig to the process spawn() started (on the node, not to a client of it)."""
 
     def destroy(self) -> None: ...
-
-    def workdir(self) -> Path: ...

@@ -77,6 +77,18 @@ class NetnsBackend:
         self.begin(list(net.nodes))
         self.run(self.create_cmds(net))
 
+    def teardown_cmds(self, net: Network) -> list[Cmd]:
+        return [cmd("ip", "netns", "del", self.ns(n)) for n in net.nodes]
+
+    def signal(self, p: subprocess.Popen[bytes], sig: int) -> None:
+        # `ip netns exec` execs the command, so the pid is the process itself; its own
+        # session (spawn) makes the process group exactly what it started
+        if p.poll() is None:
+            try:
+                os.killpg(p.pid, sig)
+            except ProcessLookupError:
+                pass
+
     def _write_state(self) -> None:
         STATE_DIR.mkdir(parents=True, exist_ok=True)
         tmp = self._state.with_suffix(".tmp")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import itertools
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -108,6 +109,9 @@ def deep_merge(base: Any, override: Any) -> Any:
     return copy.deepcopy(override)
 
 
+SCENARIO_NAME = re.compile(r"[a-z0-9][a-zA-Z0-9_.-]{0,80}")
+
+
 def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
     cur: Any = data
     for key in path[:-1]:
@@ -126,8 +130,10 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
     names: set[str] = set()
     for i, sc in enumerate(exp.scenarios):
         merged = deep_merge(base, sc.override)
-        points = list(itertools.product(*[s.values for s in sc.sweep])) if sc.sweep else [()]
-        for values in points:
+        axes = [list(zip(s.values, s.labels or [str(v) for v in s.values])) for s in sc.sweep]
+        points = list(itertools.product(*axes)) if sc.sweep else [()]
+        for point_vals in points:
+            values = [v for v, _ in point_vals]
             data = copy.deepcopy(merged)
             point: dict[str, Any] = {}
             for sw, val in zip(sc.sweep, values):
@@ -136,7 +142,10 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
                 except KeyError:
                     raise LabInputError(str(file), f"scenarios[{i}].sweep.path", f"{'.'.join(sw.path)} does not lead to a field") from None
                 point[".".join(sw.path)] = val
-            name = sc.name + "".join(f"-{v}" for v in values)
+            name = sc.name + "".join(f"-{label}" for _, label in point_vals)
+            if not SCENARIO_NAME.fullmatch(name):
+                raise LabInputError(str(file), f"scenarios[{i}].sweep", f"scenario name {name!r} is not a valid name "
+                                    "(letters, digits, . _ -): give the sweep `labels`")
             if name in names:
                 raise LabInputError(str(file), f"scenarios[{i}].name", f"scenario {name!r} defined twice")
             names.add(name)

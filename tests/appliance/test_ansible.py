@@ -90,14 +90,6 @@ def recap(out: str, host: str) -> dict[str, int]:
 
 
 @pytest.fixture(scope="module")
-def containerlab_binary() -> Path:
-    p = run([str(REPO / "images/containerlab-build.sh")], timeout=1800)
-    path = Path(p.stdout.strip().splitlines()[-1])
-    assert path.is_file()
-    return path
-
-
-@pytest.fixture(scope="module")
 def target(resources, built_images, containerlab_binary):
     """A systemd container standing in for the VM, with a copy of the repository at /vagrant."""
     work = resources.add_path(Path(tempfile.mkdtemp(prefix=resources.prefix + "-")))
