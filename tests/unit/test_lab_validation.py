@@ -99,3 +99,19 @@ def test_calibrate_bad_parameter_exit_2(capsys):
     rc = main(["calibrate", "--rate", "lots", "--delay", "40ms"])
     err = capsys.readouterr().err
     assert rc == 2 and "--rate" in err and len(err.strip().splitlines()) == 1
+
+
+def test_sweep_labels_name_the_points(copy_lab):
+    lab = copy_lab()
+    edit(lab / "experiment.yml", lambda d: d["scenarios"][5]["sweep"][0].update(labels=["off", "blackhole", "always"]))
+    (lab / "published.yml").unlink()  # it names the default scenario names
+    names = [s.name for s in load_lab(lab).scenarios]
+    assert "blackhole-probing-always" in names and "blackhole-probing-2" not in names
+
+
+def test_sweep_values_that_make_bad_names_need_labels(copy_lab):
+    lab = copy_lab()
+    edit(lab / "experiment.yml", lambda d: d["scenarios"][5]["sweep"][0].update(values=["a b", "c d", "e f"]))
+    with pytest.raises(LabInputError) as e:
+        load_lab(lab)
+    assert e.value.field == "scenarios[5].sweep" and "labels" in e.value.problem
