@@ -39,17 +39,21 @@ make -s -C native
 # The venv uses the distribution's python3 (3.11 on Debian 12, 3.12 on Ubuntu 24.04).
 PY=/usr/bin/python3
 stamp=.venv/.mptcplab-stamp
-want="$(sha256sum pyproject.toml | cut -c1-16)-test$WITH_TEST"
-if [ ! -x .venv/bin/python ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  if [ ! -x .venv/bin/python ]; then
-    "$PY" -m venv .venv
-  fi
-  .venv/bin/pip install -q --upgrade pip
-  if [ "$WITH_TEST" = 1 ]; then
-    .venv/bin/pip install -q -e '.[test]'
-  else
-    .venv/bin/pip install -q -e .
-  fi
-  echo "$want" > "$stamp"
+hash="$(sha256sum pyproject.toml | cut -c1-16)"
+have="$(cat "$stamp" 2>/dev/null || true)"
+# a venv with the test extras serves lab runs too; a lab venv gains them for tests
+if [ -x .venv/bin/python ] && { [ "$have" = "$hash-test1" ] || { [ "$WITH_TEST" = 0 ] && [ "$have" = "$hash-test0" ]; }; }; then
+  exit 0
 fi
-# a test venv also serves lab runs; a lab venv gains the test extras when tests run
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+log=$(mktemp)
+extras=""
+[ "$WITH_TEST" = 1 ] && extras="[test]"
+if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e ".$extras"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  rm -f "$log"
+  echo "bootstrap: installing the Python environment failed" >&2
+  exit 1
+fi
+rm -f "$log"
+echo "$hash-test$WITH_TEST" > "$stamp"
