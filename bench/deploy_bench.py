@@ -16,7 +16,7 @@ from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.backend import netem_available, select_emulator
 from mptcplab.emulation.supervise import Supervisor
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import build_plan
+from mptcplab.plan import bring_up, build_plan
 
 
 def main() -> None:
@@ -36,12 +36,7 @@ def main() -> None:
             sup = Supervisor(be.node_argv, logdir=Path(wd))
             t0 = time.perf_counter()
             try:
-                be.begin(list(plan.net.nodes))
-                for _, cmds in plan.stages_before_daemons():
-                    be.run(cmds)
-                sup.start_all(plan.daemons)
-                for _, cmds in plan.stages_after_daemons():
-                    be.run(cmds)
+                bring_up(be, plan, sup)
                 t1 = time.perf_counter()
             finally:
                 sup.close()

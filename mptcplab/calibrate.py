@@ -24,7 +24,7 @@ from .errors import LabInputError
 from .lab.loader import ScenarioRun, _validate
 from .lab.schema import ClabTopology, ExperimentBody
 from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
-from .plan import build_plan
+from .plan import bring_up, build_plan
 from .units import UnitError, parse_fraction, parse_rate, parse_time
 
 CLI = "command line"
@@ -88,12 +88,7 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
     a_ip, b_ip = str(link.addr_a.ip), str(link.addr_b.ip)
     checks: list[Check] = []
     try:
-        backend.begin(list(plan.net.nodes))
-        for _, cmds in plan.stages_before_daemons():
-            backend.run(cmds)
-        supervisor.start_all(plan.daemons)
-        for _, cmds in plan.stages_after_daemons():
-            backend.run(cmds)
+        bring_up(backend, plan, supervisor)
         interval = 0.01 if shape.delay_s < 0.05 else 0.02
         p = backend.run([cmd(*ping_argv(b_ip, a_ip, 50, interval), node="a", check=False)])[0]
         checks += rtt_checks(shape, p.stdout)

@@ -11,9 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 from .commands import Cmd
+
+if TYPE_CHECKING:
+    from .backends.base import Backend
+    from .emulation.supervise import Supervisor
 from .emulation.backend import Daemon, Emulator
 from .lab.loader import ScenarioRun
 from .lab.network import Network, build_network
@@ -82,3 +86,14 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator,
     for name in net.nodes:
         plan.mptcp += mptcp_cmds(scenario.body, net, name)
     return plan
+
+
+def bring_up(backend: "Backend", plan: Plan, supervisor: "Supervisor") -> None:
+    """Execute a plan in its order: ownership first, daemons before the rules that
+    steer packets to them. The caller tears down (backend.destroy, supervisor.close)."""
+    backend.begin(list(plan.net.nodes))
+    for _, cmds in plan.stages_before_daemons():
+        backend.run(cmds)
+    supervisor.start_all(plan.daemons)
+    for _, cmds in plan.stages_after_daemons():
+        backend.run(cmds)

@@ -30,7 +30,7 @@ from .lab.network import Link, Network
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, ping_argv, rate_check, rtt_checks
 from .netconfig import firewall_counter_cmd
-from .plan import Plan, build_plan
+from .plan import Plan, bring_up, build_plan
 from .traffic import flow_commands, read_iperf3
 from .units import parse_time
 
@@ -180,12 +180,7 @@ class RepRunner:
         sysctls: dict[str, dict[str, str]] = {}
         extra: dict[str, Any] = {}
         try:
-            backend.begin(list(plan.net.nodes))
-            for _, cmds in plan.stages_before_daemons():
-                backend.run(cmds)
-            supervisor.start_all(plan.daemons)
-            for _, cmds in plan.stages_after_daemons():
-                backend.run(cmds)
+            bring_up(backend, plan, supervisor)
             if self.ctx.calibrate and body.calibration.enabled:
                 calibration = self._calibrate(backend, plan)
             sysctls = self._read_sysctls(backend, plan)
