@@ -4,6 +4,7 @@ that prints every command and creates nothing."""
 from __future__ import annotations
 
 import os
+import shlex
 import signal
 import sys
 import time
@@ -13,12 +14,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from .backends.base import Backend
 from .backends.netns import NetnsBackend, clean
 from .capture import capture_command
 from .emulation.backend import Emulator
 from .emulation.nfqueue import delayline_problems
 from .errors import LabInputError
-from .lab.loader import Lab, ScenarioRun, unsupported
+from .lab.loader import TOPOLOGY, Lab, ScenarioRun, unsupported
+from .lab.network import Network
 from .linkcheck import ping_argv
 from .plan import build_plan
 from .results import store
@@ -49,6 +52,8 @@ class RunOptions:
     results_root: Path = Path("results")
     calibrate: bool = True
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
+    #: where nodes run: "netns" or "containerlab" (the CLI resolves "auto")
+    backend: str = "netns"
 
 
 def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
@@ -70,17 +75,37 @@ def repetitions(lab: Lab, opts: RunOptions) -> int:
     return lab.experiment.quick.repetitions if opts.quick else lab.experiment.repetitions
 
 
+def _containerlab_backend(lab: Lab, run_dir: Path, log: Callable[[str], None] | None = None,
+                          lab_name: str | None = None) -> Backend:
+    from .backends.containerlab import ContainerlabBackend
+
+    # the run directory is bound into every node at the same path: tcpdump in a node
+    # writes its capture where the runner expects it (the path must be absolute)
+    return ContainerlabBackend(lab.path / TOPOLOGY, lab_name=lab_name, workdir=run_dir / "clab",
+                               binds=[run_dir], log=log)
+
+
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print) -> None:
     """Print, for each scenario, the exact commands a repetition runs. Runs none."""
-    backend = NetnsBackend(prefix="mpl000000-")
     ctx = RunContext(lab, emulator, opts.quick)
     reps = repetitions(lab, opts)
+    run_dir = (opts.results_root / lab.name).absolute() / "<run-id>"
+    backend: Backend
+    if opts.backend == "containerlab":
+        backend = _containerlab_backend(lab, run_dir, lab_name=f"mpl000000-{lab.name}")
+        naming = f"containerlab lab name is random per repetition (shown as mpl000000-{lab.name})"
+    else:
+        backend = NetnsBackend(prefix="mpl000000-")
+        naming = "namespace prefix is random per repetition (shown as mpl000000-)"
     out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
-        f"link emulation: {emulator.name}; namespace prefix is random per repetition (shown as mpl000000-)")
+        f"backend: {backend.name}; link emulation: {emulator.name}; {naming}")
     for sc in select_scenarios(lab, opts.scenarios):
-        wd = Path("results") / lab.name / "<run-id>" / "scenarios" / sc.name / "rep1"
+        wd = (run_dir if opts.backend == "containerlab" else Path("results") / lab.name / "<run-id>") \
+            / "scenarios" / sc.name / "rep1"
         plan = build_plan(lab.topology, sc, emulator, backend.create_cmds, wd)
         out(f"\n## scenario {sc.name}" + (f": {sc.description}" if sc.description else ""))
+        if opts.backend == "containerlab":
+            _print_topology_copy(backend, plan.net, out)
         for title, cmds in plan.stages_before_daemons():
             out(f"# {title}")
             for c in cmds:
@@ -99,6 +124,11 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
                 if link.shape.impaired:
                     src, dst = str(link.addr(link.a).ip), str(link.addr(link.b).ip)
                     out(backend.render_argv(link.a.node, ping_argv(dst, src, 10, 0.01)))
+        if opts.backend == "containerlab":
+            from .backends.containerlab import PID_WRAPPER
+
+            out(f"# background processes (&) start as: docker exec <c> sh -c {shlex.quote(PID_WRAPPER)} sh "
+                f"/tmp/mptcplab-<id>-<n>.pid <argv...>, and are signalled as: docker exec <c> kill -<SIG> <pid>")
         out("# capture")
         for cp in sc.body.capture:
             cc = capture_command(cp, wd)
@@ -113,22 +143,45 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
             out(backend.render(c))
 
 
+def _print_topology_copy(backend: Backend, net: Network, out: Callable[[str], None]) -> None:
+    import yaml
+
+    from .backends.containerlab import ContainerlabBackend
+
+    assert isinstance(backend, ContainerlabBackend)
+    out(f"# topology deployed: {backend.topology_file} (written before deploy; the lab's file is unchanged)")
+    for line in yaml.safe_dump(backend.clab_topology(net), sort_keys=False).splitlines():
+        out(f"#   {line}")
+
+
+def _clean_all(backend: str) -> None:
+    clean()
+    if backend == "containerlab":
+        from .backends.containerlab import clean as clab_clean
+
+        clab_clean()
+
+
 def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
     unsupported(lab)
     scenarios = select_scenarios(lab, opts.scenarios)
     reps = repetitions(lab, opts)
-    clean()  # whatever a killed earlier run left behind
+    _clean_all(opts.backend)  # whatever a killed earlier run left behind
     run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
+    if opts.backend == "containerlab":
+        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
     facts = host_facts()
     manifest: dict[str, Any] = {
         "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "finished": None, **facts, "backend": "netns", "link_emulation": emulator.name,
+        "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
     }
     store.write_json(run_dir / "manifest.json", manifest)
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate)
+    if opts.backend == "containerlab":
+        ctx.make_backend = lambda cmdlog: _containerlab_backend(lab, run_dir, cmdlog)
     records: list[dict[str, Any]] = []
     complete = False
     interrupted: str | None = None
@@ -172,7 +225,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         interrupted = f"failed: {type(e).__name__}: {e}"
         raise
     finally:
-        clean()  # belt and braces: the rep runner already tore its network down
+        _clean_all(opts.backend)  # belt and braces: the rep runner already tore its network down
         if interrupted:
             try:  # measured repetitions are results too: keep them
                 collect(block=True)

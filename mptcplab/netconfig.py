@@ -47,12 +47,67 @@ def offload_cmds(net: Network, name: str) -> list[Cmd]:
             for ep, _ in net.interfaces(name)]
 
 
-def route_cmds(node: Node) -> list[Cmd]:
-    out = [Cmd(tuple(_route_argv(r)), node=node.name) for r in node.routes]
-    out += [cmd("ip", "rule", "add", "from", str(r.src), "table", r.table, "priority", r.priority, node=node.name,
+def _rule_cmds(node: Node) -> list[Cmd]:
+    return [cmd("ip", "rule", "add", "from", str(r.src), "table", r.table, "priority", r.priority, node=node.name,
                 why="per-source routing: a subflow from this address leaves by its own interface")
             for r in node.rules]
-    return out
+
+
+def route_cmds(node: Node) -> list[Cmd]:
+    return [Cmd(tuple(_route_argv(r)), node=node.name) for r in node.routes] + _rule_cmds(node)
+
+
+# Fixed scripts (no lab input inside them: prefixes and tables arrive as positional
+# arguments). vtysh talks to daemons that start with the container, and it returns
+# as soon as staticd has the configuration, before zebra has put the route into the
+# kernel; traffic must not start before both. The kernel check matches the prefix,
+# not the protocol: zebra installs static routes as protocol 196 (RTPROT_ZSTATIC,
+# which FRR's rt_protos.d file names "static", while `ip route show proto static`
+# filters on 4), and on a fresh router nothing else routes a non-connected prefix.
+FRR_READY_SCRIPT = 'until vtysh -c "show daemons" 2>/dev/null | grep -qw staticd; do sleep 0.1; done'
+FRR_INSTALLED_SCRIPT = ('while [ "$#" -gt 0 ]; do '
+                        'until ip -4 route show table "$2" to exact "$1" | grep -q .; do sleep 0.05; done; '
+                        'shift 2; done')
+FRR_READY_TIMEOUT_S = 30
+FRR_INSTALL_TIMEOUT_S = 10
+
+
+def _frr_route(r: Route) -> str:
+    """One FRR static route: ``ip route PREFIX [NEXTHOP] IFNAME [table N]``. The
+    interface is kept with the next hop, as ``ip route ... dev`` does, so a next hop
+    reachable on two interfaces still leaves by the one the network chose."""
+    words = ["ip", "route", str(r.dst) if r.dst else "0.0.0.0/0"]
+    if r.via:
+        words.append(str(r.via))
+    words.append(r.dev)
+    if r.table is not None:
+        words += ["table", str(r.table)]
+    return " ".join(words)
+
+
+def frr_route_cmds(node: Node) -> list[Cmd]:
+    """A router's static routes as FRR static routes (staticd, installed by zebra),
+    for backends whose router nodes run FRR (containerlab). Policy rules, which FRR's
+    static routes do not express, stay ``ip rule``.
+
+    The vtysh lines are built from typed values (addresses, prefixes, table numbers)
+    and interface names the lab schema restricts to [A-Za-z0-9._-]; vtysh parses them,
+    no shell does."""
+    if not node.routes:
+        return _rule_cmds(node)
+    vtysh: list[str] = ["vtysh", "-c", "configure terminal"]
+    installed: list[str] = []
+    for r in node.routes:
+        vtysh += ["-c", _frr_route(r)]
+        installed += [str(r.dst) if r.dst else "default", "main" if r.table is None else str(r.table)]
+    return [
+        cmd("timeout", FRR_READY_TIMEOUT_S, "sh", "-c", FRR_READY_SCRIPT, node=node.name,
+            why="FRR starts with the container: wait until staticd answers vtysh"),
+        cmd(*vtysh, node=node.name, why=f"{len(node.routes)} static route(s) through FRR (staticd)"),
+        cmd("timeout", FRR_INSTALL_TIMEOUT_S, "sh", "-c", FRR_INSTALLED_SCRIPT, "sh", *installed, node=node.name,
+            why="vtysh returns before zebra installs the routes: wait until the kernel has them"),
+        *_rule_cmds(node),
+    ]
 
 
 def firewall_cmds(body: ExperimentBody, name: str) -> list[Cmd]:

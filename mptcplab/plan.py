@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Callable, Literal
 
 from .commands import Cmd
 
@@ -25,6 +25,7 @@ from .lab.schema import ClabTopology
 from .mptcp import mptcp_cmds, mptcp_sysctls
 from .netconfig import (
     firewall_cmds,
+    frr_route_cmds,
     interface_cmds,
     offload_cmds,
     route_cmds,
@@ -52,6 +53,25 @@ class Plan:
         return [("link emulation", self.emulation), ("MPTCP", self.mptcp)]
 
 
+#: how router nodes get their static routes: "ip" (ip route, the netns backend) or
+#: "frr" (FRR static routes through vtysh: routers run FRR in the containerlab images)
+RouterRoutes = Literal["ip", "frr"]
+
+#: host commands that create nodes: they run before the sysctls. containerlab's
+#: deploy creates the links with the nodes, so the sysctls a new interface copies
+#: (net.ipv4.conf.default.*) are given to Docker at container creation instead
+#: (backends/containerlab.py); the sysctls stage then sets and reads back the rest.
+_NODE_CREATORS = (("ip", "netns"), ("containerlab", "deploy"))
+
+
+def _router_routes(create: Callable[[Network], list[Cmd]]) -> RouterRoutes:
+    """The backend's choice, when ``create`` is a backend's bound create_cmds (the
+    runner passes only that): ``router_routes`` on the backend, else "ip"."""
+    owner = getattr(create, "__self__", None)
+    value = getattr(owner, "router_routes", "ip")
+    return "frr" if value == "frr" else "ip"
+
+
 def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network:
     net = build_network(topo, scenario.body, file)
     for name, node in net.nodes.items():
@@ -60,19 +80,23 @@ def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network
 
 
 def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator,
-               create: Callable[[Network], list[Cmd]], workdir: Path, file: str = "experiment.yml") -> Plan:
-    """``create`` is the backend's: the host commands that make the nodes and links."""
+               create: Callable[[Network], list[Cmd]], workdir: Path, file: str = "experiment.yml",
+               router_routes: RouterRoutes | None = None) -> Plan:
+    """``create`` is the backend's: the host commands that make the nodes and links.
+    ``router_routes``: how routers get their routes (default: what the backend
+    declares, see _router_routes; hosts always use ip route/ip rule)."""
     net = network_for(topo, scenario, file)
     plan = Plan(net)
     created = create(net)
-    plan.namespaces = [c for c in created if c.argv[:2] == ("ip", "netns")]
-    plan.links = [c for c in created if c.argv[:2] != ("ip", "netns")]
+    routes_by = router_routes or _router_routes(create)
+    plan.namespaces = [c for c in created if c.argv[:2] in _NODE_CREATORS]
+    plan.links = [c for c in created if c.argv[:2] not in _NODE_CREATORS]
     for name, node in net.nodes.items():
         plan.sysctls += sysctl_cmds(node)
     for name, node in net.nodes.items():
         plan.config += interface_cmds(net, name)
         plan.config += offload_cmds(net, name)
-        plan.config += route_cmds(node)
+        plan.config += frr_route_cmds(node) if routes_by == "frr" and node.role == "router" else route_cmds(node)
         plan.config += firewall_cmds(scenario.body, name)
     queue = 0
     for link in net.links:

@@ -28,10 +28,13 @@ def nstat(container: str) -> dict[str, int]:
 
 
 def test_rebuild_is_a_no_op(built_images):
-    """A second build with unchanged inputs rebuilds nothing (the Ansible images role relies on it)."""
-    # (once more first: the package under test may have been edited since the session began)
-    run([str(REPO / "images/build.sh"), "--offline"], timeout=1800)
-    p = run([str(REPO / "images/build.sh"), "--offline"], timeout=600)
+    """A second build with unchanged inputs rebuilds nothing (the Ansible images role relies
+    on it to report no change)."""
+    p = run([str(REPO / "images/build.sh"), "--offline"], timeout=1800)
+    if "built: mptcplab/jupyter" in p.stdout:
+        # the jupyter image carries the mptcplab package: in a working tree that someone is
+        # editing it may have changed since the session's build; once more, then it holds
+        p = run([str(REPO / "images/build.sh"), "--offline"], timeout=1800)
     assert "built:" not in p.stdout, p.stdout
     assert p.stdout.count("up to date:") == 3, p.stdout
 

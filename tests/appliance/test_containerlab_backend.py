@@ -1,0 +1,246 @@
+"""The containerlab backend against real containers.
+
+`containerlab deploy` refuses this machine's kernel (it needs /proc/modules), so the test
+does what deploy would: it creates the containers under containerlab's names
+(``clab-<lab>-<node>``, with containerlab's labels), from the lab's images, from the
+topology copy the backend would deploy (binds, creation-time sysctls, no management
+network), privileged (or the closest this machine allows), and wires the topology's
+links as veth pairs between the containers' network namespaces, ends named as the
+endpoints say, MTU as containerlab sets it. Then one quick repetition of the mtu lab's
+mptcp-bottleneck scenario runs through the real runner, with the backend in its
+pre-created mode (no deploy/destroy): node execution, FRR routes on the routers, rate
+shaping (tbf: this kernel has no netem, and rate-only links need none), captures
+into the run directory, traffic, stop and teardown. Everything is removed in finally.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mptcplab.backends import containerlab as clab
+from mptcplab.backends.containerlab import LAB_LABEL, ContainerlabBackend, container_name
+from mptcplab.emulation.tc import NetemEmulator
+from mptcplab.lab.loader import TOPOLOGY, load_lab
+from mptcplab.plan import network_for
+from mptcplab.runner import RepRunner, RunContext, analyse
+
+pytestmark = [pytest.mark.appliance, pytest.mark.docker]
+
+REPO = Path(__file__).resolve().parents[2]
+IMAGES = ("mptcplab/host:latest", "mptcplab/router:latest")
+CLAB_DEFAULT_MTU = 9500  # containerlab's MTU for a link that names none
+
+
+def sh(argv: list[str], check: bool = True, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode != 0:
+        raise AssertionError(f"{argv} exited {p.returncode}: {p.stderr.strip()}")
+    return p
+
+
+def docker_answers() -> bool:
+    return shutil.which("docker") is not None and sh(["docker", "version"], check=False, timeout=60).returncode == 0
+
+
+@pytest.fixture(scope="module")
+def docker_ready() -> None:
+    if os.geteuid() != 0:
+        pytest.skip("needs root (veth pairs between container namespaces)")
+    enabled = Path("/proc/sys/net/mptcp/enabled")
+    if not enabled.exists() or enabled.read_text().strip() != "1":
+        pytest.skip("the kernel has no MPTCP (net.mptcp.enabled)")
+    if not docker_answers():
+        ensure = REPO / "tests/appliance/ensure-dockerd.sh"
+        if ensure.exists():
+            subprocess.run([str(ensure)], capture_output=True, timeout=180)
+        if not docker_answers():
+            pytest.skip("no working Docker daemon (tests/appliance/ensure-dockerd.sh could not start one)")
+    missing = [i for i in IMAGES if sh(["docker", "image", "inspect", i], check=False).returncode != 0]
+    if missing:
+        pytest.skip(f"lab images missing: {', '.join(missing)} (build them: images/build.sh --offline)")
+
+
+_PRIV: list[str] | None = None
+
+
+def privileged() -> list[str]:
+    """containerlab runs nodes --privileged; where this sandbox refuses that (a capability
+    missing from its bounding set), the nearest: every other capability, no seccomp or
+    AppArmor profile, writable /proc/sys."""
+    global _PRIV
+    if _PRIV is None:
+        ok = sh(["docker", "run", "--rm", "--privileged", "--network", "none", IMAGES[0], "true"],
+                check=False).returncode == 0
+        _PRIV = ["--privileged"] if ok else [
+            "--cap-add", "ALL", "--cap-drop", "SYS_RESOURCE", "--security-opt", "seccomp=unconfined",
+            "--security-opt", "apparmor=unconfined", "--security-opt", "systempaths=unconfined"]
+    return _PRIV
+
+
+def create_lab_like_containerlab(topo: dict[str, Any]) -> None:
+    """Containers and links as `containerlab deploy -t <topo>` makes them."""
+    lab = topo["name"]
+    pids: dict[str, str] = {}
+    for node, spec in topo["topology"]["nodes"].items():
+        assert spec["network-mode"] == "none"
+        argv = ["docker", "run", "-d", "--name", container_name(lab, node), "--hostname", node, "--network", "none",
+                *privileged(), "--label", f"{LAB_LABEL}={lab}", "--label", f"clab-node-name={node}",
+                "--label", "clab-node-kind=linux"]
+        for b in spec.get("binds", []):
+            argv += ["-v", b]
+        for k, v in (spec.get("sysctls") or {}).items():
+            argv += ["--sysctl", f"{k}={v}"]
+        sh([*argv, spec["image"]])
+        pids[node] = sh(["docker", "inspect", "-f", "{{.State.Pid}}", container_name(lab, node)]).stdout.strip()
+    for link in topo["topology"]["links"]:
+        (na, ia), (nb, ib) = (e.split(":", 1) for e in link["endpoints"])
+        mtu = str(link.get("mtu", CLAB_DEFAULT_MTU))
+        # created directly in the two namespaces: nothing appears in the host's
+        sh(["ip", "link", "add", "name", ia, "mtu", mtu, "netns", pids[na],
+            "type", "veth", "peer", "name", ib, "mtu", mtu, "netns", pids[nb]])
+        for node, iface in ((na, ia), (nb, ib)):
+            sh(["nsenter", "-t", pids[node], "-n", "ip", "link", "set", iface, "up"])
+
+
+def remove_lab(lab: str) -> None:
+    ids = sh(["docker", "ps", "-aq", "--filter", f"label={LAB_LABEL}={lab}"], check=False).stdout.split()
+    if ids:
+        sh(["docker", "rm", "-f", "-v", *ids], check=False)
+
+
+def leftovers(prefix: str) -> list[str]:
+    return sh(["docker", "ps", "-a", "--filter", f"name={prefix}", "--format", "{{.Names}}"]).stdout.split()
+
+
+def host_ifnames() -> set[str]:
+    return {line.split(":")[1].strip().split("@")[0] for line in sh(["ip", "-o", "link", "show"]).stdout.splitlines()}
+
+
+def in_container(c: str, *argv: str) -> str:
+    return sh(["docker", "exec", c, *argv]).stdout
+
+
+def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_ready: None, tmp_path: Path) -> None:
+    prefix = "mplt" + secrets.token_hex(4)
+    lab = load_lab(REPO / "labs/mtu")
+    sc = next(s for s in lab.scenarios if s.name == "mptcp-bottleneck")
+    # The link rate check serves iperf3 on the link's far end, here a router, and the
+    # router image has no iperf3: RTT checks (ping) stay, the rate check is off, and the
+    # shaping is checked below from the qdiscs and the goodput instead.
+    body = sc.body.model_copy(update={"calibration": sc.body.calibration.model_copy(update={"rate_check": False})})
+    sc = dataclasses.replace(sc, body=body)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    out = run_dir / "rep1"
+    backends: list[ContainerlabBackend] = []
+
+    def make_backend(log: Any) -> ContainerlabBackend:
+        be = ContainerlabBackend(lab.path / TOPOLOGY, lab_name=prefix, binds=[run_dir], log=log, deploy=False)
+        backends.append(be)
+        return be
+
+    probe = ContainerlabBackend(lab.path / TOPOLOGY, lab_name=prefix, binds=[run_dir], deploy=False)
+    topo = probe.clab_topology(network_for(lab.topology, sc, "experiment.yml"))
+    lab_ifaces = {e.split(":", 1)[1] for link in topo["topology"]["links"] for e in link["endpoints"]}
+    host_before = host_ifnames()
+    try:
+        create_lab_like_containerlab(topo)
+        ctx = RunContext(lab, NetemEmulator(), quick=True, log=print, calibrate=True, make_backend=make_backend)
+        measured = RepRunner(ctx, sc, 1, out).measure()
+        record = analyse(measured.job)
+        subs = {s["path"]: s for s in record["subflows"]}
+        print(f"\ncontainerlab backend, {sc.name}: {record['goodput_mbps']:.1f} Mbit/s, verified "
+              f"{record['mptcp']['verified']}, segments A/B {subs.get('A', {}).get('median_seg')}/"
+              f"{subs.get('B', {}).get('median_seg')}, captures {record['capture_stats']}, "
+              f"measured in {measured.seconds:.1f} s")
+
+        # MPTCP, both subflows carrying data; PMTUD found path B's 1500 bytes
+        assert record["mptcp"]["negotiated"] and record["mptcp"]["verified"], record["warnings"]
+        assert subs["A"]["bytes"] > 0 and subs["B"]["bytes"] > 0, record["subflows"]
+        assert subs["A"]["median_seg"] > 1500 and subs["B"]["median_seg"] <= 1500 - 40
+        assert subs["B"]["icmp_frag_needed"] >= 1 and 1500 in subs["B"]["icmp_mtus"]
+        assert 20 < record["goodput_mbps"] <= 200, record["goodput_mbps"]
+        # tcpdump stopped by SIGINT inside the container: counters printed, file in the run directory
+        for point in ("client:eth1", "client:eth2"):
+            stats = record["capture_stats"][point]
+            assert stats.get("captured", 0) > 0 and stats.get("dropped") == 0, stats
+            assert (out / f"capture-{point.replace(':', '-')}.pcap").stat().st_size > 0
+        # the link checks pinged through the containers; the shaping is tbf at 100 Mbit/s
+        assert {c["link"] for c in measured.job.calibration} == {"client:eth1--ra:eth1", "client:eth2--rb1:eth1"}
+        for entry in measured.job.calibration:
+            rtt = [c for c in entry["checks"] if c["quantity"] == "rtt_min_ms"]
+            assert rtt and rtt[0]["measured"] is not None, entry
+        for node, dev in (("client", "eth1"), ("client", "eth2"), ("ra", "eth1"), ("rb1", "eth1")):
+            qdisc = in_container(container_name(prefix, node), "tc", "qdisc", "show", "dev", dev)
+            assert "tbf" in qdisc and "rate 100Mbit" in qdisc, (node, qdisc)
+        # sysctls set inside the containers and read back
+        assert measured.sysctls["rb1"]["net.ipv4.ip_forward"] == "1"
+        assert measured.sysctls["client"]["net.ipv4.tcp_mtu_probing"] == "0"
+        assert measured.sysctls["client"]["net.ipv4.conf.all.rp_filter"] == "0"
+
+        # routers: FRR static routes, installed by zebra
+        for router, prefixes in (("ra", ("10.0.2.0/24", "10.0.3.0/24")),
+                                 ("rb1", ("10.0.1.0/24", "10.0.4.0/24", "10.0.5.0/24"))):
+            c = container_name(prefix, router)
+            shown = in_container(c, "vtysh", "-c", "show ip route static")
+            kernel = in_container(c, "ip", "-4", "route", "show").splitlines()
+            for p in prefixes:
+                assert f"S>* {p}" in shown, shown
+                # zebra's protocol 196, which FRR's rt_protos.d names "static"
+                assert any(line.startswith(p + " ") and "proto static" in line for line in kernel), kernel
+        log = (out / "commands.log").read_text()
+        assert f"docker exec {container_name(prefix, 'rb1')} vtysh -c 'configure terminal'" in log
+        assert f"docker exec {container_name(prefix, 'rb1')} ip route add" not in log
+        assert f"docker exec {container_name(prefix, 'client')} ip route add default via 10.0.2.1 dev eth2 table 101" in log
+
+        # teardown: no process of the run is left in any container, nor a PID file, nor the state file
+        for node in topo["topology"]["nodes"]:
+            ps = in_container(container_name(prefix, node), "ps", "-eo", "comm").split()
+            assert not {"iperf3", "tcpdump", "ping"} & set(ps), (node, ps)
+            assert in_container(container_name(prefix, node), "sh", "-c", "ls /tmp | grep -c mptcplab- || true").strip() == "0"
+        assert not (clab.STATE_DIR / f"clab-{prefix}.json").exists()
+        assert len(backends) == 1
+    finally:
+        remove_lab(prefix)
+    assert leftovers(prefix) == [], "containers left behind"
+    # the veth ends went with the containers' namespaces; none is in the host's
+    assert not (host_ifnames() - host_before) & lab_ifaces
+    assert not [ns for ns in sh(["ip", "netns", "list"]).stdout.split() if ns.startswith(prefix)]
+
+
+def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> None:
+    """A run killed after deploy leaves containers and its state file: `mptcplab clean`
+    removes them by containerlab's lab label; the lab of a live run stays."""
+    dead_lab, live_lab = ("mplt" + secrets.token_hex(4) for _ in range(2))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    live = subprocess.Popen(["sleep", "300"])
+    states = [clab.STATE_DIR / f"clab-{dead_lab}.json", clab.STATE_DIR / f"clab-{live_lab}.json"]
+    try:
+        clab.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        for lab, pid, state in ((dead_lab, dead.pid, states[0]), (live_lab, live.pid, states[1])):
+            sh(["docker", "run", "-d", "--name", container_name(lab, "h"), "--network", "none",
+                "--label", f"{LAB_LABEL}={lab}", IMAGES[0], "sleep", "infinity"])
+            state.write_text(json.dumps({"lab": lab, "pid": pid, "owned": True, "topology": None,
+                                         "containers": [container_name(lab, "h")]}))
+        removed = clab.clean()
+        assert container_name(dead_lab, "h") in removed
+        assert leftovers(dead_lab) == [] and not states[0].exists()
+        assert leftovers(live_lab) == [container_name(live_lab, "h")] and states[1].exists()
+    finally:
+        live.send_signal(signal.SIGKILL)
+        live.wait()
+        for lab, state in zip((dead_lab, live_lab), states):
+            remove_lab(lab)
+            state.unlink(missing_ok=True)
+    assert leftovers(dead_lab) == [] and leftovers(live_lab) == []
