@@ -32,7 +32,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as wd:
         for _ in range(a.n):
             be = NetnsBackend()
-            plan = build_plan(lab.topology, sc, em, be.create_cmds, Path(wd))
+            plan = build_plan(lab.topology, sc, em, be, Path(wd))
             sup = Supervisor(be.node_argv, logdir=Path(wd))
             t0 = time.perf_counter()
             try:

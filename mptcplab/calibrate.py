@@ -82,7 +82,7 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
     topo, sc, shape = _line_lab(req)
     clean()
     backend = NetnsBackend()
-    plan = build_plan(topo, sc, emulator, backend.create_cmds, workdir)
+    plan = build_plan(topo, sc, emulator, backend, workdir)
     supervisor = Supervisor(backend.node_argv, logdir=workdir)
     link = plan.net.links[0]
     a_ip, b_ip = str(link.addr_a.ip), str(link.addr_b.ip)

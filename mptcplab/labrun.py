@@ -102,7 +102,7 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     for sc in select_scenarios(lab, opts.scenarios):
         wd = (run_dir if opts.backend == "containerlab" else Path("results") / lab.name / "<run-id>") \
             / "scenarios" / sc.name / "rep1"
-        plan = build_plan(lab.topology, sc, emulator, backend.create_cmds, wd)
+        plan = build_plan(lab.topology, sc, emulator, backend, wd)
         out(f"\n## scenario {sc.name}" + (f": {sc.description}" if sc.description else ""))
         if opts.backend == "containerlab":
             _print_topology_copy(backend, plan.net, out)

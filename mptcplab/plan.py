@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Literal
+from typing import TYPE_CHECKING, Literal
 
 from .commands import Cmd
 
@@ -64,14 +64,6 @@ RouterRoutes = Literal["ip", "frr"]
 _NODE_CREATORS = (("ip", "netns"), ("containerlab", "deploy"))
 
 
-def _router_routes(create: Callable[[Network], list[Cmd]]) -> RouterRoutes:
-    """The backend's choice, when ``create`` is a backend's bound create_cmds (the
-    runner passes only that): ``router_routes`` on the backend, else "ip"."""
-    owner = getattr(create, "__self__", None)
-    value = getattr(owner, "router_routes", "ip")
-    return "frr" if value == "frr" else "ip"
-
-
 def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network:
     net = build_network(topo, scenario.body, file)
     for name, node in net.nodes.items():
@@ -79,16 +71,15 @@ def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network
     return net
 
 
-def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator,
-               create: Callable[[Network], list[Cmd]], workdir: Path, file: str = "experiment.yml",
-               router_routes: RouterRoutes | None = None) -> Plan:
-    """``create`` is the backend's: the host commands that make the nodes and links.
-    ``router_routes``: how routers get their routes (default: what the backend
-    declares, see _router_routes; hosts always use ip route/ip rule)."""
+def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, backend: "Backend",
+               workdir: Path, file: str = "experiment.yml") -> Plan:
+    """The backend gives the host commands that make the nodes and links, and says
+    how routers get their routes (``ip route``, or FRR static routes in containers);
+    hosts always use ip route/ip rule."""
     net = network_for(topo, scenario, file)
     plan = Plan(net)
-    created = create(net)
-    routes_by = router_routes or _router_routes(create)
+    created = backend.create_cmds(net)
+    routes_by: RouterRoutes = "frr" if backend.router_routes == "frr" else "ip"
     plan.namespaces = [c for c in created if c.argv[:2] in _NODE_CREATORS]
     plan.links = [c for c in created if c.argv[:2] not in _NODE_CREATORS]
     for name, node in net.nodes.items():

@@ -171,7 +171,7 @@ class RepRunner:
         cmdlog = (self.out / "commands.log").open("w", buffering=1)  # line-buffered: a kill keeps the log
         backend = self.ctx.make_backend(lambda line: print(line, file=cmdlog))
         body = self.sc.body
-        plan = build_plan(self.ctx.lab.topology, self.sc, self.ctx.emulator, backend.create_cmds, self.out,
+        plan = build_plan(self.ctx.lab.topology, self.sc, self.ctx.emulator, backend, self.out,
                           file=str(self.ctx.lab.path / "experiment.yml"))
         supervisor = Supervisor(backend.node_argv, logdir=self.out)
         flows = body.traffic.flows

@@ -25,6 +25,8 @@ class CommandFailed(Exception):
 
 class Backend(Protocol):
     name: str
+    #: how router nodes get their static routes: "ip" (ip route) or "frr" (FRR's staticd)
+    router_routes: str
 
     def begin(self, nodes: Sequence[str]) -> None:
         """Record what this run will own before anything exists."""

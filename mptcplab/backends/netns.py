@@ -33,6 +33,7 @@ def new_prefix() -> str:
 
 class NetnsBackend:
     name = "netns"
+    router_routes = "ip"
 
     def __init__(self, prefix: str | None = None, log: Callable[[str], None] | None = None) -> None:
         self.prefix = prefix or new_prefix()

@@ -16,7 +16,6 @@ What the container target cannot do, and so is limited there (mptcplab_in_contai
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
 import tarfile

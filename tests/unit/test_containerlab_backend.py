@@ -60,7 +60,7 @@ def backend(tmp_path: Path, **kw: Any) -> ContainerlabBackend:
 def plan_for(be: ContainerlabBackend, scenario: str = "mptcp-bottleneck"):  # type: ignore[no-untyped-def]
     lab = load_lab(LABS / "mtu")
     sc = {s.name: s for s in lab.scenarios}[scenario]
-    return build_plan(lab.topology, sc, NetemEmulator(), be.create_cmds, Path("/tmp/x"))
+    return build_plan(lab.topology, sc, NetemEmulator(), be, Path("/tmp/x"))
 
 
 def test_node_commands_are_docker_exec_argument_lists(tmp_path: Path) -> None:
@@ -192,12 +192,13 @@ def test_netns_plans_are_unchanged_ip_routes_everywhere() -> None:
     be = NetnsBackend(prefix="mplabcdef-")
     lab = load_lab(LABS / "mtu")
     sc = {s.name: s for s in lab.scenarios}["mptcp-bottleneck"]
-    plan = build_plan(lab.topology, sc, NetemEmulator(), be.create_cmds, Path("/tmp/x"))
+    plan = build_plan(lab.topology, sc, NetemEmulator(), be, Path("/tmp/x"))
     assert ("ip", "route", "add", "10.0.1.0/24", "via", "10.0.3.2", "dev", "eth2") in \
         [c.argv for c in plan.config if c.node == "rb1"]
     assert not any(c.argv[0] in ("vtysh", "timeout") for c in plan.config)
-    # the explicit parameter overrides what the backend declares
-    frr = build_plan(lab.topology, sc, NetemEmulator(), be.create_cmds, Path("/tmp/x"), router_routes="frr")
+    # the backend declares how routers get routes
+    be.router_routes = "frr"  # type: ignore[misc]
+    frr = build_plan(lab.topology, sc, NetemEmulator(), be, Path("/tmp/x"))
     assert any(c.argv[0] == "vtysh" for c in frr.config)
 
 

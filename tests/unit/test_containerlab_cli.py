@@ -65,6 +65,6 @@ def test_dry_run_prints_docker_and_containerlab_commands(capsys: pytest.CaptureF
     assert "docker exec clab-mpl000000-mtu-client ip rule add from 10.0.2.2 table 101 priority 101" in out
     assert "docker exec clab-mpl000000-mtu-client tc qdisc replace dev eth1 root handle 1: tbf rate 100mbit" in out
     cap = f"{tmp_path}/mtu/<run-id>/scenarios/mptcp-bottleneck/rep1/capture-client-eth1.pcap"
-    assert f"docker exec clab-mpl000000-mtu-client tcpdump -i eth1" in out and cap in out
+    assert "docker exec clab-mpl000000-mtu-client tcpdump -i eth1" in out and cap in out
     assert "ip netns" not in out and "ip -n " not in out
     assert not (tmp_path / "mtu").exists()  # a dry run creates nothing

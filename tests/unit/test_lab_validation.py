@@ -1,7 +1,5 @@
 """Bad lab files: one line naming file, field and problem; exit status 2; nothing created."""
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest

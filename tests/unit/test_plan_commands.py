@@ -16,7 +16,7 @@ def plan_for(name: str, emulator=None):
     lab = load_lab(LABS / "mtu")
     sc = {s.name: s for s in lab.scenarios}[name]
     be = NetnsBackend(prefix="mplabcdef-")
-    return be, build_plan(lab.topology, sc, emulator or NfqueueEmulator(binary=Path("/bin/true")), be.create_cmds,
+    return be, build_plan(lab.topology, sc, emulator or NfqueueEmulator(binary=Path("/bin/true")), be,
                           Path("/tmp/x")), sc
 
 
