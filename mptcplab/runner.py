@@ -31,7 +31,7 @@ from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, ping_argv, rate_check, rtt_checks
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, bring_up, build_plan
-from .traffic import flow_commands, read_iperf3
+from .traffic import IPERF3_HELP, flow_commands, help_has_multipath, read_iperf3
 from .units import parse_time
 
 READY_TIMEOUT_S = 5.0
@@ -205,6 +205,11 @@ class RepRunner:
         return Measured(job, sysctls, time.monotonic() - t0)
 
     # ------------------------------------------------------------------ steps
+    def _multipath(self, backend: Backend, node: str) -> bool:
+        """Whether the iperf3 on this node has -m (in a container it is the image's)."""
+        p = backend.run([cmd(*IPERF3_HELP, node=node, check=False)])[0]
+        return help_has_multipath(p.stdout + p.stderr)
+
     def _calibrate(self, backend: Backend, plan: Plan) -> list[dict[str, Any]]:
         results = []
         for link in plan.net.links:
@@ -302,7 +307,7 @@ class RepRunner:
     def _start_servers(self, backend: Backend, net: Network, body: ExperimentBody) -> dict[str, tuple[subprocess.Popen[bytes], Path]]:
         servers = {}
         for name, flow in body.traffic.flows.items():
-            fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow))
+            fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow), self._multipath(backend, flow.server))
             path = self.out / f"iperf3-server-{name}.json"
             servers[name] = (backend.spawn(fc.server_node, fc.server_argv, stdout=path.open("wb"),
                                            stderr=subprocess.STDOUT), path)
@@ -322,7 +327,8 @@ class RepRunner:
             now = time.monotonic()
             while pending and now - t0 >= parse_time(pending[0][1].start):
                 name, flow = pending.pop(0)
-                fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow))
+                fc = flow_commands(flow, net, flow_duration(self.ctx, body, flow),
+                                   self._multipath(backend, flow.client))
                 path = self.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
                 err = self.out / f"iperf3-{name}.stderr"
                 started[name] = (backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"),

@@ -18,21 +18,30 @@ from .lab.schema import Flow
 from .units import parse_size, parse_time
 
 
+IPERF3_HELP = ("iperf3", "--help")
+
+
+def help_has_multipath(help_text: str) -> bool:
+    return "--multipath" in help_text
+
+
 @functools.cache
 def iperf3_has_multipath() -> bool:
+    """Whether the *host's* iperf3 has -m; nodes in containers have their own
+    iperf3, asked through the backend (runner.py)."""
     try:
-        out = subprocess.run(["iperf3", "--help"], capture_output=True, text=True, timeout=5)
+        out = subprocess.run(list(IPERF3_HELP), capture_output=True, text=True, timeout=5)
     except (OSError, subprocess.TimeoutExpired):
         return False
-    return "--multipath" in (out.stdout + out.stderr)
+    return help_has_multipath(out.stdout + out.stderr)
 
 
-def _mptcp_prefix(mptcp: bool) -> list[str]:
-    return ["mptcpize", "run"] if mptcp and not iperf3_has_multipath() else []
+def _mptcp_prefix(mptcp: bool, multipath: bool) -> list[str]:
+    return ["mptcpize", "run"] if mptcp and not multipath else []
 
 
-def _mptcp_flag(mptcp: bool) -> list[str]:
-    return ["-m"] if mptcp and iperf3_has_multipath() else []
+def _mptcp_flag(mptcp: bool, multipath: bool) -> list[str]:
+    return ["-m"] if mptcp and multipath else []
 
 
 @dataclass(frozen=True)
@@ -44,11 +53,15 @@ class FlowCommands:
     duration_s: float
 
 
-def flow_commands(flow: Flow, net: Network, duration_s: float | None = None) -> FlowCommands:
+def flow_commands(flow: Flow, net: Network, duration_s: float | None = None,
+                  multipath: bool | None = None) -> FlowCommands:
+    """``multipath``: whether the iperf3 that will run has -m (default: the host's)."""
     dur = duration_s if duration_s is not None else parse_time(flow.duration)
-    server = [*_mptcp_prefix(flow.mptcp), "iperf3", "-s", "-1", "-p", str(flow.port), "-J", *_mptcp_flag(flow.mptcp)]
-    client = [*_mptcp_prefix(flow.mptcp), "iperf3", "-c", str(net.address(flow.server_address)),
-              "-p", str(flow.port), "-t", f"{dur:g}", "-J", "--connect-timeout", "5000", *_mptcp_flag(flow.mptcp)]
+    mp = iperf3_has_multipath() if multipath is None else multipath
+    server = [*_mptcp_prefix(flow.mptcp, mp), "iperf3", "-s", "-1", "-p", str(flow.port), "-J",
+              *_mptcp_flag(flow.mptcp, mp)]
+    client = [*_mptcp_prefix(flow.mptcp, mp), "iperf3", "-c", str(net.address(flow.server_address)),
+              "-p", str(flow.port), "-t", f"{dur:g}", "-J", "--connect-timeout", "5000", *_mptcp_flag(flow.mptcp, mp)]
     if flow.bind:
         client += ["-B", str(net.address(flow.bind))]
     if flow.direction == "download":
