@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import CACHE, REPO, docker, privileged_args, run
+from appliance_support import CACHE, REPO, docker, privileged_args, run
 
 ANSIBLE_ENV = {"ANSIBLE_CONFIG": str(REPO / "ansible/ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
                "ANSIBLE_FORCE_COLOR": "0", "ANSIBLE_HOST_KEY_CHECKING": "False",

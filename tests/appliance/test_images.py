@@ -11,7 +11,7 @@ import urllib.request
 
 import pytest
 
-from conftest import REPO, docker, privileged_args, run
+from appliance_support import REPO, docker, privileged_args, run
 
 pytestmark = pytest.mark.usefixtures("built_images")
 

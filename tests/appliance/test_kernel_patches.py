@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import shutil
 
-from conftest import REPO, run
+from appliance_support import REPO, run
 
 CHECK = str(REPO / "images/kernel/check.sh")
 

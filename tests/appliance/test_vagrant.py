@@ -12,7 +12,7 @@ import shutil
 
 import pytest
 
-from conftest import REPO, run
+from appliance_support import REPO, run
 
 pytestmark = pytest.mark.skipif(shutil.which("vagrant") is None, reason="vagrant not installed (make appliance-deps)")
 
