@@ -56,6 +56,12 @@ docker version >/dev/null 2>&1 || { echo "build.sh: Docker is not reachable (is 
 # the base's identity enters every image's hash: a new base rebuilds the images
 base_id=$(docker image inspect -f '{{.Id}}' "$base" 2>/dev/null || echo "$base")
 
+# the legacy builder leaves the container of a failed step behind unless told otherwise
+force_rm=()
+if [ "${DOCKER_BUILDKIT:-}" = 0 ] || ! docker buildx version >/dev/null 2>&1; then
+  force_rm=(--force-rm)
+fi
+
 stage=$(mktemp -d "${TMPDIR:-/tmp}/mptcplab-images.XXXXXX")
 trap 'rm -rf "$stage"' EXIT
 
@@ -108,7 +114,7 @@ for name in "${images[@]}"; do
   old_id=$(docker image inspect -f '{{.Id}}' "$image" 2>/dev/null || true)
   start=$(date +%s)
   log="$stage/$name.log"
-  if ! docker build --pull=false \
+  if ! docker build --pull=false "${force_rm[@]}" \
       --build-arg "BASE_IMAGE=$base" \
       --label "org.mptcplab.image=$name" \
       --label "org.mptcplab.build-hash=$want" \

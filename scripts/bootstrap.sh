@@ -39,7 +39,12 @@ make -s -C native
 # The venv uses the distribution's python3 (3.11 on Debian 12, 3.12 on Ubuntu 24.04).
 PY=/usr/bin/python3
 stamp=.venv/.mptcplab-stamp
-hash="$(sha256sum pyproject.toml | cut -c1-16)"
+# the venv belongs to one Python: /vagrant is shared between a host and the VM
+pyver="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
+hash="$(sha256sum pyproject.toml | cut -c1-16)-py$pyver"
+if [ -x .venv/bin/python ] && [ "$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$pyver" ]; then
+  rm -rf .venv
+fi
 have="$(cat "$stamp" 2>/dev/null || true)"
 # a venv with the test extras serves lab runs too; a lab venv gains them for tests
 if [ -x .venv/bin/python ] && { [ "$have" = "$hash-test1" ] || { [ "$WITH_TEST" = 0 ] && [ "$have" = "$hash-test0" ]; }; }; then
