@@ -126,7 +126,9 @@ def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | No
 
 def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float) -> float | None:
     # -O 1: the first second (slow start) is not the link's steady-state rate
-    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", "1", "-J"])
+    # cubic, whatever the host's default: the link, not the algorithm, is measured
+    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", "1",
+                            "-C", "cubic", "-J"])
     try:
         return data["end"]["sum_received"]["bits_per_second"] / 1e6 if data else None
     except KeyError:

@@ -35,6 +35,7 @@ from .traffic import IPERF3_HELP, flow_commands, help_has_multipath, read_iperf3
 from .units import parse_time
 
 READY_TIMEOUT_S = 5.0
+LINK_CHECK_CC = "cubic"
 
 
 class Interrupted(Exception):
@@ -244,9 +245,11 @@ class RepRunner:
                             stderr=subprocess.DEVNULL)
         try:
             _wait_for(lambda: _listening(backend, b.node, port), READY_TIMEOUT_S, f"iperf3 on {b.node}")
-            # -O 1: slow start is not the link's rate; the second after it is
-            p = backend.run([cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{secs:g}", "-O", "1", "-J",
-                                 node=a.node, check=False)])[0]
+            # -O 1: slow start is not the link's rate; the seconds after it are.
+            # -C cubic: the check must not depend on the host's default algorithm
+            # (namespaces inherit it; BBR under-fills a tbf link with jumbo frames)
+            p = backend.run([cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{secs:g}", "-O", "1",
+                                 "-C", LINK_CHECK_CC, "-J", node=a.node, check=False)])[0]
             try:
                 return json.loads(p.stdout)["end"]["sum_received"]["bits_per_second"] / 1e6
             except (ValueError, KeyError):

@@ -221,7 +221,7 @@ class Quick(Strict):
 class Calibration(Strict):
     enabled: bool = True
     rate_check: bool = True
-    rate_seconds: str | float = "1s"
+    rate_seconds: str | float = "2s"
 
 
 class ExperimentBody(Strict):
