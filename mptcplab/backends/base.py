@@ -10,7 +10,7 @@ a node; what to run there is generated elsewhere as Cmd lists.
 from __future__ import annotations
 
 import subprocess
-from typing import IO, Protocol, Sequence
+from typing import IO, Callable, Iterator, Protocol, Sequence
 
 from ..commands import Cmd
 from ..lab.network import Network
@@ -21,6 +21,19 @@ class CommandFailed(Exception):
         self.cmd = c
         tail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
         super().__init__(f"command failed (exit {rc}): {rendered}: {tail}")
+
+
+def ip_batches(cmds: Sequence[Cmd], batchable: Callable[[Cmd], bool]) -> Iterator[list[Cmd]]:
+    """Cut a command list, in order, into runs: consecutive batchable commands of one
+    node form one run (sent through one `ip -batch`), any other command runs alone."""
+    i = 0
+    while i < len(cmds):
+        j = i + 1
+        if batchable(cmds[i]):
+            while j < len(cmds) and batchable(cmds[j]) and cmds[j].node == cmds[i].node:
+                j += 1
+        yield list(cmds[i:j])
+        i = j
 
 
 class Backend(Protocol):

@@ -55,7 +55,7 @@ import yaml
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
-from .base import CommandFailed
+from .base import CommandFailed, ip_batches
 from .netns import STATE_DIR, _alive
 
 #: lab names of runs (new_lab_name): what `clean` may remove without a state file
@@ -237,20 +237,7 @@ class ContainerlabBackend:
         """Run commands in order; consecutive checked `ip` commands on one node go
         through one ``docker exec -i <c> ip -batch -`` (one exec per command would
         cost a round trip to the Docker daemon each)."""
-        results: list[subprocess.CompletedProcess[str]] = []
-        i = 0
-        while i < len(cmds):
-            c = cmds[i]
-            if _batchable(c):
-                j = i
-                while j < len(cmds) and _batchable(cmds[j]) and cmds[j].node == c.node:
-                    j += 1
-                results.append(self._batch(list(cmds[i:j])))
-                i = j
-            else:
-                results.append(self._one(c))
-                i += 1
-        return results
+        return [self._batch(run) if len(run) > 1 else self._one(run[0]) for run in ip_batches(cmds, _batchable)]
 
     def _one(self, c: Cmd) -> subprocess.CompletedProcess[str]:
         argv = list(c.argv) if c.node is None else self.node_argv(c.node, c.argv)

@@ -21,7 +21,7 @@ from typing import IO, Callable, Sequence
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
-from .base import CommandFailed
+from .base import CommandFailed, ip_batches
 
 STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab"))
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
@@ -110,21 +110,7 @@ class NetnsBackend:
     def run(self, cmds: Sequence[Cmd]) -> list[subprocess.CompletedProcess[str]]:
         """Run commands in order; consecutive checked `ip` commands on one node go
         through one `ip -batch` process (deploying a lab is hundreds of them)."""
-        results: list[subprocess.CompletedProcess[str]] = []
-        i = 0
-        while i < len(cmds):
-            c = cmds[i]
-            if c.argv[0] == "ip" and c.check and c.argv[1] not in ("netns",):
-                j = i
-                while j < len(cmds) and cmds[j].node == c.node and cmds[j].argv[0] == "ip" and cmds[j].check \
-                        and cmds[j].argv[1] != "netns":
-                    j += 1
-                results.append(self._batch(list(cmds[i:j])))
-                i = j
-            else:
-                results.append(self._one(c))
-                i += 1
-        return results
+        return [self._batch(run) if len(run) > 1 else self._one(run[0]) for run in ip_batches(cmds, _batchable)]
 
     def _one(self, c: Cmd) -> subprocess.CompletedProcess[str]:
         argv = list(c.argv) if c.node is None else self.node_argv(c.node, c.argv)
@@ -136,8 +122,6 @@ class NetnsBackend:
         return p
 
     def _batch(self, cmds: list[Cmd]) -> subprocess.CompletedProcess[str]:
-        if len(cmds) == 1:
-            return self._one(cmds[0])
         for c in cmds:
             if self._log:
                 self._log(self.render(c))
@@ -159,6 +143,11 @@ class NetnsBackend:
                              stdin=subprocess.DEVNULL, start_new_session=True)
         self._procs.append(p)
         return p
+
+
+def _batchable(c: Cmd) -> bool:
+    # `ip netns …` runs alone (it manages namespaces, it does not run in one)
+    return c.argv[0] == "ip" and c.check and len(c.argv) > 1 and c.argv[1] != "netns"
 
 
 def _stop(p: subprocess.Popen[bytes], grace: float = 2.0) -> None:
