@@ -56,7 +56,7 @@ import yaml
 from ..commands import Cmd, cmd
 from ..lab.network import Network
 from .base import CommandFailed, ip_batches
-from .netns import STATE_DIR, _alive
+from .state import STATE_DIR, run_states
 
 #: lab names of runs (new_lab_name): what `clean` may remove without a state file
 RUN_LAB_RE = re.compile(r"^mpl[0-9a-f]{6}-")
@@ -411,24 +411,16 @@ def clean(all_runs: bool = False, docker: str = "docker", containerlab: str = "c
     removed: list[str] = []
     owned_alive: set[str] = set()
     done: set[str] = set()
-    if STATE_DIR.is_dir():
-        for f in sorted(STATE_DIR.glob("clab-*.json")):
-            try:
-                st = json.loads(f.read_text())
-            except (OSError, ValueError):
-                f.unlink(missing_ok=True)
-                continue
-            pid = int(st.get("pid", 0))
-            lab = str(st.get("lab", ""))
-            # our own PID: whatever our runs still own is left over (teardown was interrupted)
-            if not all_runs and pid != os.getpid() and _alive(pid):
-                owned_alive.add(lab)
-                continue
-            if st.get("owned") and lab:
-                topo = Path(st["topology"]) if st.get("topology") else None
-                removed += remove_lab(lab, topo, docker, containerlab)
-                done.add(lab)
-            f.unlink(missing_ok=True)
+    for st in run_states("clab-*.json", all_runs):
+        lab = str(st.data.get("lab", ""))
+        if st.live:
+            owned_alive.add(lab)
+            continue
+        if st.data.get("owned") and lab:
+            topo = Path(st.data["topology"]) if st.data.get("topology") else None
+            removed += remove_lab(lab, topo, docker, containerlab)
+            done.add(lab)
+        st.path.unlink(missing_ok=True)
     if shutil.which(docker) is None:
         return removed
     orphans = sorted({lb for _, lb in lab_containers(None, docker)

@@ -16,14 +16,13 @@ import shlex
 import signal
 import subprocess
 import time
-from pathlib import Path
 from typing import IO, Callable, Sequence
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
 from .base import CommandFailed, ip_batches
+from .state import STATE_DIR, run_states
 
-STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab"))
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
 
 
@@ -174,38 +173,20 @@ def _delete_namespace(ns: str) -> None:
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def clean(all_runs: bool = False) -> list[str]:
     """Remove what runs whose process is gone left behind (or every run's, with all_runs).
 
     Returns the namespaces removed."""
     removed: list[str] = []
     owned_alive: set[str] = set()
-    if STATE_DIR.is_dir():
-        for f in sorted(STATE_DIR.glob("mpl*.json")):
-            try:
-                st = json.loads(f.read_text())
-            except (OSError, ValueError):
-                f.unlink(missing_ok=True)
-                continue
-            pid = int(st.get("pid", 0))
-            # our own PID: whatever our runs still own here is left over (teardown was interrupted)
-            if not all_runs and pid != os.getpid() and _alive(pid):
-                owned_alive.update(st.get("namespaces", []))
-                continue
-            for ns in st.get("namespaces", []):
-                _delete_namespace(ns)
-                removed.append(ns)
-            f.unlink(missing_ok=True)
+    for st in run_states("mpl*.json", all_runs):
+        if st.live:
+            owned_alive.update(st.data.get("namespaces", []))
+            continue
+        for ns in st.data.get("namespaces", []):
+            _delete_namespace(ns)
+            removed.append(ns)
+        st.path.unlink(missing_ok=True)
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for line in listing.splitlines():
         ns = line.split()[0] if line.split() else ""
