@@ -17,14 +17,13 @@ native:
 	@$(MAKE) -s -C native
 
 # Every lab: make lab-<name> [RUN_ARGS="--quick"].
-# Where it runs: inside the Vagrant VM when this checkout's VM is up (results come
-# back through the synced folder /vagrant); else here, on the netns backend, when
-# this host's kernel has MPTCP; else it says what to do.
+# Where it runs: inside the Vagrant VM when this checkout's VM is up (vagrant/run-lab.sh
+# brings the results back to results/ here); else here, on the netns backend, when this
+# host's kernel has MPTCP; else it says what to do.
 VM_ID := $(wildcard .vagrant/machines/*/*/id)
 lab-%:
 	@if [ -z "$$MPTCPLAB_IN_VM" ] && [ -n "$(VM_ID)" ] && vagrant status --machine-readable 2>/dev/null | grep -q ',state,running'; then \
-	  echo "lab $*: running inside the Vagrant VM"; \
-	  vagrant ssh -c "cd /vagrant && sudo MPTCPLAB_IN_VM=1 make lab-$* RUN_ARGS='$(RUN_ARGS)'"; \
+	  vagrant/run-lab.sh $* $(RUN_ARGS); \
 	elif [ "$$(cat /proc/sys/net/mptcp/enabled 2>/dev/null)" = 1 ]; then \
 	  scripts/bootstrap.sh && $(MPTCPLAB) run labs/$* $(RUN_ARGS); \
 	else \

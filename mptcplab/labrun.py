@@ -24,6 +24,7 @@ from .lab.loader import TOPOLOGY, Lab, ScenarioRun, unsupported
 from .lab.network import Network
 from .linkcheck import ping_argv
 from .plan import build_plan
+from .platform import run_kind
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
 from .results.summary import build_summary, summary_rows
@@ -167,10 +168,10 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     scenarios = select_scenarios(lab, opts.scenarios)
     reps = repetitions(lab, opts)
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
+    facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
     run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
     if opts.backend == "containerlab":
         run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
-    facts = host_facts()
     manifest: dict[str, Any] = {
         "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -272,21 +273,27 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
 
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
              records: list[dict[str, Any]], reps: int) -> dict[str, Any]:
-    invalid = []
+    timing: list[str] = []  # what makes timing numbers wrong: link calibration, CPU, delay line
+    invalid: list[str] = []  # what makes the evidence itself wrong
     for r in records:
+        tag = f"{r['name']} rep {r['rep']}"
         if not r["calibration_ok"]:
-            invalid.append(f"{r['name']} rep {r['rep']}: emulated links out of tolerance")
+            timing.append(f"{tag}: emulated links out of tolerance")
         cpu = [c for c in (r.get("cpu") or {}).values() if c is not None]
         if cpu and max(cpu) > CPU_BOUND_PERCENT:
-            invalid.append(f"{r['name']} rep {r['rep']}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
-        if r.get("iperf3_error"):
-            invalid.append(f"{r['name']} rep {r['rep']}: iperf3 error: {r['iperf3_error']}")
+            timing.append(f"{tag}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
         for name, st in (r.get("delay_line_stats") or {}).items():
-            for problem in delayline_problems(st or {}):
-                invalid.append(f"{r['name']} rep {r['rep']}: {name}: {problem}")
+            timing.extend(f"{tag}: {name}: {problem}" for problem in delayline_problems(st or {}))
+        if r.get("iperf3_error"):
+            invalid.append(f"{tag}: iperf3 error: {r['iperf3_error']}")
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
-                invalid.append(f"{r['name']} rep {r['rep']}: capture at {pt} dropped {st['dropped']} packets")
-    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid)
+                invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
+    # A functional check (software-emulated CPU) claims no timing: its timing problems are
+    # reported, not held against it. A measurement is invalid with any of them.
+    functional = run_kind(facts["platform"])[0] == "functional-check"
+    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published,
+                      invalid if functional else timing + invalid, facts["platform"])
+    s["timing_notes"] = timing if functional else []
     s["repetitions"] = reps
     return s

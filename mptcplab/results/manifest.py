@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..platform import cpu_emulation
+
 TOOLS: dict[str, list[str]] = {
     "iperf3": ["iperf3", "--version"],
     "tshark": ["tshark", "--version"],
@@ -59,9 +61,10 @@ def git_state(repo: Path) -> dict[str, Any]:
 
 
 def host_facts() -> dict[str, Any]:
+    """Facts about this host; its "platform" says whether the CPU is emulated in software."""
     u = platform.uname()
     return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine, "hostname": u.node,
-            "cpu_count": os.cpu_count(), "os_release": _os_release()}
+            "cpu_count": os.cpu_count(), "os_release": _os_release(), "platform": cpu_emulation()}
 
 
 def _os_release() -> str | None:

@@ -16,6 +16,7 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from mptcplab.platform import FUNCTIONAL_CHECK
 from mptcplab.results import figures as F
 
 DASH = "—"  # shown wherever a value is absent; never 0, which would be a measurement
@@ -92,6 +93,15 @@ def _yes_no(v: Any, no: str = "**NO**") -> str:
 
 # --------------------------------------------------------------------------- warnings
 
+FUNCTIONAL = "FUNCTIONAL CHECK, NOT A MEASUREMENT"
+
+
+def functional_check_reason(summary: dict[str, Any]) -> str | None:
+    """Why the run is a functional check (software-emulated CPU); None for a measurement."""
+    if summary.get("run_kind") != FUNCTIONAL_CHECK:
+        return None
+    return str(summary.get("run_kind_reason") or "software-emulated CPU")
+
 
 def collect_warnings(
     summary: dict[str, Any],
@@ -107,6 +117,9 @@ def collect_warnings(
     """
     out: list[str] = []
     manifest = manifest or {}
+    functional = functional_check_reason(summary)
+    if functional:
+        out.append(f"{FUNCTIONAL}: {functional}.")
     if not summary.get("complete", False):
         why = manifest.get("incomplete_reason")
         out.append("RUN INCOMPLETE: this run did not finish every scenario"
@@ -116,6 +129,8 @@ def collect_warnings(
         reasons = summary.get("invalid_reasons") or ["no reason recorded"]
         for r in reasons:
             out.append(f"RUN INVALID: {r}")
+    for note in summary.get("timing_notes") or []:
+        out.append(f"timing (not held against a functional check): {note}")
     for s in summary.get("scenarios", []):
         where = f"`{s['name']}` rep {s.get('rep', 1)}"
         given = [str(w) for w in s.get("warnings") or []]
@@ -179,6 +194,7 @@ def _header(summary: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
         ("OS", manifest.get("os_release")),
         ("complete", _yes_no(summary.get("complete"))),
         ("valid", _yes_no(summary.get("valid"))),
+        ("run kind", summary.get("run_kind")),
         ("mode", "QUICK (1 repetition, short transfers)" if summary.get("quick")
          else f"full ({reps} repetitions per scenario)"),
         ("started", _first(manifest, "started", "start", "start_time")),
@@ -194,7 +210,12 @@ def _header(summary: dict[str, Any], manifest: dict[str, Any]) -> list[str]:
         ("paper kernel", src.get("kernel")),
     ]
     title = f"# Lab `{summary.get('lab', '?')}`: run `{summary.get('run_id', '?')}`"
-    lines = [title, "", md_table(["", ""], [(k, v) for k, v in rows if v is not None]), ""]
+    lines = [title, ""]
+    functional = functional_check_reason(summary)
+    if functional:
+        lines += [f"> **Functional check, not a measurement**: {functional}. No number in this report "
+                  "measures the kernel or reproduces (or contradicts) the paper's numbers.", ""]
+    lines += [md_table(["", ""], [(k, v) for k, v in rows if v is not None]), ""]
     if summary.get("quick"):
         lines += ["> **Quick mode.** One repetition with shortened transfers: there is no spread, "
                   "slow-start and PMTUD transients weigh more, and the numbers are for checking "
@@ -419,8 +440,8 @@ def published_table(summary: dict[str, Any]) -> pd.DataFrame:
         rows.append([p["id"], _text(p["scenario"]) or DASH, metric, paper,
                      _text(p["paper_kernel"]) or DASH, _text(p["where"]) or DASH, this,
                      n if n else DASH, (_text(p["this_kernel"]) or DASH) if n else DASH])
-    header = ["id", "scenario", "metric", "paper", "paper kernel", "where",
-              "this run (mean ± std)", "n", "this kernel"]
+    this_run = "this run (functional check)" if functional_check_reason(summary) else "this run (mean ± std)"
+    header = ["id", "scenario", "metric", "paper", "paper kernel", "where", this_run, "n", "this kernel"]
     return pd.DataFrame(rows, columns=header)
 
 
@@ -441,6 +462,9 @@ def _published_section(summary: dict[str, Any]) -> list[str]:
               "A value with no scenario here needs something this lab does not run "
               "(usually the paper's patched kernel).", ""]
     lines += [df_to_md(table), ""]
+    if functional_check_reason(summary):
+        lines += ["*This run is a functional check on a software-emulated CPU: its column is no "
+                  "reproduction of the paper's numbers, and a difference is no evidence against them.*", ""]
     notes = published_notes(summary)
     if notes:
         lines += ["Conditions of the paper's numbers:", ""]
@@ -466,6 +490,10 @@ def _findings_section(summary: dict[str, Any]) -> list[str]:
         return lines + ["The lab lists no findings.", ""]
     lines += ["'unknown' means the finding has no check this lab can evaluate (it needs another "
               "kernel, or compares mechanisms rather than a measured value).", ""]
+    if functional_check_reason(summary):
+        lines += ["*Functional check: only findings about whether something happens (a subflow forms, "
+                  "a segment size appears) mean anything here; those about goodput, shares or timing do "
+                  "not.*", ""]
     return lines + [df_to_md(table), ""]
 
 
@@ -653,6 +681,9 @@ def print_table(summary: dict[str, Any]) -> str:
            f"{summary.get('kernel', '?')} ({state})"]
     if src.get("kernel"):
         out.append(f"paper: {src.get('id', '?')} on {src['kernel']}")
+    functional = functional_check_reason(summary)
+    if functional:
+        out.append(f"{FUNCTIONAL}: {functional}")
     out += ["", line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     n_warn = len(collect_warnings(summary))
@@ -668,6 +699,7 @@ __all__ = [
     "findings_table",
     "fmt_mean_std",
     "fmt_num",
+    "functional_check_reason",
     "manifest_emulation",
     "md_table",
     "print_table",

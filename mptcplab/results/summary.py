@@ -14,6 +14,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..lab.schema import Published
+from ..platform import run_kind
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -103,9 +104,12 @@ def findings_table(pub: Published | None, records: list[dict[str, Any]]) -> list
 
 
 def build_summary(lab: str, run_id: str, kernel: str, complete: bool, quick: bool, records: list[dict[str, Any]],
-                  pub: Published | None, invalid_reasons: list[str]) -> dict[str, Any]:
+                  pub: Published | None, invalid_reasons: list[str], cpu: dict[str, Any]) -> dict[str, Any]:
+    """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check."""
+    kind, why = run_kind(cpu)
     return {
         "lab": lab, "run_id": run_id, "kernel": kernel, "complete": complete, "quick": quick,
+        "run_kind": kind, "run_kind_reason": why,
         "valid": complete and not invalid_reasons, "invalid_reasons": invalid_reasons,
         "published_source": ({"id": pub.source.id, "title": pub.source.title, "kernel": pub.source.kernel}
                              if pub else None),

@@ -57,7 +57,7 @@ def test_kernel_role_rejects_an_unknown_kernel_choice(tmp_path):
         "  roles: [kernel]\n" % REPO)
     p = run(["ansible-playbook", "-i", "localhost,", str(play)], env={**ANSIBLE_ENV,
             "ANSIBLE_ROLES_PATH": str(REPO / "ansible/roles")}, check=False)
-    assert p.returncode != 0 and "kernel_mode must be stock, mainline or source" in p.stdout, p.stdout
+    assert p.returncode != 0 and "kernel_mode must be stock, backports, mainline or source" in p.stdout, p.stdout
 
 
 def copy_repo(dest: Path) -> None:

@@ -40,22 +40,24 @@ def validate(tmp_path, *args: str, **env: str):
     {"MPTCPLAB_KERNEL": "source", "MPTCPLAB_CPUS": "4", "MPTCPLAB_MEMORY": "8192"},
     {"MPTCPLAB_KERNEL": "mainline", "MPTCPLAB_KERNEL_VERSION": "6.12.10"},
     {"MPTCPLAB_BOX": "debian/bookworm64", "MPTCPLAB_JUPYTER_PORT": "18888", "MPTCPLAB_IMAGES_OFFLINE": "1"},
-], ids=["defaults", "source-kernel", "mainline-kernel", "debian-box"])
+    {"MPTCPLAB_KERNEL": "backports", "MPTCPLAB_LIBVIRT_DRIVER": "qemu"},
+], ids=["defaults", "source-kernel", "mainline-kernel", "debian-box", "backports-kernel-qemu"])
 def test_validate_ignoring_providers(tmp_path, env):
     p = validate(tmp_path, "--ignore-provider", **env)
     assert p.returncode == 0 and "validated successfully" in p.stdout, p.stdout + p.stderr
 
 
-@pytest.mark.parametrize("sync", ["rsync", "9p", "virtiofs"])
-def test_validate_libvirt_provider(tmp_path, sync, libvirtd):
-    p = validate(tmp_path, MPTCPLAB_SYNC_TYPE=sync, MPTCPLAB_KERNEL="source")
+@pytest.mark.parametrize("sync,driver", [("rsync", "qemu"), ("9p", "kvm"), ("virtiofs", "kvm")])
+def test_validate_libvirt_provider(tmp_path, sync, driver, libvirtd):
+    p = validate(tmp_path, MPTCPLAB_SYNC_TYPE=sync, MPTCPLAB_KERNEL="source", MPTCPLAB_LIBVIRT_DRIVER=driver)
     assert p.returncode == 0 and "validated successfully" in p.stdout, p.stdout + p.stderr
 
 
 @pytest.mark.parametrize("env,message", [
-    ({"MPTCPLAB_KERNEL": "patched"}, "choose one of stock, mainline, source"),
+    ({"MPTCPLAB_KERNEL": "patched"}, "choose one of stock, backports, mainline, source"),
     ({"MPTCPLAB_KERNEL": "mainline"}, "needs MPTCPLAB_KERNEL_VERSION"),
     ({"MPTCPLAB_CPUS": "two"}, "is not a whole number"),
+    ({"MPTCPLAB_LIBVIRT_DRIVER": "tcg"}, "choose kvm or qemu"),
 ])
 def test_bad_settings_are_refused(tmp_path, env, message):
     p = validate(tmp_path, "--ignore-provider", **env)

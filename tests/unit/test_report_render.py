@@ -20,6 +20,7 @@ from mptcplab.results.report import (
     calibration_rows,
     collect_warnings,
     print_table,
+    render_report,
     write_report,
 )
 
@@ -46,8 +47,16 @@ def _scenario(name: str, rep: int, goodput: float, subflows: list[dict[str, Any]
             "subflows": subflows, "warnings": warnings or [], "calibration_ok": calibration_ok}
 
 
-def make_run_dir(root: Path, *, quick: bool = False) -> Path:
-    """A small complete-looking run directory with deliberate oddities to render."""
+TCG_REASON = ("software-emulated CPU (QEMU without KVM, systemd-detect-virt: qemu): throughput, RTT and "
+              "timing numbers are not measurements of the kernel; the run checks plumbing, MPTCP "
+              "negotiation and subflows")
+
+
+def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None) -> Path:
+    """A small complete-looking run directory with deliberate oddities to render.
+
+    run_kind None leaves it out of summary.json, as in runs written before it existed.
+    """
     run = root / "results" / "mtu" / "20990101T000000Z-test"
     A1, B1 = "10.0.1.2", "10.0.2.2"
     scenarios = [
@@ -146,6 +155,10 @@ def make_run_dir(root: Path, *, quick: bool = False) -> Path:
         "lab_files_sha256": {"experiment.yml": "0123abcd"},
         "command_line": ["mptcplab", "run", "labs/mtu"],
     }
+    if run_kind is not None:
+        summary["run_kind"] = run_kind
+        summary["run_kind_reason"] = (TCG_REASON if run_kind == "functional-check"
+                                      else "CPU not software-emulated (systemd-detect-virt: kvm)")
     run.mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps(summary, indent=1))
     (run / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -363,6 +376,38 @@ def test_print_table(run_dir: Path) -> None:
     assert tcp.rstrip().endswith(DASH)          # no paper number for this scenario
     assert "FALLBACK" in next(ln for ln in lines if ln.startswith("mptcp-reverse"))
     assert "WARNING(S)" in out
+
+
+def _rendered(run: Path) -> tuple[dict[str, Any], str]:
+    """summary and report.md text of a run directory, without drawing the figures."""
+    summary = F.load_summary(run)
+    return summary, render_report(summary, F.load_manifest(run))
+
+
+def test_functional_check_is_never_presented_as_a_measurement(tmp_path: Path) -> None:
+    summary, text = _rendered(make_run_dir(tmp_path, run_kind="functional-check"))
+    title, blank, banner = text.splitlines()[:3]
+    assert title.startswith("# Lab `mtu`") and blank == ""
+    assert banner.startswith(f"> **Functional check, not a measurement**: {TCG_REASON}.")
+    assert "| run kind | functional-check |" in text
+    assert f"- **WARNING** FUNCTIONAL CHECK, NOT A MEASUREMENT: {TCG_REASON}." in _section(text, "WARNINGS")
+    pub = _section(text, "Published vs this run")
+    assert "| this run (functional check) |" in pub and "mean ± std" not in pub
+    assert "8936 ± 0" in _row(pub, "seg-a-paper")     # the numbers are still shown, marked
+    assert "no reproduction of the paper's numbers" in pub.split("| after-fix-paper |")[1]
+    assert "Functional check: only findings" in _section(text, "Findings of the paper, checked on this run")
+    out = print_table(summary).splitlines()
+    assert sum("FUNCTIONAL CHECK, NOT A MEASUREMENT" in ln for ln in out) == 1
+    assert out[1].startswith("FUNCTIONAL CHECK") or out[2].startswith("FUNCTIONAL CHECK")
+
+
+@pytest.mark.parametrize("run_kind", ["measurement", None])
+def test_measurement_has_no_functional_check_marks(tmp_path: Path, run_kind: str | None) -> None:
+    summary, text = _rendered(make_run_dir(tmp_path, run_kind=run_kind))
+    assert "functional check" not in text.lower()
+    assert "| this run (mean ± std) |" in _section(text, "Published vs this run")
+    assert ("| run kind | measurement |" in text) == (run_kind == "measurement")
+    assert "FUNCTIONAL" not in print_table(summary)
 
 
 def test_missing_summary_is_a_clear_error(tmp_path: Path) -> None:

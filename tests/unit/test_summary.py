@@ -2,7 +2,7 @@
 (rendering and arithmetic only; real measurements are in tests/integration)."""
 
 from mptcplab.lab.schema import Published
-from mptcplab.results.summary import aggregates, findings_table, metric_values, published_table
+from mptcplab.results.summary import aggregates, build_summary, findings_table, metric_values, published_table
 
 
 def rec(name, rep, goodput, share_b, max_seg_b=1448, icmp_b=3):
@@ -55,3 +55,44 @@ def test_metric_values_skip_missing_segments():
     r = rec("s1", 1, 90.0, 0.0)
     r["subflows"][1]["max_seg"] = None
     assert metric_values([r], "max_seg", "B") == []
+
+
+def test_run_kind_follows_the_cpu():
+    records = [rec("s1", 1, 90.0, 0.4)]
+    tcg = {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
+    s = build_summary("lab", "id", "6.18", True, False, records, PUB, [], tcg)
+    assert s["run_kind"] == "functional-check" and "QEMU without KVM" in s["run_kind_reason"]
+    for cpu in ({**tcg, "virtualization": "kvm", "software_emulated_cpu": False},
+                {"virtualization": None, "software_emulated_cpu": None, "source": "unknown"}):
+        s = build_summary("lab", "id", "6.18", True, False, records, PUB, [], cpu)
+        assert s["run_kind"] == "measurement" and s["run_kind_reason"]
+
+
+def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
+    """Link calibration and CPU are timing matters: a measurement is invalid with them, a
+    functional check lists them; iperf3 errors and capture drops invalidate both."""
+    from types import SimpleNamespace
+
+    from mptcplab.labrun import _summary
+
+    bad_links = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": False, "cpu": {"client": 97.0}}
+    dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
+               "capture_stats": {"client:eth1": {"dropped": 5}}}
+    lab = SimpleNamespace(name="lab", published=PUB)
+    opts = SimpleNamespace(quick=True)
+    kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
+    tcg = {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
+
+    m = _summary(lab, "id", {"kernel": "6.18", "platform": kvm}, True, opts, [bad_links, dropped], 2)
+    assert not m["valid"] and m["timing_notes"] == []
+    assert any("out of tolerance" in r for r in m["invalid_reasons"])
+    assert any("CPU-bound" in r for r in m["invalid_reasons"])
+    assert any("dropped 5" in r for r in m["invalid_reasons"])
+
+    f = _summary(lab, "id", {"kernel": "6.18", "platform": tcg}, True, opts, [bad_links, dropped], 2)
+    assert f["run_kind"] == "functional-check"
+    assert f["invalid_reasons"] == ["s1 rep 2: capture at client:eth1 dropped 5 packets"]
+    assert any("out of tolerance" in n for n in f["timing_notes"])
+
+    ok = _summary(lab, "id", {"kernel": "6.18", "platform": tcg}, True, opts, [bad_links], 1)
+    assert ok["valid"] and ok["timing_notes"]

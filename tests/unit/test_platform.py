@@ -1,0 +1,88 @@
+"""Detection of a software-emulated CPU and the run kind it gives, with a fake systemd-detect-virt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mptcplab.errors import LabInputError
+from mptcplab.platform import ENV, FUNCTIONAL_CHECK, MEASUREMENT, cpu_emulation, run_kind
+
+
+@pytest.fixture
+def path_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty directory as the whole PATH, no override: only what a test puts there is found."""
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    return tmp_path
+
+
+def fake_detect_virt(where: Path, answer: str, status: int) -> None:
+    script = where / "systemd-detect-virt"
+    script.write_text(f'#!/bin/sh\n[ "$1" = --vm ] || exit 9\necho {answer}\nexit {status}\n')
+    script.chmod(0o755)
+
+
+def test_qemu_without_kvm_is_software_emulated(path_dir: Path) -> None:
+    fake_detect_virt(path_dir, "qemu", 0)
+    cpu = cpu_emulation()
+    assert cpu == {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
+    kind, why = run_kind(cpu)
+    assert kind == FUNCTIONAL_CHECK
+    assert why.startswith("software-emulated CPU (QEMU without KVM, systemd-detect-virt: qemu)")
+    assert "not measurements" in why
+
+
+def test_kvm_is_hardware(path_dir: Path) -> None:
+    fake_detect_virt(path_dir, "kvm", 0)
+    cpu = cpu_emulation()
+    assert cpu == {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
+    assert run_kind(cpu) == (MEASUREMENT, "CPU not software-emulated (systemd-detect-virt: kvm)")
+
+
+def test_bare_metal(path_dir: Path) -> None:
+    fake_detect_virt(path_dir, "none", 1)  # what the tool does on bare metal
+    assert cpu_emulation() == {"virtualization": "none", "software_emulated_cpu": False,
+                               "source": "systemd-detect-virt"}
+
+
+@pytest.mark.parametrize("answer,status", [("", 1), ("garbage", 2)])
+def test_no_clear_answer_is_unknown(path_dir: Path, answer: str, status: int) -> None:
+    fake_detect_virt(path_dir, answer, status)
+    assert cpu_emulation()["software_emulated_cpu"] is None
+
+
+def test_missing_tool_is_unknown_not_a_guess(path_dir: Path) -> None:
+    cpu = cpu_emulation()
+    assert cpu == {"virtualization": None, "software_emulated_cpu": None, "source": "unknown"}
+    kind, why = run_kind(cpu)
+    assert kind == MEASUREMENT and f"{ENV}=software" in why
+
+
+def test_override_beats_detection(path_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake_detect_virt(path_dir, "kvm", 0)
+    monkeypatch.setenv(ENV, "software")
+    cpu = cpu_emulation()
+    assert cpu == {"virtualization": None, "software_emulated_cpu": True, "source": ENV}
+    kind, why = run_kind(cpu)
+    assert kind == FUNCTIONAL_CHECK and f"declared by {ENV}=software" in why
+    fake_detect_virt(path_dir, "qemu", 0)
+    monkeypatch.setenv(ENV, "Hardware")
+    assert cpu_emulation()["software_emulated_cpu"] is False
+    assert run_kind(cpu_emulation()) == (MEASUREMENT, f"CPU not software-emulated (declared by {ENV}=hardware)")
+
+
+def test_bad_override_is_an_input_error(path_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(ENV, "tcg")
+    with pytest.raises(LabInputError, match=ENV):
+        cpu_emulation()
+
+
+def test_manifest_facts_carry_it(path_dir: Path) -> None:
+    from mptcplab.results.manifest import host_facts
+
+    fake_detect_virt(path_dir, "qemu", 0)
+    facts = host_facts()
+    assert facts["platform"]["software_emulated_cpu"] is True
+    assert {"kernel", "machine", "cpu_count", "os_release"} <= facts.keys()

@@ -1,0 +1,190 @@
+#!/usr/bin/env bash
+# make test-vm: the user's path as a whole, in a software-emulated VM (QEMU without KVM).
+#
+#   vagrant/test-vm.sh            (as root, from the repository; `make test-vm`)
+#
+# Stages, each timed (the table is printed at the end, also on failure):
+#   host-deps     Vagrant, vagrant-libvirt, libvirt, QEMU, debootstrap from Debian's mirror;
+#                 libvirtd started when no service manager runs it
+#   box           vagrant/build-box.sh --add: the Debian 12 libvirt box, built offline
+#                 once and cached in /var/cache/mptcplab/box
+#   containerlab  images/containerlab-build.sh: containerlab from the Go module proxy
+#                 (cached), handed to the VM as containerlab_local_path
+#   up            `vagrant up` (libvirt, qemu driver, rsync'd /vagrant): the project's
+#                 Ansible installs Debian's backports kernel, Vagrant reboots into it, the
+#                 site playbook provisions Docker, containerlab, the images built offline
+#                 in the VM (FRR routers), Jupyter
+#   kernel        the VM runs the kernel the role installed, not the box's
+#   reprovision   a second `vagrant provision`: no reboot, every Ansible play changed=0
+#   lab           the README's `make lab-mtu`, quick mode, from the host: runs in the VM on
+#                 the containerlab backend; results come back to results/mtu/ here
+#   results       summary.json complete, MPTCP verified, a functional check; the manifest
+#                 names the VM's kernel and the containerlab backend
+#   destroy       `vagrant destroy -f`: no domain, disk volume or network left
+#
+# Environment: MPTCPLAB_TEST_VM_KEEP=1 keeps the VM (for debugging); the Vagrantfile's
+# MPTCPLAB_* settings are fixed here except MPTCPLAB_LIBVIRT_DRIVER (default qemu) and
+# MPTCPLAB_KERNEL (default backports). Logs: .cache/test-vm/<stage>.log.
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+cd "$repo"
+[ "$(id -u)" = 0 ] || { echo "test-vm.sh: run as root (libvirt, loop devices, debootstrap)" >&2; exit 3; }
+
+export MPTCPLAB_BOX=${MPTCPLAB_TEST_VM_BOX:-mptcplab/debian12-local}
+export MPTCPLAB_LIBVIRT_DRIVER=${MPTCPLAB_LIBVIRT_DRIVER:-qemu}
+export MPTCPLAB_KERNEL=${MPTCPLAB_KERNEL:-backports}
+export MPTCPLAB_SYNC_TYPE=rsync
+export MPTCPLAB_IMAGES_OFFLINE=1
+export MPTCPLAB_CPUS=2 MPTCPLAB_MEMORY=4096
+export MPTCPLAB_ANSIBLE_ARGS="-e containerlab_local_path=/vagrant/.cache/containerlab"
+export VAGRANT_DEFAULT_PROVIDER=libvirt
+unset VAGRANT_DOTFILE_PATH
+
+logs=.cache/test-vm
+mkdir -p "$logs"
+names=()
+times=()
+current=""
+created=0
+t_all=$(date +%s)
+
+report() {
+  local rc=$?
+  trap - EXIT
+  if [ "$created" = 1 ] && [ "${MPTCPLAB_TEST_VM_KEEP:-0}" != 1 ] && [ "$current" != destroy-done ]; then
+    echo "test-vm: removing the VM after ${current:-start} (vagrant destroy -f)" >&2
+    vagrant destroy -f >"$logs/destroy-on-exit.log" 2>&1 || echo "test-vm: vagrant destroy failed, see $logs/destroy-on-exit.log" >&2
+  fi
+  echo
+  echo "test-vm stage times:"
+  local i
+  for i in "${!names[@]}"; do printf '  %-13s %6ss\n' "${names[$i]}" "${times[$i]}"; done
+  printf '  %-13s %6ss\n' total "$(( $(date +%s) - t_all ))"
+  if [ $rc = 0 ]; then
+    echo "test-vm: PASSED"
+  else
+    echo "test-vm: FAILED in stage '${current}' (rc $rc); logs in $logs/"
+  fi
+  exit $rc
+}
+trap report EXIT
+trap 'exit 130' INT TERM
+
+# run a stage in this shell (its variables stay set): output to its log, Vagrant's progress
+# bars stripped; the last lines are shown when it fails
+stage() {
+  local name=$1 rc=0 t0
+  shift
+  current=$name
+  t0=$(date +%s)
+  echo "test-vm: stage $name ..."
+  "$@" >"$logs/$name.raw" 2>&1 || rc=$?
+  tr '\r' '\n' <"$logs/$name.raw" | grep -v 'Progress: [0-9]*%' >"$logs/$name.log" || true
+  rm -f "$logs/$name.raw"
+  names+=("$name"); times+=("$(( $(date +%s) - t0 ))")
+  if [ $rc != 0 ]; then
+    tail -30 "$logs/$name.log" >&2
+    return $rc
+  fi
+}
+
+host_deps() {
+  local pkgs=(vagrant vagrant-libvirt libvirt-daemon-system libvirt-daemon-driver-qemu libvirt-clients
+              qemu-system-x86 qemu-utils dnsmasq-base debootstrap fdisk rsync openssh-client)
+  local missing=() p
+  for p in "${pkgs[@]}"; do
+    dpkg-query -W -f '${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "installing ${missing[*]}"
+    DEBIAN_FRONTEND=noninteractive apt-get update -qq || return 1
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" || return 1
+  fi
+  tests/appliance/ensure-libvirtd.sh
+}
+
+containerlab() {
+  local bin
+  bin=$(images/containerlab-build.sh) || return 1
+  mkdir -p .cache
+  cp "$bin" .cache/containerlab.tmp && mv .cache/containerlab.tmp .cache/containerlab || return 1
+  .cache/containerlab version
+}
+
+up() {
+  created=1
+  vagrant up --provider libvirt
+}
+
+guest() { vagrant ssh -c "$1" -- -q 2>/dev/null | tr -d '\r'; }
+
+kernel() {
+  local running wanted
+  running=$(guest 'uname -r') || return 1
+  wanted=$(guest 'cat /var/lib/mptcplab/kernel-wanted') || return 1
+  echo "running $running, kernel role installed $wanted"
+  [ -n "$running" ] && [ "$running" = "$wanted" ] || { echo "the VM does not run the installed kernel"; return 1; }
+  case "$running" in
+    6.1.0-*) echo "still the box's kernel"; return 1 ;;
+  esac
+  echo "$running" >"$logs/vm-kernel"
+}
+
+reprovision() {
+  vagrant provision >"$logs/reprovision-full.log" 2>&1 || { cat "$logs/reprovision-full.log"; return 1; }
+  cat "$logs/reprovision-full.log"
+  grep -q 'no reboot needed' "$logs/reprovision-full.log" || { echo "the second provisioning rebooted"; return 1; }
+  local recaps
+  recaps=$(grep -E 'ok=[0-9]+ +changed=[0-9]+' "$logs/reprovision-full.log")
+  [ -n "$recaps" ] || { echo "no Ansible recap in the second provisioning"; return 1; }
+  if echo "$recaps" | grep -qv 'changed=0 '; then
+    echo "the second provisioning changed something:"; echo "$recaps"; return 1
+  fi
+  echo "second provisioning: no reboot, no change"
+}
+
+lab() {
+  # the README's command; `make` sees the running VM and runs the lab in it. A run on a
+  # software-emulated CPU may flag its link calibration: the results stage judges it
+  make lab-mtu RUN_ARGS=--quick || echo "make lab-mtu exited $? (judged in the results stage)"
+  test -e results/mtu/latest || { echo "no results/mtu/latest on the host"; return 1; }
+}
+
+results() {
+  python3 vagrant/check-vm-results.py results/mtu/latest "$(cat "$logs/vm-kernel")"
+}
+
+destroy() {
+  local dom
+  dom=$(virsh -c qemu:///system domname "$(cat .vagrant/machines/default/libvirt/id)" 2>/dev/null || true)
+  vagrant destroy -f
+  current=destroy-done
+  [ -z "$dom" ] || ! virsh -c qemu:///system dominfo "$dom" >/dev/null 2>&1 || { echo "domain $dom still defined"; return 1; }
+  if [ -n "$dom" ] && virsh -c qemu:///system vol-list default 2>/dev/null | awk '{print $1}' | grep -q "^$dom"; then
+    echo "volumes of $dom left:"; virsh -c qemu:///system vol-list default; return 1
+  fi
+  if virsh -c qemu:///system net-info vagrant-libvirt >/dev/null 2>&1; then
+    echo "network vagrant-libvirt left"; return 1
+  fi
+  echo "domain ${dom:-?}, its volumes and the vagrant-libvirt network are gone (the box's base volume stays: the cache)"
+}
+
+if [ -e .vagrant/machines/default/libvirt/id ]; then
+  echo "test-vm.sh: this checkout already has a Vagrant VM (.vagrant/machines/default/libvirt/id);" >&2
+  echo "  'vagrant destroy -f' it first (test-vm creates and destroys its own)" >&2
+  exit 3
+fi
+
+stage host-deps host_deps
+stage box vagrant/build-box.sh --add
+stage containerlab containerlab
+stage up up
+stage kernel kernel
+stage reprovision reprovision
+stage lab lab
+stage results results
+cat "$logs/results.log"
+if [ "${MPTCPLAB_TEST_VM_KEEP:-0}" != 1 ]; then
+  stage destroy destroy
+  tail -1 "$logs/destroy.log"
+fi
