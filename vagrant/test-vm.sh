@@ -10,6 +10,8 @@
 #                 once and cached in /var/cache/mptcplab/box
 #   containerlab  images/containerlab-build.sh: containerlab from the Go module proxy
 #                 (cached), handed to the VM as containerlab_local_path
+#   ca-certs      this host's extra CA certificates, for the VM to trust (PyPI behind a
+#                 TLS-intercepting proxy)
 #   up            `vagrant up` (libvirt, qemu driver, rsync'd /vagrant): the project's
 #                 Ansible installs Debian's backports kernel, Vagrant reboots into it, the
 #                 site playbook provisions Docker, containerlab, the images built offline
@@ -36,7 +38,9 @@ export MPTCPLAB_KERNEL=${MPTCPLAB_KERNEL:-backports}
 export MPTCPLAB_SYNC_TYPE=rsync
 export MPTCPLAB_IMAGES_OFFLINE=1
 export MPTCPLAB_CPUS=2 MPTCPLAB_MEMORY=4096
-export MPTCPLAB_ANSIBLE_ARGS="-e containerlab_local_path=/vagrant/.cache/containerlab"
+# containerlab built here, and this host's extra CA certificates (a TLS-intercepting proxy
+# in front of PyPI is trusted by the VM too); both reach the VM in the rsync'd /vagrant
+export MPTCPLAB_ANSIBLE_ARGS="-e containerlab_local_path=/vagrant/.cache/containerlab -e base_extra_ca_certs_dir=/vagrant/.cache/ca-certificates"
 export VAGRANT_DEFAULT_PROVIDER=libvirt
 unset VAGRANT_DOTFILE_PATH
 
@@ -103,6 +107,15 @@ host_deps() {
   tests/appliance/ensure-libvirtd.sh
 }
 
+ca_certs() {
+  rm -rf .cache/ca-certificates
+  mkdir -p .cache/ca-certificates
+  if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+    cp /usr/local/share/ca-certificates/*.crt .cache/ca-certificates/
+  fi
+  ls .cache/ca-certificates
+}
+
 containerlab() {
   local bin
   bin=$(images/containerlab-build.sh) || return 1
@@ -166,6 +179,19 @@ destroy() {
   if virsh -c qemu:///system net-info vagrant-libvirt >/dev/null 2>&1; then
     echo "network vagrant-libvirt left"; return 1
   fi
+  # vagrant-libvirt keeps a box's image as a base volume named after the box file's mtime:
+  # the current one is the cache, those of earlier builds of the box are removed
+  local box_img current vol
+  box_img=$(ls ~/.vagrant.d/boxes/"$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')"/0/libvirt/box.img 2>/dev/null || true)
+  current=$( [ -n "$box_img" ] && stat -c %Y "$box_img" || echo none)
+  for vol in $(virsh -c qemu:///system vol-list default 2>/dev/null | awk 'NR>2 && $1 != "" {print $1}'); do
+    case "$vol" in
+      "$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')_vagrant_box_image_0_${current}_"*) ;;
+      "$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')_vagrant_box_image_0_"*)
+        echo "removing $vol (an earlier build of the box)"
+        virsh -c qemu:///system vol-delete --pool default "$vol" ;;
+    esac
+  done
   echo "domain ${dom:-?}, its volumes and the vagrant-libvirt network are gone (the box's base volume stays: the cache)"
 }
 
@@ -178,6 +204,7 @@ fi
 stage host-deps host_deps
 stage box vagrant/build-box.sh --add
 stage containerlab containerlab
+stage ca-certs ca_certs
 stage up up
 stage kernel kernel
 stage reprovision reprovision

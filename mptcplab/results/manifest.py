@@ -50,7 +50,10 @@ def tool_versions() -> dict[str, str | None]:
 def git_state(repo: Path) -> dict[str, Any]:
     def git(*args: str) -> str | None:
         try:
-            p = subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=10)
+            # root reading a checkout another user owns (the VM's /vagrant): trust it for
+            # this read; never rewrite its index (--no-optional-locks)
+            p = subprocess.run(["git", "-C", str(repo), "-c", f"safe.directory={repo}", "--no-optional-locks", *args],
+                               capture_output=True, text=True, timeout=10)
         except OSError:
             return None
         return p.stdout.strip() if p.returncode == 0 else None

@@ -86,3 +86,35 @@ def test_manifest_facts_carry_it(path_dir: Path) -> None:
     facts = host_facts()
     assert facts["platform"]["software_emulated_cpu"] is True
     assert {"kernel", "machine", "cpu_count", "os_release"} <= facts.keys()
+
+
+def test_git_state_reads_a_checkout_another_user_owns(tmp_path):
+    """Root runs labs in the VM's /vagrant, which the vagrant user owns: git's ownership
+    check must not hide the commit from the manifest."""
+    import os
+    import shutil
+    import subprocess
+
+    import pytest
+
+    from mptcplab.results.manifest import git_state
+
+    if os.geteuid() != 0 or shutil.which("git") is None:
+        pytest.skip("needs root and git")
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "init", "-q", str(repo)], check=True, env=env)
+    (repo / "f").write_text("x")
+    subprocess.run(["git", "-C", str(repo), "add", "f"], check=True, env=env)
+    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "m"], check=True, env=env)
+    head = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, env=env,
+                          capture_output=True, text=True).stdout.strip()
+    for root, dirs, files in os.walk(repo):
+        for n in [root, *(os.path.join(root, d) for d in dirs), *(os.path.join(root, f) for f in files)]:
+            os.chown(n, 65534, 65534)
+    index_mtime = (repo / ".git" / "index").stat().st_mtime_ns
+    state = git_state(repo)
+    assert state == {"commit": head, "dirty": False}
+    assert (repo / ".git" / "index").stat().st_mtime_ns == index_mtime  # read only
