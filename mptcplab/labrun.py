@@ -24,7 +24,6 @@ from .lab.loader import TOPOLOGY, Lab, ScenarioRun, unsupported
 from .lab.network import Network
 from .linkcheck import ping_argv
 from .plan import build_plan
-from .platform import run_kind
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
 from .results.summary import build_summary, summary_rows
@@ -289,11 +288,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
-    # A functional check (software-emulated CPU) claims no timing: its timing problems are
-    # reported, not held against it. A measurement is invalid with any of them.
-    functional = run_kind(facts["platform"])[0] == "functional-check"
-    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published,
-                      invalid if functional else timing + invalid, facts["platform"])
-    s["timing_notes"] = timing if functional else []
+    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
+                      facts["platform"], timing)
     s["repetitions"] = reps
     return s

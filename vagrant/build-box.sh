@@ -13,6 +13,7 @@
 #   MPTCPLAB_LOCAL_BOX        the box name to add (default mptcplab/debian12-local)
 #   MPTCPLAB_DEBIAN_MIRROR    package mirror (default http://deb.debian.org/debian)
 #   MPTCPLAB_SECURITY_MIRROR  security mirror (default http://deb.debian.org/debian-security)
+#   MPTCPLAB_KEEP_BUILD       1: keep the build directory (root file system, logs) on failure
 #
 # The box is what a Vagrant base box must be (vagrant user, password vagrant, passwordless
 # sudo, Vagrant's published insecure public key, sshd) plus Python, python3-apt and

@@ -19,7 +19,11 @@ esac
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo" || exit 1
 
-vagrant rsync >/dev/null 2>&1 || true
+# a failed push would run stale code in the VM: say so (no rsync folder is not a failure)
+if ! out=$(vagrant rsync 2>&1); then
+  echo "$out" >&2
+  echo "run-lab.sh: vagrant rsync failed; the VM may run an older copy of the repository" >&2
+fi
 
 # the run arguments reach the VM's shell quoted one by one
 quoted=""

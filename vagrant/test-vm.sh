@@ -181,13 +181,14 @@ destroy() {
   fi
   # vagrant-libvirt keeps a box's image as a base volume named after the box file's mtime:
   # the current one is the cache, those of earlier builds of the box are removed
-  local box_img current vol
-  box_img=$(ls ~/.vagrant.d/boxes/"$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')"/0/libvirt/box.img 2>/dev/null || true)
+  local box_img current vol prefix
+  prefix=${MPTCPLAB_BOX//\//-VAGRANTSLASH-}  # how Vagrant spells a box name in paths and volumes
+  box_img=$(ls ~/.vagrant.d/boxes/"$prefix"/0/libvirt/box.img 2>/dev/null || true)
   current=$( [ -n "$box_img" ] && stat -c %Y "$box_img" || echo none)
   for vol in $(virsh -c qemu:///system vol-list default 2>/dev/null | awk 'NR>2 && $1 != "" {print $1}'); do
     case "$vol" in
-      "$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')_vagrant_box_image_0_${current}_"*) ;;
-      "$(echo "$MPTCPLAB_BOX" | sed 's|/|-VAGRANTSLASH-|')_vagrant_box_image_0_"*)
+      "${prefix}_vagrant_box_image_0_${current}_"*) ;;
+      "${prefix}_vagrant_box_image_0_"*)
         echo "removing $vol (an earlier build of the box)"
         virsh -c qemu:///system vol-delete --pool default "$vol" ;;
     esac

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 import pandas as pd
 
 from ..lab.schema import Published
-from ..platform import run_kind
+from ..platform import MEASUREMENT, run_kind
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
@@ -104,13 +104,22 @@ def findings_table(pub: Published | None, records: list[dict[str, Any]]) -> list
 
 
 def build_summary(lab: str, run_id: str, kernel: str, complete: bool, quick: bool, records: list[dict[str, Any]],
-                  pub: Published | None, invalid_reasons: list[str], cpu: dict[str, Any]) -> dict[str, Any]:
-    """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check."""
+                  pub: Published | None, invalid_reasons: list[str], cpu: dict[str, Any],
+                  timing_reasons: Iterable[str] = ()) -> dict[str, Any]:
+    """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check.
+
+    invalid_reasons make any run invalid (the evidence is wrong); timing_reasons (links out of
+    tolerance, CPU-bound, delay line) make a measurement invalid, while a functional check,
+    which claims no timing, lists them as timing_notes.
+    """
     kind, why = run_kind(cpu)
+    timing = list(timing_reasons)
+    if kind == MEASUREMENT:
+        invalid_reasons, timing = [*timing, *invalid_reasons], []
     return {
         "lab": lab, "run_id": run_id, "kernel": kernel, "complete": complete, "quick": quick,
         "run_kind": kind, "run_kind_reason": why,
-        "valid": complete and not invalid_reasons, "invalid_reasons": invalid_reasons,
+        "valid": complete and not invalid_reasons, "invalid_reasons": invalid_reasons, "timing_notes": timing,
         "published_source": ({"id": pub.source.id, "title": pub.source.title, "kernel": pub.source.kernel}
                              if pub else None),
         "scenarios": records,
