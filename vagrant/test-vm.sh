@@ -24,7 +24,9 @@
 #                 names the VM's kernel and the containerlab backend
 #   destroy       `vagrant destroy -f`: no domain, disk volume or network left
 #
-# Environment: MPTCPLAB_TEST_VM_KEEP=1 keeps the VM (for debugging); the Vagrantfile's
+# Environment: MPTCPLAB_TEST_VM_KEEP=1 keeps the VM (for debugging, no destroy stage);
+# MPTCPLAB_TEST_VM_KEEP=failure keeps it only when a stage fails (a passing run still
+# destroys it and checks nothing is left); the Vagrantfile's
 # MPTCPLAB_* settings are fixed here except MPTCPLAB_LIBVIRT_DRIVER (default qemu) and
 # MPTCPLAB_KERNEL (default backports). Logs: .cache/test-vm/<stage>.log.
 set -euo pipefail
@@ -55,7 +57,9 @@ t_all=$(date +%s)
 report() {
   local rc=$?
   trap - EXIT
-  if [ "$created" = 1 ] && [ "${MPTCPLAB_TEST_VM_KEEP:-0}" != 1 ] && [ "$current" != destroy-done ]; then
+  local keep=${MPTCPLAB_TEST_VM_KEEP:-0}
+  if [ "$keep" = failure ] && [ $rc != 0 ] && [ "$current" != destroy ]; then keep=1; fi
+  if [ "$created" = 1 ] && [ "$keep" != 1 ] && [ "$current" != destroy-done ]; then
     echo "test-vm: removing the VM after ${current:-start} (vagrant destroy -f)" >&2
     vagrant destroy -f >"$logs/destroy-on-exit.log" 2>&1 || echo "test-vm: vagrant destroy failed, see $logs/destroy-on-exit.log" >&2
   fi
