@@ -15,7 +15,7 @@
 #   up            `vagrant up` (libvirt, qemu driver, rsync'd /vagrant): the project's
 #                 Ansible installs Debian's backports kernel, Vagrant reboots into it, the
 #                 site playbook provisions Docker, containerlab, the images built offline
-#                 in the VM (FRR routers), Jupyter
+#                 in the VM (FRR routers); Jupyter only with MPTCPLAB_TEST_VM_JUPYTER=1
 #   kernel        the VM runs the kernel the role installed, not the box's
 #   reprovision   a second `vagrant provision`: no reboot, every Ansible play changed=0
 #   lab           the README's `make lab-mtu`, quick mode, from the host: runs in the VM on
@@ -28,7 +28,8 @@
 # MPTCPLAB_TEST_VM_KEEP=failure keeps it only when a stage fails (a passing run still
 # destroys it and checks nothing is left); the Vagrantfile's
 # MPTCPLAB_* settings are fixed here except MPTCPLAB_LIBVIRT_DRIVER (default qemu) and
-# MPTCPLAB_KERNEL (default backports). Logs: .cache/test-vm/<stage>.log.
+# MPTCPLAB_KERNEL (default backports); MPTCPLAB_TEST_VM_JUPYTER=1 provisions the Jupyter
+# image and service too (default 0, headless). Logs: .cache/test-vm/<stage>.log.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -37,6 +38,9 @@ cd "$repo"
 export MPTCPLAB_BOX=${MPTCPLAB_TEST_VM_BOX:-mptcplab/debian12-local}
 export MPTCPLAB_LIBVIRT_DRIVER=${MPTCPLAB_LIBVIRT_DRIVER:-qemu}
 export MPTCPLAB_KERNEL=${MPTCPLAB_KERNEL:-backports}
+# headless by default: the Jupyter image takes about 40 min to build under qemu, and the
+# appliance tests (make test-appliance) already build it and check its unit
+export MPTCPLAB_JUPYTER=${MPTCPLAB_TEST_VM_JUPYTER:-0}
 export MPTCPLAB_SYNC_TYPE=rsync
 export MPTCPLAB_IMAGES_OFFLINE=1
 export MPTCPLAB_CPUS=2 MPTCPLAB_MEMORY=4096

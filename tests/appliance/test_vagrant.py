@@ -40,7 +40,7 @@ def validate(tmp_path, *args: str, **env: str):
     {"MPTCPLAB_KERNEL": "source", "MPTCPLAB_CPUS": "4", "MPTCPLAB_MEMORY": "8192"},
     {"MPTCPLAB_KERNEL": "mainline", "MPTCPLAB_KERNEL_VERSION": "6.12.10"},
     {"MPTCPLAB_BOX": "debian/bookworm64", "MPTCPLAB_JUPYTER_PORT": "18888", "MPTCPLAB_IMAGES_OFFLINE": "1"},
-    {"MPTCPLAB_KERNEL": "backports", "MPTCPLAB_LIBVIRT_DRIVER": "qemu"},
+    {"MPTCPLAB_KERNEL": "backports", "MPTCPLAB_LIBVIRT_DRIVER": "qemu", "MPTCPLAB_JUPYTER": "0"},
 ], ids=["defaults", "source-kernel", "mainline-kernel", "debian-box", "backports-kernel-qemu"])
 def test_validate_ignoring_providers(tmp_path, env):
     p = validate(tmp_path, "--ignore-provider", **env)
@@ -58,6 +58,7 @@ def test_validate_libvirt_provider(tmp_path, sync, driver, libvirtd):
     ({"MPTCPLAB_KERNEL": "mainline"}, "needs MPTCPLAB_KERNEL_VERSION"),
     ({"MPTCPLAB_CPUS": "two"}, "is not a whole number"),
     ({"MPTCPLAB_LIBVIRT_DRIVER": "tcg"}, "choose kvm or qemu"),
+    ({"MPTCPLAB_JUPYTER": "no"}, "choose 1 or 0"),
 ])
 def test_bad_settings_are_refused(tmp_path, env, message):
     p = validate(tmp_path, "--ignore-provider", **env)
