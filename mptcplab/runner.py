@@ -34,7 +34,10 @@ from .plan import Plan, bring_up, build_plan
 from .traffic import IPERF3_HELP, flow_commands, help_has_multipath, read_iperf3
 from .units import parse_time
 
-READY_TIMEOUT_S = 5.0
+# An upper bound on waiting for a server or a capture to be ready, not a delay: each probe
+# is a command in the node (a `docker exec` on containerlab), which under a software-emulated
+# CPU takes seconds, and 5 s timed out there (make test-vm, iperf3 in a container).
+READY_TIMEOUT_S = 30.0
 LINK_CHECK_CC = "cubic"
 
 
