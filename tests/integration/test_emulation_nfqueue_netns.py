@@ -111,9 +111,9 @@ def test_jitter_does_not_reorder(line: TwoNodeLine, sup: Supervisor, delayline: 
     line.apply(NfqueueEmulator(binary=delayline), shape, shape, tmp_path, sup)
     ping = line.ping("a", count=100, interval=0.005)
     assert ping.received == 100
-    # RTT spans 2 x (10 +/- 5) ms; the max is not checked (ping itself is not
-    # real-time, a busy host delays its wake-ups)
-    assert 10.0 <= ping.min_ms < 15.0 and 17.0 <= ping.avg_ms <= 26.0, ping
+    # RTT spans 2 x (10 +/- 5) ms, mean 20; the max is not checked and the mean's
+    # bound is loose (ping itself is not real-time, a busy host delays its wake-ups)
+    assert 10.0 <= ping.min_ms < 15.0 and 17.0 <= ping.avg_ms <= 30.0, ping
     line.sh("b", "nstat", "-n")  # reset the counters' history
     result = line.iperf3("a", seconds=2, window=400_000, omit=0)
     assert "error" not in result, result.get("error")
