@@ -8,6 +8,7 @@ import shlex
 import signal
 import sys
 import time
+import traceback
 from collections import deque
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
@@ -19,7 +20,7 @@ from .backends.netns import NetnsBackend, clean
 from .capture import capture_command
 from .emulation.backend import Emulator
 from .emulation.nfqueue import delayline_problems
-from .errors import LabInputError
+from .errors import HostNotReady, LabInputError, RunFailed
 from .lab.loader import TOPOLOGY, Lab, ScenarioRun, unsupported
 from .lab.network import Network
 from .linkcheck import ping_argv
@@ -221,6 +222,16 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         interrupted = f"interrupted by {e}"
         log(f"run {interrupted}; tearing down, finishing the analysis of measured repetitions; "
             f"results kept as incomplete in {run_dir}")
+    except (LabInputError, HostNotReady, RunFailed) as e:
+        interrupted = f"failed: {e}"
+        raise
+    except Exception as e:
+        # an unexpected failure (a command that timed out, a tool that misbehaved): the
+        # user gets one line naming the kept run directory, the traceback goes beside it
+        interrupted = f"failed: {type(e).__name__}: {e}"
+        (run_dir / "traceback.txt").write_text(traceback.format_exc())
+        raise RunFailed(f"{_one_line(e)}; the measured repetitions are kept as incomplete in {run_dir} "
+                        f"(traceback in traceback.txt)") from e
     except BaseException as e:
         interrupted = f"failed: {type(e).__name__}: {e}"
         raise
@@ -250,6 +261,11 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         write_report(run_dir)
         store.mark_latest(run_dir)
     return run_dir, summary
+
+
+def _one_line(e: BaseException) -> str:
+    text = " ".join(str(e).split())
+    return f"{type(e).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
 
 
 def _analysis_worker_init() -> None:

@@ -89,3 +89,31 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
         assert netns() - before == set()
     finally:
         subprocess.run([*MPTCPLAB, "clean"], cwd=REPO, capture_output=True)
+
+
+def test_unexpected_failure_is_one_line_and_keeps_the_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                          capsys: pytest.CaptureFixture[str]) -> None:
+    """A failure nobody anticipated (here: a readiness timeout) ends the run with one
+    line naming the kept run directory, not a traceback; the traceback is kept beside it."""
+    from mptcplab import cli, labrun
+
+    class FailingRep:
+        def __init__(self, *args: object) -> None:
+            pass
+
+        def measure(self) -> None:
+            raise RuntimeError("timed out after 30 s\nwaiting for iperf3 on rb1")
+
+    monkeypatch.setattr(labrun, "RepRunner", FailingRep)
+    results = tmp_path / "r"
+    status = cli.main(["run", str(REPO / "labs" / "mtu"), "--quick", "--scenario", "tcp-a", "--results", str(results)])
+    err = capsys.readouterr().err.strip()
+    assert status == 1
+    assert len(err.splitlines()) == 1, err
+    assert "RuntimeError: timed out after 30 s waiting for iperf3 on rb1" in err and "Traceback" not in err
+    runs = [d for d in (results / "mtu").iterdir() if d.name != "latest"]
+    assert len(runs) == 1 and str(runs[0]) in err
+    m = json.loads((runs[0] / "manifest.json").read_text())
+    assert m["complete"] is False and m["incomplete_reason"].startswith("failed: RuntimeError: timed out")
+    assert "in measure" in (runs[0] / "traceback.txt").read_text()
+    assert not (results / "mtu" / "latest").exists()
