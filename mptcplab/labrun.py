@@ -222,13 +222,12 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         interrupted = f"interrupted by {e}"
         log(f"run {interrupted}; tearing down, finishing the analysis of measured repetitions; "
             f"results kept as incomplete in {run_dir}")
-    except (LabInputError, HostNotReady, RunFailed) as e:
-        interrupted = f"failed: {e}"
-        raise
     except Exception as e:
+        interrupted = f"failed: {type(e).__name__}: {e}"
+        if isinstance(e, (LabInputError, HostNotReady, RunFailed)):
+            raise  # already one line for the CLI
         # an unexpected failure (a command that timed out, a tool that misbehaved): the
         # user gets one line naming the kept run directory, the traceback goes beside it
-        interrupted = f"failed: {type(e).__name__}: {e}"
         (run_dir / "traceback.txt").write_text(traceback.format_exc())
         raise RunFailed(f"{_one_line(e)}; the measured repetitions are kept as incomplete in {run_dir} "
                         f"(traceback in traceback.txt)") from e
