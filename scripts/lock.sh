@@ -18,6 +18,12 @@ unset PIP_FIND_LINKS
   --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 # the build backend of the project itself
 echo "setuptools>=68" > "$tools/build.in"
+cp requirements-build.lock "$tools/" 2>/dev/null || true  # keep today's pin unless it must change
 (cd "$tools" && bin/pip-compile -q --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url \
-  --no-emit-find-links --output-file "$OLDPWD/requirements-build.lock" build.in)
-echo "requirements.lock and requirements-build.lock written"
+  --no-emit-find-links --output-file requirements-build.lock build.in)
+mv "$tools/requirements-build.lock" requirements-build.lock
+
+# the Jupyter image's analysis stack (Debian 12's Python 3.11 inside the image)
+(cd images/jupyter && "$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras \
+  --no-emit-index-url --no-emit-find-links --output-file requirements.txt requirements.in)
+echo "requirements.lock, requirements-build.lock and images/jupyter/requirements.txt written"
