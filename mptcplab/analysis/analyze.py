@@ -119,8 +119,9 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     others = [s for c, ss in conns.items() if c != cid for s in ss]
 
     findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0)
+    findings += diagnose.removal_lines(spec, conn)
     plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
-                                     negotiated=negotiated)
+                                     negotiated=negotiated, fallback=fallback)
     findings += plines
     if spec.mptcp:
         verified = negotiated and not fallback and ok >= set(spec.expected_paths)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pandas as pd
 
 from . import contribution
-from .flows import Subflow
+from .flows import Subflow, option_removed
 from .model import Finding, FlowSpec, SubflowResult
 
 ICMP_UNREACH_CODES = {
@@ -95,6 +95,22 @@ def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
     return out
 
 
+def removal_lines(spec: FlowSpec, conn: list[Subflow]) -> list[Finding]:
+    """An MPTCP option present on a handshake segment at one capture point and gone at another."""
+    out: list[Finding] = []
+    for sf in conn:
+        p = spec.paths.get(sf.cip)
+        opt = "MP_JOIN" if sf.kind == "mp_join" else "MP_CAPABLE"
+        for what, with_, without in option_removed(sf):
+            where = f"path {p}: " if p else ""
+            out.append(Finding(
+                "mptcp-option-removed",
+                f"{where}the {what} of {sf.cip}:{sf.cport} carried {opt} at {', '.join(with_)} but not at "
+                f"{', '.join(without)}: the MPTCP option was removed on the way (a middlebox)",
+                p, {"subflow": f"{sf.cip}:{sf.cport}", "segment": what, "with": with_, "without": without}))
+    return out
+
+
 def _icmp_text(ev: pd.DataFrame) -> str:
     code = int(ev["code"].iloc[0])
     what = ICMP_UNREACH_CODES.get(code, f"code {code}")
@@ -149,6 +165,8 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
                        f"path {p}: {'MP_JOIN' if join else 'SYN'} answered with RST{_reason(sf)}", p, ev)
     if sf.synack_seen and sf.client_acked and sf.rst_server_t is not None:
         hint = " - check the server's subflow limit (ip mptcp limits)" if join else ""
+        if option_removed(sf):
+            hint = " - its MPTCP option was removed on the way (see the option-removed line)"
         return Finding("join-refused" if join else "connect-failed",
                        f"path {p}: {'MP_JOIN' if join else 'connection'} refused: the server answered "
                        f"the third ACK with RST{_reason(sf)}{hint}", p, ev)
@@ -177,7 +195,8 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
 
 def path_lines(spec: FlowSpec, conn: list[Subflow], results: list[SubflowResult],
                others: list[Subflow], add_addrs: list[str], icmp: pd.DataFrame,
-               seen_ips: set[str], negotiated: bool = True) -> tuple[list[Finding], set[str]]:
+               seen_ips: set[str], negotiated: bool = True,
+               fallback: bool = False) -> tuple[list[Finding], set[str]]:
     """A finding for every expected path without an established subflow that contributed
     to the transfer (contribution.py; a backup path needs only an established subflow).
     Returns (findings, paths that are fine)."""
@@ -207,6 +226,9 @@ def path_lines(spec: FlowSpec, conn: list[Subflow], results: list[SubflowResult]
         elif not negotiated:
             lines.append(Finding("no-join", f"path {p}: no subflow: MPTCP was not negotiated, so no join "
                                             f"was possible", p))
+        elif fallback:
+            lines.append(Finding("no-join", f"path {p}: no subflow: the connection fell back to TCP, so no "
+                                            f"join was possible", p))
         elif elsewhere:
             lines.append(Finding("no-join", f"path {p}: no MP_JOIN from {ip_txt} on the data connection, though "
                                             f"another connection got one - check the subflow limits "
