@@ -19,7 +19,7 @@ import pandas as pd
 
 from .analysis import CaptureFile, analyze_flow
 from .analysis import FlowSpec as AnalysisSpec
-from .analysis.labspec import backup_paths, path_rates
+from .analysis.labspec import backup_paths, path_rates, signal_paths
 from .analysis.verdict import transfer_failure
 from .backends.base import Backend
 from .backends.netns import NetnsBackend
@@ -132,7 +132,8 @@ def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
     """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
-    whose client address is a subflow/fullmesh endpoint."""
+    whose client address is a subflow/fullmesh endpoint and paths that reach an address
+    the server announces (analysis/labspec.signal_paths)."""
     by_ep = {ep: label for label, ep in body.paths.items()}
     out = []
     if flow.bind and flow.bind in by_ep:
@@ -142,6 +143,8 @@ def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str,
         for e in spec.endpoints:
             if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
                 out.append(by_ep[e.address])
+    # addresses the server announces (ADD_ADDR) draw a subflow on the path that reaches them
+    out += [p for p in signal_paths(body, net, flow) if p not in out]
     return tuple(out)
 
 

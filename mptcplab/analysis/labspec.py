@@ -74,3 +74,23 @@ def backup_paths(body: ExperimentBody, flow: Flow) -> tuple[str, ...]:
         return ()
     by_ep = {ep: label for label, ep in body.paths.items()}
     return tuple(by_ep[e.address] for e in spec.endpoints if "backup" in e.flags and e.address in by_ep)
+
+
+def signal_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
+    """Paths that should carry a subflow to an address the server announces (its `signal`
+    endpoints, ADD_ADDR), when the client accepts announcements: for each announced address,
+    the first path (in the lab's order) whose client interface reaches it. Without client
+    fullmesh endpoints the kernel opens that subflow from the address routing picks for it,
+    which on a lab network is the interface of the path that reaches it."""
+    cli, srv = body.nodes[flow.client].mptcp, body.nodes[flow.server].mptcp
+    if not flow.mptcp or cli is None or srv is None or cli.limits.add_addr_accepted < 1:
+        return ()
+    out: list[str] = []
+    for e in srv.endpoints:
+        if "signal" not in e.flags:
+            continue
+        dst = net.address(e.address)
+        label = next((lb for lb, ep in body.paths.items() if path_links(net, Endpoint.parse(ep), dst)), None)
+        if label is not None and label not in out:
+            out.append(label)
+    return tuple(out)

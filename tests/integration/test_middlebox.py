@@ -10,9 +10,16 @@ analysis sees each option before and after the middlebox.
 
 from __future__ import annotations
 
+import json
+import shutil
+from pathlib import Path
 from typing import Any
 
 import pytest
+
+from mptcplab.lab.loader import load_lab
+from mptcplab.plan import network_for
+from mptcplab.runner import AnalysisJob, analyse
 
 from .labkit import by_name, codes, on_path, run_quick, write_lab
 
@@ -61,11 +68,45 @@ EXPERIMENT = {
 
 
 @pytest.fixture(scope="module")
-def recs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, dict[str, dict[str, Any]]]:
+    """(lab directory, run directory, records by scenario)"""
     root = tmp_path_factory.mktemp("mbox")
     lab = write_lab(root / "labs", "mbox", TOPOLOGY, EXPERIMENT)
     _, summary = run_quick(lab, root / "results")
-    return by_name(summary)
+    run_dir = next((root / "results" / "mbox").glob("2*"))
+    return lab, run_dir, by_name(summary)
+
+
+@pytest.fixture(scope="module")
+def recs(run: tuple[Path, Path, dict[str, dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    return run[2]
+
+
+def test_failed_transfer_is_never_verified(run: tuple[Path, Path, dict[str, dict[str, Any]]],
+                                           tmp_path: Path) -> None:
+    """The clean scenario's real captures, analysed again as if iperf3 had lost its control
+    connection: the capture still shows two good subflows, the record must not say verified."""
+    lab_dir, run_dir, _ = run
+    lab = load_lab(lab_dir)
+    sc = next(s for s in lab.scenarios if s.name == "clean")
+    net = network_for(lab.topology, sc, "experiment.yml")
+    rep = tmp_path / "rep1"
+    shutil.copytree(run_dir / "scenarios" / "clean" / "rep1", rep)
+    good = rep / "iperf3.json"
+
+    def job(path: Path, rc: int) -> AnalysisJob:
+        return AnalysisJob("clean", 1, {}, rep, sc.body, net, "main",
+                           {"main": {"path": path, "started": 0.0, "rc": rc}}, [], {}, [])
+
+    assert analyse(job(good, 0))["mptcp"]["verified"]   # the control: same captures, good transfer
+    bad = rep / "iperf3-failed.json"
+    bad.write_text(json.dumps({"start": {}, "intervals": [],
+                               "error": "control socket has closed unexpectedly"}))
+    r = analyse(job(bad, 1))
+    assert r["goodput_mbps"] == 0.0 and not r["mptcp"]["verified"]
+    assert r["findings"][0]["code"] == "transfer-failed"
+    assert "control socket has closed unexpectedly" in r["findings"][0]["message"]
+    assert any(w.startswith("transfer failed") for w in r["warnings"])
 
 
 def test_without_a_middlebox_both_paths_verified(recs: dict[str, dict[str, Any]]) -> None:
