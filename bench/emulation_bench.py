@@ -109,6 +109,7 @@ def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bo
             "lateness_p99_us": max(s["lateness_us"]["p99"] for s in stats.values() if s),
             "lateness_max_us": max(s["lateness_us"]["max"] for s in stats.values() if s),
         })
+    row["delaylines"] = {name: s for name, s in stats.items() if s}
     # the delay lines must also have kept time and lost nothing themselves
     row["problems"] = [f"{name}: {p}" for name, s in stats.items() if s for p in delayline_problems(s)]
     row["ok"] = bool(row["rtt_ok"] and row["goodput_ok"] and not row["problems"])

@@ -108,10 +108,18 @@ struct ctx {
 	uint32_t seq;
 	struct dl_sched sched;
 	struct dl_hist *hist;
+	struct dl_hist *deliv; /* read time - kernel arrival stamp */
 	/* counters reported in the stats */
 	uint64_t packets, bytes, released;
 	uint64_t enobufs, ring_full_drops, verdict_errors, truncated, bad_msgs;
 	uint64_t arrival_kernel_ts, arrival_read_time;
+	/* diagnosis: packets already due when we read them (late before we
+	 * could act), verdict calls and the time spent inside them (the kernel
+	 * runs the rest of the receive path of released packets there) */
+	uint64_t due_on_read, verdict_calls, verdict_ns, verdict_max_ns, wakeups;
+	/* wall time inside verdict calls minus our CPU time there: off-CPU */
+	uint64_t verdict_offcpu_ns, verdict_offcpu_max_ns;
+	uint32_t max_batch;
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, refreshed per read: converts kernel
 	 * (realtime) packet timestamps to our monotonic timeline */
 	int64_t real_minus_mono;
@@ -142,6 +150,13 @@ static uint64_t mono_ns(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static uint64_t thread_cpu_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
@@ -305,7 +320,12 @@ static void handle_packet(struct ctx *c, const struct nlmsghdr *nlh, uint64_t no
 		len = mnl_attr_get_payload_len(attr[NFQA_PAYLOAD]);
 	c->packets++;
 	c->bytes += len;
-	if (dl_sched_push(&c->sched, id, len, arrival_time(c, attr[NFQA_TIMESTAMP], now)) < 0) {
+	uint64_t arrival = arrival_time(c, attr[NFQA_TIMESTAMP], now);
+	if (c->lazy)
+		dl_hist_add(c->deliv, now - arrival);
+	if (arrival + c->o.delay_us * 1000 <= now)
+		c->due_on_read++;
+	if (dl_sched_push(&c->sched, id, len, arrival) < 0) {
 		/* cannot hold it, so it must not pass: drop (counted) */
 		c->ring_full_drops++;
 		send_verdict(c, NFQNL_MSG_VERDICT, id, NF_DROP);
@@ -374,16 +394,30 @@ static int drain(struct ctx *c)
 static int release_due(struct ctx *c, uint64_t now)
 {
 	struct dl_entry e;
-	uint32_t last = 0;
-	int any = 0;
+	uint32_t last = 0, n = 0;
 	while (dl_sched_pop_due(&c->sched, now, &e)) {
 		dl_hist_add(c->hist, now - e.release_ns);
 		last = e.id;
-		any = 1;
+		n++;
 		c->released++;
 	}
+	if (!n)
+		return 0;
 	/* FIFO release == id order, so one batch verdict covers every due packet */
-	return any ? send_verdict(c, NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT) : 0;
+	uint64_t cpu0 = thread_cpu_ns(), t0 = mono_ns();
+	int r = send_verdict(c, NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
+	uint64_t t1 = mono_ns(), cpu = thread_cpu_ns() - cpu0;
+	uint64_t took = t1 - now, off = t1 - t0 > cpu ? t1 - t0 - cpu : 0;
+	c->verdict_offcpu_ns += off;
+	if (off > c->verdict_offcpu_max_ns)
+		c->verdict_offcpu_max_ns = off;
+	c->verdict_calls++;
+	c->verdict_ns += took;
+	if (took > c->verdict_max_ns)
+		c->verdict_max_ns = took;
+	if (n > c->max_batch)
+		c->max_batch = n;
+	return r;
 }
 
 /* Sends a config request with NLM_F_ACK and waits for its ACK; packets that
@@ -524,11 +558,20 @@ static void write_stats(struct ctx *c)
 		", \"ring_full_drops\": %" PRIu64 ", \"verdict_errors\": %" PRIu64 ", \"truncated\": %" PRIu64
 		", \"bad_msgs\": %" PRIu64 ",\n"
 		" \"arrival_kernel_ts\": %" PRIu64 ", \"arrival_read_time\": %" PRIu64 ",\n"
-		" \"lateness_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"n\": %" PRIu64 "}}\n",
+		" \"lateness_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"mean\": %.1f, \"n\": %" PRIu64 "},\n"
+		" \"delivery_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"mean\": %.1f, \"n\": %" PRIu64 "},\n"
+		" \"due_on_read\": %" PRIu64 ", \"wakeups\": %" PRIu64 ", \"verdict_calls\": %" PRIu64
+		", \"verdict_mean_us\": %.1f, \"verdict_max_us\": %.1f, \"max_batch\": %u,\n"
+		" \"verdict_offcpu_ms\": %.1f, \"verdict_offcpu_max_us\": %.1f}\n",
 		c->o.queue, c->o.delay_us, c->o.jitter_us, c->o.seed, c->o.maxlen, c->packets, c->bytes,
 		c->released, c->sched.count, c->sched.max_held, c->enobufs, qds, uds, c->ring_full_drops,
 		c->verdict_errors, c->truncated, c->bad_msgs, c->arrival_kernel_ts, c->arrival_read_time, p50, p99,
-		mx, c->hist->n);
+		mx, dl_hist_mean_us(c->hist), c->hist->n, dl_hist_percentile_us(c->deliv, 50),
+		dl_hist_percentile_us(c->deliv, 99), (double)c->deliv->max_ns / 1000.0, dl_hist_mean_us(c->deliv),
+		c->deliv->n, c->due_on_read, c->wakeups, c->verdict_calls,
+		c->verdict_calls ? (double)c->verdict_ns / 1000.0 / (double)c->verdict_calls : 0.0,
+		(double)c->verdict_max_ns / 1000.0, c->max_batch, (double)c->verdict_offcpu_ns / 1e6,
+		(double)c->verdict_offcpu_max_ns / 1000.0);
 	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0)
 		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(errno));
 }
@@ -565,13 +608,15 @@ int main(int argc, char **argv)
 		return 2;
 
 	c.hist = malloc(sizeof(*c.hist));
+	c.deliv = malloc(sizeof(*c.deliv));
 	c.bufs = malloc((size_t)RX_BATCH * RX_BUFSZ);
-	if (!c.hist || !c.bufs ||
+	if (!c.hist || !c.deliv || !c.bufs ||
 	    dl_sched_init(&c.sched, c.o.maxlen, c.o.delay_us * 1000, c.o.jitter_us * 1000, c.o.seed) < 0) {
 		fprintf(stderr, "mptcplab-delayline: out of memory\n");
 		return 1;
 	}
 	dl_hist_init(c.hist);
+	dl_hist_init(c.deliv);
 	for (int i = 0; i < RX_BATCH; i++) {
 		c.iov[i].iov_base = c.bufs[i];
 		c.iov[i].iov_len = RX_BUFSZ;
@@ -633,6 +678,7 @@ int main(int argc, char **argv)
 		}
 		struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
 		int r = ppoll(lazy ? NULL : &pfd, lazy ? 0 : 1, tsp, &waitmask);
+		c.wakeups++;
 		if (lazy && r == 0)
 			r = 1; /* woke for the head: read what arrived meanwhile */
 		if (r < 0) {

@@ -174,8 +174,16 @@ static void test_hist(void)
 	CHECK(dl_hist_percentile_us(h, 50) == 50.0, "p50 %.1f", dl_hist_percentile_us(h, 50));
 	CHECK(dl_hist_percentile_us(h, 99) == 99.0, "p99 %.1f", dl_hist_percentile_us(h, 99));
 	CHECK(h->max_ns == 100 * US + 300, "exact max");
-	dl_hist_add(h, 50 * MS); /* beyond the histogram */
-	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "overflow bin reports the max");
+	dl_hist_add(h, 50 * MS + 700 * US); /* in the coarse (1 ms) part */
+	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "coarse bin lower edge, got %.1f",
+	      dl_hist_percentile_us(h, 100));
+	dl_hist_add(h, 20 * MS); /* first coarse bin */
+	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "max still in the 50 ms bin");
+	dl_hist_add(h, 12000 * MS); /* beyond the histogram */
+	CHECK(dl_hist_percentile_us(h, 100) == 12000000.0, "overflow bin reports the max");
+	/* p99 of 103 samples is rank 102: the 50 ms sample; p98 rank 101: 20 ms */
+	CHECK(dl_hist_percentile_us(h, 99) == 50000.0 && dl_hist_percentile_us(h, 98) == 20000.0, "p99 in the coarse part %.1f",
+	      dl_hist_percentile_us(h, 99));
 	free(h);
 }
 
