@@ -47,6 +47,7 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--mtu", type=int, default=1500)
     k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
     k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    k.add_argument("--capture", action="store_true", help="tcpdump on both ends while measuring, as labs capture")
 
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
@@ -172,7 +173,7 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     from .calibrate import CalibrateRequest, calibrate, render
 
     req = CalibrateRequest(rate=a.rate, delay=a.delay, jitter=a.jitter, loss=a.loss, buffer=a.buffer, mtu=a.mtu,
-                           seconds=a.seconds)
+                           seconds=a.seconds, capture=a.capture)
     from .calibrate import _line_lab
 
     _line_lab(req)  # validate before anything is created
