@@ -15,14 +15,15 @@ at 2, 100 and 200 ms one way, 1 Gbit/s at 1 ms, and two 400 Mbit/s lines at once
 (2 ms and 200 ms, one TCP flow each, concurrently: the emulation load of the
 asymmetric paper's S3, though not one MPTCP connection). Each link is measured with
 every ``--binary`` given (``tag=path``; default: the one mptcplab would use), so a
-delay line can be compared with an older build. Slow start is omitted as calibrate
+delay line can be compared with an older build; ``--paced`` adds, per binary, the
+delay line doing rate and queue itself instead of tbf (``rate_in_delayline``). Slow start is omitted as calibrate
 does (``calibrate.tcp_timing``). Rows say the host load; numbers from a busy host
 are not the emulator's.
 
 Usage (root):
   .venv/bin/python bench/emulation_bench.py [--rates 100,200,400,800,1000] [--delays 1,20]
       [--capture both|on|off] [--seconds 3] [--combos] [--only-combos] [--json out.json]
-  .venv/bin/python bench/emulation_bench.py --papers [--json out.json]
+  .venv/bin/python bench/emulation_bench.py --papers [--paced] [--json out.json]
       [--binary old=/tmp/old/mptcplab-delayline --binary new=native/build/mptcplab-delayline]
 """
 
@@ -151,19 +152,19 @@ def fmt(row: dict[str, Any]) -> str:
             + (f" ({'; '.join(row['problems'])})" if row["problems"] else ""))
 
 
-def papers(binaries: list[tuple[str, Path | None]], seconds: float, wd: Path) -> list[dict[str, Any]]:
-    """Issue 13's links, each with every binary in turn (interleaved, so a change
-    in host load hits both alike), then the two paths at once."""
+def papers(variants: list[tuple[str, Path | None, bool]], seconds: float, wd: Path) -> list[dict[str, Any]]:
+    """Issue 13's links, each with every variant in turn (interleaved, so a change
+    in host load hits all alike), then the two paths at once."""
     rows = []
     for rate, delay in PAPERS:
-        for tag, binary in binaries:
-            em = NfqueueEmulator(binary=binary)
+        for tag, binary, paced in variants:
+            em = NfqueueEmulator(binary=binary, rate_in_delayline=paced)
             omit, dur = tcp_timing(LinkShape.parse(rate=rate, delay=delay), 1500, seconds)
             row = {**measure(em, rate, delay, None, True, dur, omit, wd), "kind": "papers", "tag": tag}
             rows.append(row)
             print(fmt(row), flush=True)
-    for tag, binary in binaries:
-        em = NfqueueEmulator(binary=binary)
+    for tag, binary, paced in variants:
+        em = NfqueueEmulator(binary=binary, rate_in_delayline=paced)
         with concurrent.futures.ThreadPoolExecutor(len(TWO_PATHS)) as ex:
             futs = []
             for rate, delay in TWO_PATHS:
@@ -186,6 +187,7 @@ def main() -> int:
     ap.add_argument("--only-combos", action="store_true")
     ap.add_argument("--json", type=Path, help="write all rows here")
     ap.add_argument("--papers", action="store_true", help="issue 13's links only (see above)")
+    ap.add_argument("--paced", action="store_true", help="with --papers: also rate and queue in the delay line")
     ap.add_argument("--binary", action="append", default=[], metavar="TAG=PATH",
                     help="delay line build to measure with --papers (repeatable)")
     a = ap.parse_args()
@@ -205,7 +207,10 @@ def main() -> int:
         if a.papers:
             binaries: list[tuple[str, Path | None]] = [
                 (b.split("=", 1)[0], Path(b.split("=", 1)[1]).resolve()) for b in a.binary] or [("nfqueue", None)]
-            rows = papers(binaries, max(a.seconds, 5), wd)
+            variants = [(tag, b, False) for tag, b in binaries]
+            if a.paced:
+                variants += [(tag + "+paced", b, True) for tag, b in binaries]
+            rows = papers(variants, max(a.seconds, 5), wd)
             backends = []
         for em in backends:
             if a.combos or a.only_combos:

@@ -205,10 +205,17 @@ def queue_maxlen(shape: LinkShape, mtu: int) -> int:
     return int(min(shape.delay_queue_packets(mtu) + headroom, 1_000_000))
 
 
+def paces(dl: DirectedLink, rate_in_delayline: bool) -> bool:
+    """Whether the delay line, not tbf, does this direction's rate and queue."""
+    return rate_in_delayline and needs_delayline(dl.shape) and dl.shape.rate_bps is not None
+
+
 def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Path,
-                     rt_prio: int = DEFAULT_RT_PRIO) -> Daemon:
+                     rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False) -> Daemon:
     """The delay line for ``dl``, run in the receiving node's namespace.
-    ``rt_prio`` 0 keeps normal scheduling."""
+    ``rt_prio`` 0 keeps normal scheduling. ``rate_in_delayline``: the delay line
+    also serializes at the link rate through the link's drop-tail queue (see
+    ``NfqueueEmulator``)."""
     s = dl.shape
     stats = stats_path(dl, queue_num, workdir)
     argv: tuple[str, ...] = (
@@ -217,9 +224,12 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
         "--delay-us", str(round(s.delay_s * 1e6)),
         "--jitter-us", str(round(s.jitter_s * 1e6)),
         "--seed", str(daemon_seed(dl, queue_num)),
-        "--maxlen", str(queue_maxlen(s, dl.mtu)),
+        "--maxlen", str(queue_maxlen(s, dl.mtu) + (s.queue_bytes(dl.mtu) * 4 // (dl.mtu + 14)
+                                                   if paces(dl, rate_in_delayline) else 0)),
         "--stats", str(stats),
     )
+    if paces(dl, rate_in_delayline):
+        argv += ("--rate-bps", str(s.rate_bps), "--limit-bytes", str(s.queue_bytes(dl.mtu)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
     return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats))
@@ -251,18 +261,28 @@ def delayline_problems(stats: dict[str, Any]) -> list[str]:
 
 
 class NfqueueEmulator:
-    """Emulation without sch_netem: tbf + netfilter + mptcplab-delayline."""
+    """Emulation without sch_netem: tbf + netfilter + mptcplab-delayline.
+
+    ``rate_in_delayline`` (opt-in, measured by bench/emulation_bench.py --paced):
+    a delayed direction gets no tbf; the delay line serializes packets at the
+    link rate through a virtual drop-tail queue of the link's size, then delays
+    them. tbf's watchdog fires once per packet at line rate, and that timer and
+    softirq work is most of what the delay lines spend at 400 Mbit/s. It also
+    moves the bottleneck queue to where the skb no longer counts against the
+    sending socket, so TCP Small Queues no longer keeps that queue empty. Rate
+    changes at run time are not supported in this mode."""
 
     name = "nfqueue"
 
     def __init__(self, firewall: Firewall = "iptables", binary: Path | None = None,
-                 rt_prio: int = DEFAULT_RT_PRIO) -> None:
+                 rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False) -> None:
         if firewall not in ("iptables", "nft"):
             raise ValueError(f"firewall must be 'iptables' or 'nft', got {firewall!r}")
         if not 0 <= rt_prio <= 99:
             raise ValueError(f"rt_prio must be 0..99, got {rt_prio}")
         self.firewall: Firewall = firewall
         self.rt_prio = rt_prio
+        self.rate_in_delayline = rate_in_delayline
         self._binary = binary
 
     @property
@@ -276,8 +296,8 @@ class NfqueueEmulator:
         return (iptables_rule_cmds if self.firewall == "iptables" else nft_rule_cmds)(dl, queue_num)
 
     def link_cmds(self, dl: DirectedLink, queue_num: int, workdir: Path) -> tuple[list[Cmd], list[Daemon]]:
-        cmds = tc.tbf_cmds(dl) + self.rule_cmds(dl, queue_num)
-        daemons = ([delayline_daemon(dl, queue_num, workdir, self.binary, self.rt_prio)]
+        cmds = ([] if paces(dl, self.rate_in_delayline) else tc.tbf_cmds(dl)) + self.rule_cmds(dl, queue_num)
+        daemons = ([delayline_daemon(dl, queue_num, workdir, self.binary, self.rt_prio, self.rate_in_delayline)]
                    if needs_delayline(dl.shape) else [])
         return cmds, daemons
 
@@ -286,4 +306,6 @@ class NfqueueEmulator:
         return tc.clear_cmds(dl) + (rules if needs_rule(dl.shape) else [])
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
+        if paces(dl, self.rate_in_delayline):
+            raise ValueError("rate changes need tbf: not available with rate_in_delayline")
         return tc.rate_change_cmds(dl, new_rate_bps)

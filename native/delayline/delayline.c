@@ -97,6 +97,7 @@
 #define COPY_RANGE 1    /* bytes of each packet copied to us: see setup_queue */
 #define MSG_BUFSZ 8192  /* config requests, verdicts, ACKs */
 #define DEFAULT_MAXLEN 8192
+#define ETH_HDR_LEN 14
 #define DEFAULT_RCVBUF (64 * 1024 * 1024)
 /* Longest sleep without reading the socket while packets are held: bounds the
  * messages waiting in the receive buffer (10 ms x 100k packets/s = 1000). */
@@ -112,6 +113,8 @@ struct opts {
 	uint32_t maxlen;
 	uint64_t rcvbuf;
 	int rt_prio;
+	uint64_t rate_bps;    /* 0: the rate is done elsewhere (tbf) */
+	uint64_t limit_bytes; /* queue limit of the rate stage */
 	const char *stats;
 };
 
@@ -179,8 +182,11 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: mptcplab-delayline --queue N --delay-us D [--jitter-us J] [--seed S]\n"
 		"                          [--maxlen PKTS] [--stats FILE] [--rcvbuf BYTES] [--rt-prio P]\n"
+		"                          [--rate-bps R [--limit-bytes B]]\n"
 		"Holds every packet of NFQUEUE N for D microseconds (+/- J, never reordered),\n"
-		"then accepts it. Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n");
+		"then accepts it. With --rate-bps, packets are first serialized at R bit/s\n"
+		"through a drop-tail queue of B bytes (the link's rate and queue, instead of tbf).\n"
+		"Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n");
 }
 
 static int parse_u64(const char *s, const char *name, uint64_t max, uint64_t *out)
@@ -203,6 +209,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"jitter-us", required_argument, 0, 'j'}, {"seed", required_argument, 0, 's'},
 		{"maxlen", required_argument, 0, 'm'},  {"stats", required_argument, 0, 'o'},
 		{"rcvbuf", required_argument, 0, 'r'},  {"rt-prio", required_argument, 0, 'p'},
+		{"rate-bps", required_argument, 0, 'R'}, {"limit-bytes", required_argument, 0, 'L'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 	};
 	int have_q = 0, have_d = 0, c;
@@ -235,6 +242,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'p':
 			if (parse_u64(optarg, "rt-prio", 99, &v)) return -1;
 			o->rt_prio = (int)v; break;
+		case 'R':
+			if (parse_u64(optarg, "rate-bps", 1000ULL * 1000 * 1000 * 1000, &o->rate_bps)) return -1;
+			break;
+		case 'L':
+			if (parse_u64(optarg, "limit-bytes", 1ULL << 40, &o->limit_bytes)) return -1;
+			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
 		}
@@ -339,7 +352,12 @@ static void handle_packet(struct ctx *c, const struct nlmsghdr *nlh, uint64_t no
 		dl_hist_add(c->deliv, now - arrival);
 	if (arrival + c->o.delay_us * 1000 <= now)
 		c->due_on_read++;
-	if (dl_sched_push(&c->sched, id, len, arrival) < 0) {
+	/* the rate stage counts wire bytes, as tbf does on an Ethernet device */
+	int pushed = dl_sched_push(&c->sched, id, len + ETH_HDR_LEN, arrival);
+	if (pushed == -2) {
+		/* the link's own queue is full: a drop the link model configured */
+		send_verdict(c, NFQNL_MSG_VERDICT, id, NF_DROP);
+	} else if (pushed < 0) {
 		/* cannot hold it, so it must not pass: drop (counted) */
 		c->ring_full_drops++;
 		send_verdict(c, NFQNL_MSG_VERDICT, id, NF_DROP);
@@ -576,6 +594,7 @@ static void write_stats(struct ctx *c)
 		" \"delivery_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"mean\": %.1f, \"n\": %" PRIu64 "},\n"
 		" \"due_on_read\": %" PRIu64 ", \"wakeups\": %" PRIu64 ", \"verdict_calls\": %" PRIu64
 		", \"verdict_mean_us\": %.1f, \"verdict_max_us\": %.1f, \"max_batch\": %u,\n"
+		" \"rate_bps\": %" PRIu64 ", \"limit_bytes\": %" PRIu64 ", \"rate_drops\": %" PRIu64 ",\n"
 		" \"verdict_offcpu_ms\": %.1f, \"verdict_offcpu_max_us\": %.1f}\n",
 		c->o.queue, c->o.delay_us, c->o.jitter_us, c->o.seed, c->o.maxlen, c->packets, c->bytes,
 		c->released, c->sched.count, c->sched.max_held, c->enobufs, qds, uds, c->ring_full_drops,
@@ -584,7 +603,8 @@ static void write_stats(struct ctx *c)
 		dl_hist_percentile_us(c->deliv, 99), (double)c->deliv->max_ns / 1000.0, dl_hist_mean_us(c->deliv),
 		c->deliv->n, c->due_on_read, c->wakeups, c->verdict_calls,
 		c->verdict_calls ? (double)c->verdict_ns / 1000.0 / (double)c->verdict_calls : 0.0,
-		(double)c->verdict_max_ns / 1000.0, c->max_batch, (double)c->verdict_offcpu_ns / 1e6,
+		(double)c->verdict_max_ns / 1000.0, c->max_batch, c->o.rate_bps, c->o.limit_bytes,
+		c->sched.rate_drops, (double)c->verdict_offcpu_ns / 1e6,
 		(double)c->verdict_offcpu_max_ns / 1000.0);
 	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0)
 		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(errno));
@@ -629,6 +649,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "mptcplab-delayline: out of memory\n");
 		return 1;
 	}
+	if (c.o.rate_bps)
+		dl_sched_set_rate(&c.sched, c.o.rate_bps, c.o.limit_bytes);
 	dl_hist_init(c.hist);
 	dl_hist_init(c.deliv);
 	for (int i = 0; i < RX_BATCH; i++) {

@@ -187,6 +187,38 @@ static void test_hist(void)
 	free(h);
 }
 
+/* rate stage: 12 Mbit/s serializes 1500 bytes in 1 ms; queue limit 3000 bytes */
+static void test_rate_stage(void)
+{
+	struct dl_sched s;
+	struct dl_entry e;
+	CHECK(dl_sched_init(&s, 16, 10 * MS, 0, 1) == 0, "init");
+	dl_sched_set_rate(&s, 12000000, 3000);
+	CHECK(dl_sched_push(&s, 1, 1500, 0) == 0, "A accepted");
+	CHECK(dl_sched_push(&s, 2, 1500, 0) == 0, "B accepted: 1500 queued ahead + 1500 = limit");
+	CHECK(dl_sched_push(&s, 3, 1500, 0) == -2, "C refused: 3000 queued ahead");
+	CHECK(s.rate_drops == 1, "one rate drop");
+	CHECK(dl_sched_push(&s, 4, 1500, 1500 * US) == 0, "D accepted: 750 bytes ahead at 1.5 ms");
+	CHECK(dl_sched_push(&s, 5, 1500, 10 * MS) == 0, "E accepted on an idle link");
+	uint64_t want[][2] = {{1, 11 * MS}, {2, 12 * MS}, {4, 13 * MS}, {5, 21 * MS}};
+	for (unsigned i = 0; i < 4; i++) {
+		CHECK(dl_sched_pop_due(&s, want[i][1] - 1, &e) == 0, "%u not due 1 ns early", i);
+		CHECK(dl_sched_pop_due(&s, want[i][1], &e) == 1 && e.id == want[i][0] && e.release_ns == want[i][1],
+		      "packet %u: serialized then delayed (id %u at %llu)", i, e.id, (unsigned long long)e.release_ns);
+	}
+	/* no limit: nothing refused, releases spaced by the serialization time */
+	dl_sched_free(&s);
+	CHECK(dl_sched_init(&s, 16, 0, 0, 1) == 0, "init");
+	dl_sched_set_rate(&s, 12000000, 0);
+	for (unsigned i = 0; i < 10; i++)
+		CHECK(dl_sched_push(&s, i, 1500, 0) == 0, "unlimited %u", i);
+	CHECK(dl_sched_pop_due(&s, 10 * MS, &e) == 1 && e.release_ns == 1 * MS, "first at 1 ms");
+	for (unsigned i = 1; i < 10; i++)
+		dl_sched_pop_due(&s, 10 * MS, &e);
+	CHECK(e.release_ns == 10 * MS, "tenth at 10 ms");
+	dl_sched_free(&s);
+}
+
 int main(void)
 {
 	test_fixed_delay_fifo();
@@ -195,6 +227,7 @@ int main(void)
 	test_jitter_clipped_at_zero();
 	test_seed_reproducible();
 	test_hist();
+	test_rate_stage();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

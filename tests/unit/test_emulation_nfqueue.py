@@ -177,3 +177,22 @@ def test_queue_maxlen_covers_delay_and_stalls() -> None:
     unshaped = dl(delay="10ms").shape  # sized as if 10 Gbit/s, never beyond the cap
     assert unshaped.delay_queue_packets(1500) < nfqueue.queue_maxlen(unshaped, 1500) <= 1_000_000
     assert nfqueue.queue_maxlen(dl(delay="1s").shape, 1500) == 1_000_000
+
+
+def test_rate_in_delayline_replaces_tbf(tmp_path: Path) -> None:
+    em = nfqueue.NfqueueEmulator(binary=BIN, rate_in_delayline=True)
+    d = dl(rate="400mbit", delay="100ms")
+    cmds, [daemon] = em.link_cmds(d, 3, tmp_path)
+    assert not any(c.argv[0] == "tc" for c in cmds)  # no tbf: the delay line serializes
+    assert any("NFQUEUE" in c.argv for c in cmds)  # still fail-closed through the queue
+    argv = list(daemon.argv)
+    assert argv[argv.index("--rate-bps") + 1] == "400000000"
+    assert argv[argv.index("--limit-bytes") + 1] == str(d.shape.queue_bytes(1500))
+    # the FIFO also holds what waits in the rate stage's queue
+    assert int(argv[argv.index("--maxlen") + 1]) > nfqueue.queue_maxlen(d.shape, 1500)
+    with pytest.raises(ValueError, match="rate changes"):
+        em.rate_change_cmds(d, 10**8)
+    # a rate-only direction has no delay line, so it keeps tbf; the default keeps tbf everywhere
+    assert any(c.argv[0] == "tc" for c in em.link_cmds(dl(rate="400mbit"), 4, tmp_path)[0])
+    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    assert any(c.argv[0] == "tc" for c in cmds) and "--rate-bps" not in daemon.argv
