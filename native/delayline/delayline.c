@@ -56,7 +56,10 @@
  * 20-180 ms on the CPU (30-60 us per released packet, against ~6 us usually),
  * so lateness p99 reaches tens of ms. The cost is the kernel's TCP work for the
  * released packets, not this loop: batch caps, a coarser release clock,
- * pinning and RPS did not help.
+ * pinning and RPS did not help. Most of that work is triggered by tbf at the
+ * sender, whose watchdog fires once per packet at line rate; --rate-bps /
+ * --limit-bytes move the link's rate and queue in here instead (lateness p99
+ * at 400 Mbit/s x 100 ms: 2.4 ms instead of 30 ms, same load).
  *
  * Build: make -C native; test: make -C native test (the scheduling core,
  * delaysched.c, is unit-tested with a fake clock).
