@@ -47,6 +47,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--mtu", type=int, default=1500)
     k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
     k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    k.add_argument("--capture", action="store_true", help="tcpdump on both ends while measuring, as labs capture")
+    k.add_argument("--rate-in-delayline", action="store_true",
+                   help="nfqueue: the delay line does rate and queue instead of tbf (see emulation/nfqueue.py)")
 
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
@@ -172,14 +175,19 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     from .calibrate import CalibrateRequest, calibrate, render
 
     req = CalibrateRequest(rate=a.rate, delay=a.delay, jitter=a.jitter, loss=a.loss, buffer=a.buffer, mtu=a.mtu,
-                           seconds=a.seconds)
+                           seconds=a.seconds, capture=a.capture)
     from .calibrate import _line_lab
 
     _line_lab(req)  # validate before anything is created
     em = _emulator(a.backend)
+    if a.rate_in_delayline:
+        if em.name != "nfqueue":
+            raise LabInputError("command line", "--rate-in-delayline", "needs the nfqueue emulation backend")
+        em.rate_in_delayline = True
     print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"
           + (f", jitter {a.jitter}" if a.jitter else "") + (f", loss {a.loss}" if a.loss else "")
-          + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}")
+          + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}"
+          + (" (rate and queue in the delay line, no tbf)" if a.rate_in_delayline else ""))
     with tempfile.TemporaryDirectory(prefix="mptcplab-cal-") as wd:
         ok, checks = calibrate(req, em, Path(wd))
     print(render(checks))
