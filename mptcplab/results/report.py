@@ -171,8 +171,9 @@ def _findings_section(summary: Summary) -> list[str]:
     lines = ["## Findings of the paper, checked on this run", ""]
     if table.empty:
         return lines + ["The lab lists no findings.", ""]
-    lines += ["'unknown' means the finding has no check this lab can evaluate (it needs another "
-              "kernel, or compares mechanisms rather than a measured value).", ""]
+    lines += ["Each finding with a check is a predicate on this run's aggregates, possibly comparing "
+              "scenarios (lab file: `expect`). 'unknown' means this run cannot decide it; the evidence says "
+              "why (not measurable here, with the reason; a scenario not run; a value not observed).", ""]
     if functional_check_reason(summary):
         lines += ["*Functional check: only findings about whether something happens (a subflow forms, "
                   "a segment size appears) mean anything here; those about goodput, shares or timing do "

@@ -8,7 +8,6 @@ definition from aggregate.py.
 from __future__ import annotations
 
 import math
-import operator
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -16,10 +15,9 @@ import pandas as pd
 
 from ..lab.schema import Published
 from ..platform import MEASUREMENT, run_kind
+from . import findings
 from .aggregate import METRICS, aggregates, scenario_value
 from .model import FindingRow, PublishedRow, PublishedSource, Repetition, Summary
-
-OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 
 RecordLike = Repetition | dict[str, Any]
 
@@ -46,26 +44,8 @@ def published_table(pub: Published | None, records: Sequence[RecordLike], kernel
 
 
 def findings_table(pub: Published | None, records: Sequence[RecordLike]) -> list[FindingRow]:
-    if pub is None:
-        return []
-    reps = repetitions(records)
-    rows = []
-    for f in pub.findings:
-        mine = [r for r in reps if r.name == f.scenario]
-        holds: bool | None = None
-        evidence = "not checkable automatically" if f.expect is None else "scenario not run"
-        if f.expect is not None and mine:
-            val = scenario_value(mine, f.expect.metric, f.expect.path)
-            if val.value is not None:
-                holds = bool(OPS[f.expect.op](round(val.value, 6), f.expect.value))
-                what = f.expect.metric + (f" of path {f.expect.path}" if f.expect.path else "")
-                evidence = (f"{what} = {val.value:.4g} ({val.statistic}, {val.n} reps); "
-                            f"paper: {f.expect.op} {f.expect.value:g}")
-            else:
-                evidence = f"no {f.expect.metric} observed"
-        rows.append(FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where,
-                               holds_here=holds, evidence=evidence))
-    return rows
+    """The paper's findings checked on this run (findings.py)."""
+    return findings.findings_table(pub, repetitions(records))
 
 
 def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quick: bool,
@@ -117,5 +97,5 @@ def summary_rows(records: Sequence[RecordLike]) -> pd.DataFrame:
     return df.replace({math.nan: None}) if not df.empty else df
 
 
-__all__ = ["METRICS", "OPS", "build_summary", "build_summary_model", "findings_table", "published_table",
+__all__ = ["METRICS", "build_summary", "build_summary_model", "findings_table", "published_table",
            "repetitions", "summary_rows"]
