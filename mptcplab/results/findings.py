@@ -30,7 +30,7 @@ def _compare(x: float, op: str, target: float, tolerance: float) -> bool:
 
 def _describe(metric: str, path: str | None, scenario: str, v: Value, show_scenario: bool) -> str:
     what = metric + (f" of path {path}" if path else "") + (f" in {scenario}" if show_scenario else "")
-    return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} reps)"
+    return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} rep{'' if v.n == 1 else 's'})"
 
 
 def _target(e: Expectation) -> str:

@@ -9,6 +9,7 @@ from pydantic import ValidationError
 
 from mptcplab.lab.schema import Expectation, Finding, Published
 from mptcplab.results.findings import check, evaluate, findings_table
+from mptcplab.results.model import Repetition
 from mptcplab.results.summary import repetitions
 
 
@@ -18,7 +19,7 @@ def rec(name: str, rep: int, goodput: float, share_b: float = 0.5, seg_b: int | 
                          {"path": "B", "share": share_b, "median_seg": seg_b, "max_seg": seg_b}]}
 
 
-REPS = {}
+REPS: dict[str, list[Repetition]] = {}
 for r in repetitions([rec("tcp-a", 1, 94.0), rec("tcp-a", 2, 96.0), rec("mixed", 1, 60.0, share_b=0.0, seg_b=None),
                       rec("uniform", 1, 180.0), rec("mss576", 1, 17.0), rec("mss1024", 1, 18.0)]):
     REPS.setdefault(r.name, []).append(r)
@@ -30,7 +31,7 @@ def exp(**kw: Any) -> Expectation:
 
 def test_constant_as_before() -> None:
     holds, ev = check(exp(metric="subflow_share", path="B", op="==", value=0), "mixed", REPS)
-    assert holds is True and ev == "subflow_share of path B = 0 (mean over reps, 1 reps); paper: == 0"
+    assert holds is True and ev == "subflow_share of path B = 0 (mean over reps, 1 rep); paper: == 0"
 
 
 def test_between_scenarios_uses_each_scenarios_aggregate() -> None:
