@@ -7,7 +7,14 @@ import pytest
 
 from mptcplab.lab.schema import Published
 from mptcplab.results.aggregate import aggregates, per_rep_values, scenario_value
-from mptcplab.results.model import FORMAT_VERSION, Repetition, ResultsFormatError, load_summary, parse_summary
+from mptcplab.results.model import (
+    FORMAT_VERSION,
+    Repetition,
+    ResultsFormatError,
+    Warning,
+    load_summary,
+    parse_summary,
+)
 from mptcplab.results.summary import build_summary, findings_table, published_table, repetitions
 
 KVM = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
@@ -105,6 +112,11 @@ def test_warning_codes_and_plain_text():
                                    "warnings": ["text", {"code": "weak-subflow", "message": "B weak", "path": "B"}]})
     assert [(w.code, w.path) for w in r.warnings] == [("unclassified", None), ("weak-subflow", "B")]
     assert str(r.warnings[1]) == "B weak"
+    # a runner that appends Warning objects: the summary dumps them as {code, message, path}
+    obj = {**rec("s1", 2, 90.0, 0.4), "warnings": [Warning(code="transfer-failed", message="iperf3 stopped")]}
+    s = build_summary("lab", "id", "6.18", True, False, [obj], None, [], KVM)
+    assert json.loads(json.dumps(s))["scenarios"][0]["warnings"] == [
+        {"code": "transfer-failed", "message": "iperf3 stopped", "path": None}]
 
 
 def test_version0_summary_is_read_with_aggregates_recomputed():
