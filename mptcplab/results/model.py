@@ -14,7 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import LabInputError
 
 #: Bump on any change a reader of the previous version would misread (docs/results-format.md).
 FORMAT_VERSION = 1
@@ -25,8 +27,9 @@ TIMESERIES_COLUMNS = ["t", "path", "subflow", "bytes", "mbps"]
 ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path"]
 
 
-class ResultsFormatError(ValueError):
-    """A results file this engine cannot read; the message is one line naming the file."""
+class ResultsFormatError(LabInputError):
+    """A results file this engine cannot read: one line naming the file, the field and the
+    problem; the CLI exits 2 with it, like any other bad input."""
 
 
 class _Model(BaseModel):
@@ -326,22 +329,26 @@ def parse_summary(data: dict[str, Any], source: str = "summary.json") -> Summary
     current definitions (format 0 defined median_seg differently). A newer format is refused.
     """
     if not isinstance(data, dict):
-        raise ResultsFormatError(f"{source}: not a JSON object")
+        raise ResultsFormatError(source, "", "not a JSON object")
     version = data.get("format_version", 0)
     if not isinstance(version, int) or version > FORMAT_VERSION:
-        raise ResultsFormatError(f"{source}: format_version {version!r} is newer than this engine reads "
+        raise ResultsFormatError(source, "format_version", f"{version!r} is newer than this engine reads "
                                  f"({FORMAT_VERSION}); update mptcplab")
     try:
         s = Summary.model_validate({k: v for k, v in data.items() if k != "aggregates"} if version == 0 else data)
-    except ValueError as e:
-        first = str(e).splitlines()
-        raise ResultsFormatError(f"{source}: not a readable summary: {' '.join(first[:3])}") from None
+    except ValidationError as e:
+        raise ResultsFormatError(source, _where(e), f"not a readable summary: {e.errors()[0]['msg']}") from None
     if version == 0:
         from .aggregate import aggregates
 
         s.aggregates = aggregates(s.scenarios)
         s.format_version = FORMAT_VERSION  # upgraded in memory; the file is left as it was
     return s
+
+
+def _where(e: ValidationError) -> str:
+    """The first bad field of a validation error, as a dotted path (scenarios.3.mptcp)."""
+    return ".".join(str(x) for x in e.errors()[0]["loc"])
 
 
 def load_summary(run_dir: str | Path) -> Summary:
@@ -355,7 +362,7 @@ def load_summary(run_dir: str | Path) -> Summary:
     try:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
-        raise ResultsFormatError(f"{path}: not JSON: {e}") from None
+        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
     return parse_summary(data, str(path))
 
 
@@ -366,8 +373,10 @@ def load_manifest(run_dir: str | Path) -> Manifest:
         return Manifest(present=False)
     try:
         return Manifest.model_validate(json.loads(path.read_text()))
-    except ValueError as e:
-        raise ResultsFormatError(f"{path}: not a readable manifest: {str(e).splitlines()[0]}") from None
+    except json.JSONDecodeError as e:
+        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
+    except ValidationError as e:
+        raise ResultsFormatError(str(path), _where(e), f"not a readable manifest: {e.errors()[0]['msg']}") from None
 
 
 def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: str,

@@ -57,4 +57,4 @@ def test_each_problem_is_one_line(tmp_path: Path) -> None:
 def test_a_summary_from_a_newer_engine_is_refused(tmp_path: Path) -> None:
     p = check(run_dir(tmp_path, [rep("mptcp-uniform")], summary_extra={"format_version": 99}))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1
-    assert "format_version 99 is newer" in p.stderr
+    assert "format_version: 99 is newer" in p.stderr

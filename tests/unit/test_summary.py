@@ -135,16 +135,21 @@ def test_version0_summary_is_read_with_aggregates_recomputed():
     assert s.scenarios[0].warnings[0].code == "unclassified"
 
 
-def test_newer_or_broken_summary_is_refused_in_one_line(tmp_path):
-    with pytest.raises(ResultsFormatError, match=r"format_version 99 is newer") as e:
+def test_newer_or_broken_summary_is_refused_in_one_line(tmp_path, capsys):
+    with pytest.raises(ResultsFormatError, match=r"format_version: 99 is newer") as e:
         parse_summary({"format_version": 99, "lab": "x", "run_id": "y"}, "run/summary.json")
     assert "\n" not in str(e.value) and "run/summary.json" in str(e.value)
-    with pytest.raises(ResultsFormatError, match="not a readable summary") as e:
+    with pytest.raises(ResultsFormatError, match="s.json: run_id: not a readable summary: Field required") as e:
         parse_summary({"format_version": 1, "lab": "x"}, "s.json")
     assert "\n" not in str(e.value)
     (tmp_path / "summary.json").write_text("{")
     with pytest.raises(ResultsFormatError, match="not JSON"):
         load_summary(tmp_path)
+    # the CLI: one line, exit status 2, as any bad input
+    from mptcplab.cli import main
+
+    assert main(["report", str(tmp_path)]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_run_kind_follows_the_cpu():
