@@ -322,13 +322,36 @@ class Expectation(Strict):
         return self
 
 
+class CaptureFact(Strict):
+    """A fact of the capture, per repetition: a subflow on ``path`` whose ``field`` equals
+    ``equals`` (or, for a list field, contains ``contains``). Holds when it is true in every
+    repetition of ``scenario`` (default: the finding's)."""
+
+    fact: Literal["established", "syn_answered", "initial", "rst", "kind", "icmp_mtus", "max_frame", "max_seg"]
+    path: str | None = None
+    scenario: str | None = None
+    equals: bool | int | str | None = None
+    contains: int | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> CaptureFact:
+        if (self.equals is None) == (self.contains is None):
+            raise ValueError("give exactly one of equals and contains")
+        if (self.contains is not None) != (self.fact == "icmp_mtus"):
+            raise ValueError("contains is for the list field icmp_mtus, equals for the others")
+        return self
+
+
+Check = Expectation | CaptureFact
+
+
 class Finding(Strict):
     id: str
     scenario: str | None
     statement: str
     where: str
-    #: every expectation must hold (one, or a list read as "and")
-    expect: Expectation | list[Expectation] | None = None
+    #: every check must hold (one, or a list read as "and")
+    expect: Check | list[Check] | None = None
     #: why this finding cannot be measured by this lab (e.g. it needs the paper's patched kernel)
     not_measurable: str | None = None
 
@@ -339,14 +362,15 @@ class Finding(Strict):
         return self
 
     @property
-    def expectations(self) -> list[Expectation]:
+    def expectations(self) -> list[Check]:
         return [] if self.expect is None else self.expect if isinstance(self.expect, list) else [self.expect]
 
     def scenarios_referenced(self) -> list[str]:
         """Every scenario the finding's checks read (for the loader's reference check)."""
         out = [self.scenario] if self.scenario else []
         for e in self.expectations:
-            out += [x for x in (e.scenario, e.than.scenario if e.than else None) if x]
+            than = e.than.scenario if isinstance(e, Expectation) and e.than else None
+            out += [x for x in (e.scenario, than) if x]
         return list(dict.fromkeys(out))
 
 

@@ -2,7 +2,8 @@
 
 An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate with a
 constant, with another scenario's aggregate, or their difference or ratio with a constant
-(within a tolerance for ==). Every aggregate is aggregate.py's one definition, so a finding
+(within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's
+capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every aggregate is aggregate.py's one definition, so a finding
 reads the same number as the summary and the report. A finding that needs what this lab
 cannot provide (another kernel) says so with its reason instead of a verdict.
 """
@@ -12,7 +13,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-from ..lab.schema import Expectation, Finding, Published
+from ..lab.schema import CaptureFact, Expectation, Finding, Published
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
 
@@ -77,13 +78,39 @@ def check(e: Expectation, default_scenario: str | None,
     return holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e)}"
 
 
+def check_fact(c: CaptureFact, default_scenario: str | None,
+               reps: dict[str, list[Repetition]]) -> tuple[bool | None, str]:
+    """(holds, evidence) of a capture fact: true in every repetition of the scenario."""
+    name = c.scenario or default_scenario
+    if name is None:
+        return None, "no scenario of this lab to observe it in"
+    if name not in reps:
+        return None, f"scenario {name} not run"
+    want = f"contains {c.contains}" if c.contains is not None else f"= {c.equals}"
+    what = f"a subflow on path {c.path}" if c.path else "a subflow"
+
+    def seen(r: Repetition) -> bool:
+        for s in r.subflows_on(c.path):
+            v = getattr(s, c.fact)
+            if (c.contains in v) if c.contains is not None else v == c.equals:
+                return True
+        return False
+
+    n = sum(1 for r in reps[name] if seen(r))
+    total = len(reps[name])
+    holds = n == total
+    scenario = f" in {name}" if c.scenario else ""
+    return holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}"
+
+
 def evaluate(f: Finding, reps: dict[str, list[Repetition]]) -> FindingRow:
     row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
     if f.not_measurable:
         return row.model_copy(update={"evidence": f"not measurable here: {f.not_measurable}"})
     if not f.expectations:
         return row.model_copy(update={"evidence": "not checkable automatically"})
-    results = [check(e, f.scenario, reps) for e in f.expectations]
+    results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps)
+               for e in f.expectations]
     verdicts = [h for h, _ in results]
     holds = False if False in verdicts else None if None in verdicts else True
     return row.model_copy(update={"holds_here": holds, "evidence": "; and ".join(ev for _, ev in results)})

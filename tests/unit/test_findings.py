@@ -73,6 +73,26 @@ def test_list_is_and_and_unmeasured_is_unknown() -> None:
     assert evaluate(gone, REPS).holds_here is None and "scenario absent not run" in evaluate(gone, REPS).evidence
 
 
+def test_capture_facts_hold_in_every_repetition() -> None:
+    reps = {r.name: [r] for r in repetitions([rec("mixed", 1, 60.0, share_b=0.0)])}
+    reps["mixed"][0].subflows[1].icmp_mtus = [1500]
+    reps["two"] = repetitions([rec("two", 1, 1.0), rec("two", 2, 1.0)])
+    reps["two"][1].subflows[1].established = False
+    f = Finding.model_validate({"id": "f", "scenario": "mixed", "statement": "s", "where": "w", "expect": [
+        {"fact": "icmp_mtus", "path": "B", "contains": 1500},
+        {"fact": "established", "path": "B", "equals": True, "scenario": "two"}]})
+    reps["two"][0].subflows[1].established = True
+    row = evaluate(f, reps)
+    assert row.holds_here is False
+    assert "a subflow on path B with icmp_mtus contains 1500: in 1 of 1 rep" in row.evidence
+    assert "a subflow on path B with established = True in two: in 1 of 2 reps" in row.evidence
+    reps["two"][1].subflows[1].established = True
+    assert evaluate(f, reps).holds_here is True
+    with pytest.raises(ValidationError):
+        Finding.model_validate({"id": "f", "scenario": "x", "statement": "s", "where": "w",
+                                "expect": {"fact": "established", "contains": 1500}})
+
+
 def test_not_measurable_gives_its_reason() -> None:
     f = Finding.model_validate({"id": "p", "scenario": None, "statement": "s", "where": "w",
                                 "not_measurable": "needs the patched kernel"})
