@@ -3,8 +3,9 @@
 An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate with a
 constant, with another scenario's aggregate, or their difference or ratio with a constant
 (within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's
-capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every aggregate is aggregate.py's one definition, so a finding
-reads the same number as the summary and the report. A finding that needs what this lab
+capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every
+aggregate is aggregate.py's one definition, so a finding reads the same number as the
+summary and the report. A finding that needs what this lab
 cannot provide (another kernel) says so with its reason instead of a verdict.
 """
 
