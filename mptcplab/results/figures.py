@@ -193,8 +193,9 @@ def plot_goodput(summary: Summary, baseline: str | None = None) -> Figure:
     ax.set_ylim(0, top)
     ax.set_xticks(x, agg["scenario"], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps; "
-                 "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP)", fontsize=10)
+    # two lines: one would be cut off at the figure's width with few scenarios
+    ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps)\n"
+                 "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         fig.legend(fontsize=8, loc="outside lower center", ncols=2)
@@ -278,7 +279,8 @@ def plot_segment_sizes(summary: Summary, icmp: pd.DataFrame | None = None) -> Fi
                         ha="left", va="bottom", fontsize=7, color="gray")
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("TCP payload per segment (bytes)")
-    ax.set_title("Segment sizes per subflow path (bar: median, tick: max)", fontsize=10)
+    ax.set_title("Segment sizes per subflow path\n(bar: median over reps of each rep's median; tick: max over reps)",
+                 fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.legend(fontsize=8, loc="outside right upper")
     return fig
