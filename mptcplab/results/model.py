@@ -331,7 +331,9 @@ def parse_summary(data: dict[str, Any], source: str = "summary.json") -> Summary
     if not isinstance(data, dict):
         raise ResultsFormatError(source, "", "not a JSON object")
     version = data.get("format_version", 0)
-    if not isinstance(version, int) or version > FORMAT_VERSION:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ResultsFormatError(source, "format_version", f"{version!r} is not a version number")
+    if version > FORMAT_VERSION:
         raise ResultsFormatError(source, "format_version", f"{version!r} is newer than this engine reads "
                                  f"({FORMAT_VERSION}); update mptcplab")
     try:

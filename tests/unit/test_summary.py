@@ -139,6 +139,8 @@ def test_newer_or_broken_summary_is_refused_in_one_line(tmp_path, capsys):
     with pytest.raises(ResultsFormatError, match=r"format_version: 99 is newer") as e:
         parse_summary({"format_version": 99, "lab": "x", "run_id": "y"}, "run/summary.json")
     assert "\n" not in str(e.value) and "run/summary.json" in str(e.value)
+    with pytest.raises(ResultsFormatError, match="format_version: '1' is not a version number"):
+        parse_summary({"format_version": "1", "lab": "x", "run_id": "y"}, "s.json")
     with pytest.raises(ResultsFormatError, match="s.json: run_id: not a readable summary: Field required") as e:
         parse_summary({"format_version": 1, "lab": "x"}, "s.json")
     assert "\n" not in str(e.value)
