@@ -33,6 +33,7 @@ from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, ping_argv, rate_check, rtt_checks
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, bring_up, build_plan
+from .results.model import Repetition
 from .traffic import IPERF3_HELP, flow_commands, help_has_multipath, read_iperf3
 from .units import parse_time
 
@@ -423,7 +424,9 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "packets": fa.packets,
         **job.extra,
     }
-    (out / "rep.json").write_text(json.dumps(record, indent=2, default=str))
+    # the result model is the contract (docs/results-format.md): a record it cannot read fails here
+    rep = Repetition.model_validate(record)
+    (out / "rep.json").write_text(json.dumps(rep.model_dump(), indent=2, default=str))
     return record
 
 

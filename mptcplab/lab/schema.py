@@ -315,11 +315,68 @@ class PublishedValue(Strict):
     note: str = ""
 
 
+class Operand(Strict):
+    """The right-hand side of a comparison between scenarios: another scenario's aggregate.
+    metric and path default to the expectation's own."""
+
+    scenario: str
+    metric: Metric | None = None
+    path: str | None = None
+
+
 class Expectation(Strict):
+    """A predicate on this run's aggregates (mptcplab/results/findings.py evaluates it).
+
+    Left side: ``metric`` (of ``path``) in ``scenario``, by default the finding's scenario.
+    Without ``than`` it is compared with ``value``; with ``than`` (another scenario's
+    aggregate) it is compared with it directly, or ``by`` difference (left - right) or ratio
+    (left / right) compared with ``value``. ``tolerance`` widens ``==`` to |x - value| <=
+    tolerance (and narrows ``!=`` accordingly); the other operators take no tolerance.
+    """
+
     metric: Metric
     path: str | None = None
+    scenario: str | None = None
     op: Literal["==", "!=", "<", "<=", ">", ">="]
-    value: float
+    value: float | None = None
+    than: Operand | None = None
+    by: Literal["difference", "ratio"] | None = None
+    tolerance: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Expectation:
+        if self.than is None and self.value is None:
+            raise ValueError("needs value (a constant) or than (another scenario)")
+        if self.by is not None and (self.than is None or self.value is None):
+            raise ValueError("by: difference|ratio needs both than and value")
+        if self.than is not None and self.by is None and self.value is not None:
+            raise ValueError("than without by compares two scenarios directly: value is not used (add by)")
+        if self.tolerance and self.op not in ("==", "!="):
+            raise ValueError("tolerance applies to == and != only")
+        return self
+
+
+class CaptureFact(Strict):
+    """A fact of the capture, per repetition: a subflow on ``path`` whose ``field`` equals
+    ``equals`` (or, for a list field, contains ``contains``). Holds when it is true in every
+    repetition of ``scenario`` (default: the finding's)."""
+
+    fact: Literal["established", "syn_answered", "initial", "rst", "kind", "icmp_mtus", "max_frame", "max_seg"]
+    path: str | None = None
+    scenario: str | None = None
+    equals: bool | int | str | None = None
+    contains: int | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> CaptureFact:
+        if (self.equals is None) == (self.contains is None):
+            raise ValueError("give exactly one of equals and contains")
+        if (self.contains is not None) != (self.fact == "icmp_mtus"):
+            raise ValueError("contains is for the list field icmp_mtus, equals for the others")
+        return self
+
+
+Check = Expectation | CaptureFact
 
 
 class Finding(Strict):
@@ -327,7 +384,28 @@ class Finding(Strict):
     scenario: str | None
     statement: str
     where: str
-    expect: Expectation | None = None
+    #: every check must hold (one, or a list read as "and")
+    expect: Check | list[Check] | None = None
+    #: why this finding cannot be measured by this lab (e.g. it needs the paper's patched kernel)
+    not_measurable: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Finding:
+        if self.expect is not None and self.not_measurable is not None:
+            raise ValueError("a finding has expect or not_measurable, not both")
+        return self
+
+    @property
+    def expectations(self) -> list[Check]:
+        return [] if self.expect is None else self.expect if isinstance(self.expect, list) else [self.expect]
+
+    def scenarios_referenced(self) -> list[str]:
+        """Every scenario the finding's checks read (for the loader's reference check)."""
+        out = [self.scenario] if self.scenario else []
+        for e in self.expectations:
+            than = e.than.scenario if isinstance(e, Expectation) and e.than else None
+            out += [x for x in (e.scenario, than) if x]
+        return list(dict.fromkeys(out))
 
 
 class Published(Strict):
