@@ -96,7 +96,6 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .doctor import checks, lab_needs
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
-
     from .preflight import check as preflight
 
     lab = load_lab(a.lab)
@@ -136,7 +135,6 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from .lab.loader import load_lab, unsupported
-
     from .lab.reach import join_warnings
 
     lab = load_lab(a.lab)

@@ -67,7 +67,7 @@ class HostFacts:
     tools: frozenset[str] = field(default_factory=frozenset)  # those found on PATH
 
     @classmethod
-    def read(cls) -> "HostFacts":
+    def read(cls) -> HostFacts:
         euid = os.geteuid()
         sysctls = _sysctl_names(fresh_namespace=euid == 0)
         if sysctls is None and euid == 0:

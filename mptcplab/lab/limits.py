@@ -4,10 +4,10 @@ no interface owns, and link shapes no qdisc can express.
 The tbf bounds are tc's and the kernel's, measured with iproute2 6.1 on kernel 6.18:
 - tc parses `burst` and `limit` as 32-bit byte counts ("tbf: illegal value for
   "burst": "12500000000"" for 100tbit, whose 1 ms bucket is 12.5 GB);
-- the kernel caps the bucket's time (burst / rate) at 2^32 ns, about 4.29 s: a
-  slower bucket holds less than the burst asked for, and tbf drops every frame
-  larger than what it holds, so a link slower than two full frames per 4.29 s
-  would drop every full-size packet.
+- tc hands the kernel the bucket as a time, burst / rate, in 32-bit scheduler ticks
+  (15.625 per microsecond: /proc/net/psched 000003e8 00000040): a bucket longer than
+  about 274.9 s wraps silently, and tc installs a different bucket than asked
+  (measured: 18028 bytes at 528bit is kept, at 520bit tc installs "burst 160b").
 The parameters checked are the ones the emulation installs (emulation/linkmodel.py
 `burst_bytes`, `queue_bytes`, as used by emulation/tc.py `tbf_params`).
 """
@@ -23,8 +23,8 @@ from .network import Link, Network
 from .schema import ExperimentBody
 
 TC_U32_MAX = 2**32 - 1
-#: the kernel's cap on tbf's bucket time (sch_tbf.c: min(buffer, ~0U) ns)
-TBF_MAX_BUCKET_SECONDS = (2**32 - 1) / 1e9
+#: the longest bucket time tc can pass: 2^32-1 ticks of 1/15.625 us
+TBF_MAX_BUCKET_SECONDS = (2**32 - 1) / 15.625 / 1e6
 
 
 def _link_field(body: ExperimentBody, link: Link) -> str:
@@ -50,9 +50,9 @@ def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
     if burst * 8 / rate > TBF_MAX_BUCKET_SECONDS:
         frames = 2 * (mtu + ETH_HEADER)
         low = int(frames * 8 / TBF_MAX_BUCKET_SECONDS) + 1
-        return "rate", (f"{fmt_rate(rate)} is too slow for tbf at MTU {mtu}: two full frames ({frames} bytes) take "
-                        f"{burst * 8 / rate:.1f} s, the kernel caps the bucket at {TBF_MAX_BUCKET_SECONDS:.2f} s and "
-                        f"would drop every full-size frame; the lowest rate is {low}bit")
+        return "rate", (f"{fmt_rate(rate)} is too slow for tbf at MTU {mtu}: a bucket of two full frames ({frames} "
+                        f"bytes) lasts {burst * 8 / rate:.0f} s, longer than the {TBF_MAX_BUCKET_SECONDS:.0f} s tc can "
+                        f"pass (its tick count wraps and it installs another bucket); the lowest rate is {low}bit")
     if limit > TC_U32_MAX:
         return "queue", f"a queue of {limit} bytes is more than the {TC_U32_MAX} tbf accepts"
     return None
@@ -77,7 +77,9 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
                 raise LabInputError(file, f"traffic.events[{k}].rate", bad[1])
     all_addrs = {link.addr(ep).ip for link in net.links for ep in (link.a, link.b)}
     for fname, flow in body.traffic.flows.items():
-        if ":" not in flow.server_address and IPv4Address(flow.server_address) not in _owner_addresses(net, flow.server):
+        if ":" in flow.server_address:
+            continue
+        if IPv4Address(flow.server_address) not in _owner_addresses(net, flow.server):
             raise LabInputError(file, f"traffic.flows.{fname}.server_address",
                                 f"{flow.server_address} is not an address of {flow.server}")
     for name, spec in body.nodes.items():
@@ -103,7 +105,8 @@ def _check_addresses(net: Network, body: ExperimentBody, file: str) -> None:
         for ep in (link.a, link.b):
             ip = link.addr(ep)
             if ip.network.prefixlen < 31 and ip.ip in (ip.network.network_address, ip.network.broadcast_address):
-                raise LabInputError(file, f"addressing.addresses.{ep}", f"{ip} is the subnet's network or broadcast address")
+                raise LabInputError(file, f"addressing.addresses.{ep}",
+                                    f"{ip} is the subnet's network or broadcast address")
         if link.addr_a.ip == link.addr_b.ip:
             raise LabInputError(file, f"addressing.addresses.{link.b}", f"{link.addr_b.ip} is also {link.a}'s address")
     for i, a in enumerate(net.links):

@@ -139,7 +139,8 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
             net = next(subnets)
         except StopIteration:
             raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets for {len(topo.topology.links)} links") from None
-        hosts = list(net.hosts())
+        # the first two host addresses, without listing a /8's sixteen million (net.hosts())
+        hosts = [net.network_address + 1, net.network_address + 2]
         # routers take .1, hosts .2, so the gateway address is predictable
         ra, rb = roles[a.split(":")[0]], roles[b.split(":")[0]]
         ha, hb = (hosts[1], hosts[0]) if (ra == "host" and rb == "router") else (hosts[0], hosts[1])

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
+from ..emulation.linkmodel import Endpoint
 from .loader import EXPERIMENT, Lab
 from .network import Network, build_network, path_reaches
-from ..emulation.linkmodel import Endpoint
 
 
 def _endpoint_of(net: Network, node: str, ref: str) -> Endpoint | None:

@@ -193,7 +193,8 @@ class Flow(Strict):
     client: Name
     server: Name
     server_address: AddressRef = Field(description="'node:iface' of the server, or an IPv4 address")
-    bind: EndpointRef | None = Field(default=None, description="client source 'node:iface' (the initial subflow's path)")
+    bind: EndpointRef | None = Field(default=None,
+                                     description="client source 'node:iface' (the initial subflow's path)")
     mptcp: bool = True
     direction: Literal["upload", "download"] = "upload"
     duration: str | float = "10s"
@@ -249,7 +250,7 @@ class Event(Strict):
     _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
 
     @model_validator(mode="after")
-    def _fields_for_action(self) -> "Event":
+    def _fields_for_action(self) -> Event:
         needs = {
             "link_down": ("link",), "link_up": ("link",), "set_rate": ("link", "rate"),
             "udp_flood_start": ("src", "dst_address", "rate"), "udp_flood_stop": ("src",),
@@ -290,7 +291,7 @@ class Sweep(Strict):
     labels: list[str] | None = Field(default=None, description="names of the values in scenario names (default: the values)")
 
     @model_validator(mode="after")
-    def _labels_match(self) -> "Sweep":
+    def _labels_match(self) -> Sweep:
         if self.labels is not None and len(self.labels) != len(self.values):
             raise ValueError(f"labels has {len(self.labels)} entries for {len(self.values)} values")
         return self
