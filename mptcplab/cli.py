@@ -213,7 +213,10 @@ def cmd_report(a: argparse.Namespace) -> int:
     if not d.is_dir() or not (d / "summary.json").is_file():
         raise LabInputError("command line", "RUN_DIR", f"{d} is not a run directory (no summary.json; "
                             "give results/<lab>/<run-id> or results/<lab>/latest)")
-    print(write_report(d))
+    try:
+        print(write_report(d))
+    except ValueError as e:  # json's JSONDecodeError: a damaged summary.json or manifest.json
+        raise LabInputError("command line", "RUN_DIR", f"{d} has a damaged JSON file: {e}") from None
     return 0
 
 
