@@ -27,6 +27,10 @@ TC_U32_MAX = 2**32 - 1
 TBF_MAX_BUCKET_SECONDS = (2**32 - 1) / 15.625 / 1e6
 
 
+def _rate(bps: int) -> str:
+    return f"{bps / 1e12:g}tbit" if bps >= 10**12 and bps % 10**9 == 0 else fmt_rate(bps)
+
+
 def _link_field(body: ExperimentBody, link: Link) -> str:
     for ep in (link.a, link.b):
         if str(ep) in body.links:
@@ -45,8 +49,8 @@ def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
     limit = shape.queue_bytes(mtu)
     if burst > TC_U32_MAX:
         top = int(TC_U32_MAX * 8 / 1e-3)
-        return "rate", (f"{fmt_rate(rate)} needs a tbf bucket of {burst} bytes (1 ms at the rate), more than the "
-                        f"{TC_U32_MAX} tc accepts: at most {fmt_rate(top - top % 1_000_000_000)}")
+        return "rate", (f"{_rate(rate)} needs a tbf bucket of {burst} bytes (1 ms at the rate), more than the "
+                        f"{TC_U32_MAX} tc accepts: at most {fmt_rate(top - top % 1_000_000_000)} (34.3tbit)")
     if burst * 8 / rate > TBF_MAX_BUCKET_SECONDS:
         frames = 2 * (mtu + ETH_HEADER)
         low = int(frames * 8 / TBF_MAX_BUCKET_SECONDS) + 1

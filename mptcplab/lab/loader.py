@@ -379,7 +379,10 @@ def load_lab(path: str | Path) -> Lab:
     from .limits import check_network
     from .network import build_network
 
-    for sc in scenarios:  # addressing and link-shape problems surface now, before anything is created
+    # addressing and link-shape problems surface now, before anything is created: those of
+    # the experiment itself without a scenario's name, then what an override or sweep changed
+    check_network(build_network(topo, exp, str(efile)), exp, str(efile))
+    for sc in scenarios:
         try:
             check_network(build_network(topo, sc.body, str(efile)), sc.body, str(efile))
         except LabInputError as e:
