@@ -21,12 +21,13 @@ from .backends.netns import NetnsBackend, clean
 from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
 from .emulation.backend import Emulator
-from .emulation.linkmodel import LinkShape
+from .emulation.linkmodel import LinkShape, QueueLimit
 from .emulation.nfqueue import delayline_problems, max_lateness_p99_us
 from .emulation.supervise import Supervisor
 from .errors import LabInputError
+from .lab.limits import tbf_problem
 from .lab.loader import ScenarioRun, _validate
-from .lab.schema import CapturePoint, ClabTopology, ExperimentBody
+from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, ExperimentBody
 from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
 from .plan import bring_up, build_plan
 from .units import UnitError, parse_fraction, parse_rate, parse_time
@@ -48,7 +49,8 @@ class CalibrateRequest:
 
 def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkShape]:
     for opt, parse, val in (("--rate", parse_rate, req.rate), ("--delay", parse_time, req.delay),
-                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss)):
+                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss),
+                            ("--buffer", QueueLimit.parse, req.buffer)):
         if val is not None:
             try:
                 parse(val)
@@ -56,8 +58,8 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
                 raise LabInputError(CLI, opt, str(e)) from None
     if not 68 <= req.mtu <= 65535:
         raise LabInputError(CLI, "--mtu", f"must be between 68 and 65535, got {req.mtu}")
-    if req.seconds < 2:
-        raise LabInputError(CLI, "--seconds", "must be at least 2")
+    if not 2 <= req.seconds <= IPERF3_MAX_SECONDS:
+        raise LabInputError(CLI, "--seconds", f"must be between 2 and {IPERF3_MAX_SECONDS} (iperf3's limit)")
     topo = _validate(ClabTopology, {"name": "calibrate", "topology": {
         "nodes": {"a": {"kind": "linux", "image": "mptcplab/host:latest"},
                   "b": {"kind": "linux", "image": "mptcplab/host:latest"}},
@@ -70,6 +72,9 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
     if req.buffer:
         link["queue"] = req.buffer
     shape = LinkShape.parse(req.rate, req.delay, req.jitter, req.loss, req.buffer)
+    bad = tbf_problem(shape, req.mtu)  # what tc would refuse, refused before any namespace exists
+    if bad:
+        raise LabInputError(CLI, "--rate" if bad[0] == "rate" else "--buffer", bad[1])
     tcp_max = str(tcp_buffer_max(shape))
     body = _validate(ExperimentBody, {
         "nodes": {"a": {"role": "host"}, "b": {"role": "host"}},
