@@ -85,6 +85,12 @@ class Subflow(_Model):
     point: str | None = None
     acked_bytes: int | None = None
     syn_answered: bool | None = None
+    #: when the receiver's cumulative ACK last advanced (s from the first SYN)
+    last_ack_advance_t: float | None = None
+    #: the share this path would carry at its configured rate (None: rates not configured)
+    expected_share: float | None = None
+    #: contributed to the transfer by the rule of analysis/contribution.py
+    contributed: bool | None = None
 
     @property
     def ends(self) -> str:
