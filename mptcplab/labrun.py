@@ -168,18 +168,24 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     scenarios = select_scenarios(lab, opts.scenarios)
     reps = repetitions(lab, opts)
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
+    store.mark_dead_runs(opts.results_root)  # runs a kill -9 ended before they could say so
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
-    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
-    if opts.backend == "containerlab":
-        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
     manifest: dict[str, Any] = {
-        "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
+        "lab": lab.name, "run_id": None, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
     }
-    store.write_json(run_dir / "manifest.json", manifest)
+
+    def first_manifest(rid: str) -> dict[str, Any]:
+        manifest["run_id"] = rid
+        return manifest
+
+    # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
+    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
+    if opts.backend == "containerlab":
+        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate)
     if opts.backend == "containerlab":
         ctx.make_backend = lambda cmdlog: _containerlab_backend(lab, run_dir, cmdlog)
@@ -254,10 +260,13 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         summary = _summary(lab, run_id, facts, complete, opts, records, reps)
         store.write_json(run_dir / "summary.json", summary)
         summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+        if not complete:
+            store.release(run_dir)  # marked incomplete with its reason: nothing left to mark
     if complete:
         from .results.report import write_report
 
         write_report(run_dir)
+        store.release(run_dir)  # before latest: a kill in between leaves a complete run, just not latest
         store.mark_latest(run_dir)
     return run_dir, summary
 
