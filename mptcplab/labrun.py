@@ -198,7 +198,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     # while repetition k+1 is measured, so analysing does not add to a run's wall time.
     # The measurement is protected: kernel packet processing and the real-time delay
     # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
-    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init)
+    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init, initargs=(os.getpid(),))
     pending: deque[tuple[Measured, Future[dict[str, Any]]]] = deque()
 
     def collect(block: bool) -> None:
@@ -276,12 +276,31 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
 
 
-def _analysis_worker_init() -> None:
+def _analysis_worker_init(runner_pid: int) -> None:
     os.nice(19)
     # Ctrl-C goes to the whole process group: the parent decides, the worker finishes its job
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # A runner killed with SIGKILL cannot stop its worker, which would wait for work
+    # forever (issue 12: found by tests/faults). The kernel tells the worker instead
+    # (parent-death signal); the worker leads its own process group so that its
+    # tshark children go with it.
+    os.setpgrp()
+    signal.signal(signal.SIGTERM, _worker_exit)
+    _set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != runner_pid:  # the runner died before the line above
+        _worker_exit(signal.SIGTERM, None)
+
+
+def _set_parent_death_signal(sig: int) -> None:
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(sig), 0, 0, 0)
+
+
+def _worker_exit(_signum: int, _frame: object) -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # the worker and whatever it runs
 
 
 def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float) -> None:

@@ -166,6 +166,8 @@ def mark_dead_runs(results_root: Path) -> list[Path]:
         except OSError:
             continue
         for d in entries:
+            if d.is_symlink() and d.name.startswith(".latest-"):
+                _remove_dead_latest_tmp(d)
             if d.is_symlink() or not d.is_dir():
                 continue
             owner = _read_json(d / OWNER)
@@ -190,7 +192,19 @@ def mark_dead_runs(results_root: Path) -> list[Path]:
                         write_json(d / "summary.json", summary)
                     write_json(d / "manifest.json", manifest)
                     marked.append(d)
+                for tmp in d.glob("*.tmp"):  # a write_json the kill cut between write and rename
+                    tmp.unlink(missing_ok=True)
                 release(d)
             except OSError:
                 continue
     return marked
+
+
+def _remove_dead_latest_tmp(link: Path) -> None:
+    """mark_latest's temporary link of a process killed between making and renaming it."""
+    try:
+        pid = int(link.name.removeprefix(".latest-"))
+    except ValueError:
+        return
+    if pid != os.getpid() and not Path(f"/proc/{pid}").exists():
+        link.unlink(missing_ok=True)

@@ -529,8 +529,11 @@ static void write_stats(struct ctx *c)
 		c->released, c->sched.count, c->sched.max_held, c->enobufs, qds, uds, c->ring_full_drops,
 		c->verdict_errors, c->truncated, c->bad_msgs, c->arrival_kernel_ts, c->arrival_read_time, p50, p99,
 		mx, c->hist->n);
-	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0)
-		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(errno));
+	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0) {
+		int e = errno;
+		unlink(tmp); /* a full file system: no half-written .tmp left beside the results */
+		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(e));
+	}
 }
 
 /* Holding any socket with SO_TIMESTAMP makes the kernel stamp every received
