@@ -113,9 +113,9 @@ def create_run_dir(results_root: Path, lab: str,
     except OSError as e:
         if staging is not None:
             shutil.rmtree(staging, ignore_errors=True)
-        if e.errno in STORAGE_ERRNOS:
-            raise not_writable(results_root, e) from e
-        raise
+        # only directories and files under --results were tried: whatever the reason
+        # (read-only, full, not a directory, permission), the fix is another --results
+        raise not_writable(results_root, e) from e
 
 
 def release(run_dir: Path) -> None:
