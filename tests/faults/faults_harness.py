@@ -360,6 +360,9 @@ class Session:
     run_seconds: float
     #: run directory (relative to results) -> hash of every file in it
     complete: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: kill -9s that hit a running runner
+    kills: int = 0
+    kill_cases: int = 0
 
     def add_complete(self) -> None:
         """Hash every complete run directory not hashed yet."""
