@@ -37,6 +37,13 @@ def _dead_pid() -> int:
     return p.pid
 
 
+def _write_atomically(path: Path, data: dict[str, Any]) -> None:
+    # as the engine writes state files: a reader never sees half a file
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data))
+    tmp.replace(path)
+
+
 def _children_argv(pid: int) -> list[str]:
     try:
         kids = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
@@ -59,7 +66,7 @@ def _race_once(dead: str, live: str, owner: subprocess.Popen[bytes]) -> bool | N
     # (they do not exist: no other engineer's clean can take them away mid-test)
     dead_ns = [f"{dead}n{i}" for i in range(200)]
     dead_state, live_state = STATE_DIR / f"{dead.rstrip('-')}.json", STATE_DIR / f"{live.rstrip('-')}.json"
-    dead_state.write_text(json.dumps({"prefix": dead, "pid": _dead_pid(), "namespaces": dead_ns}))
+    _write_atomically(dead_state, {"prefix": dead, "pid": _dead_pid(), "namespaces": dead_ns})
     clean = subprocess.Popen([*CLI, "clean"], cwd=REPO, stdout=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -68,7 +75,7 @@ def _race_once(dead: str, live: str, owner: subprocess.Popen[bytes]) -> bool | N
                 return None
             time.sleep(0.001)
         # the other run starts: state file first, then its namespace (NetnsBackend.begin)
-        live_state.write_text(json.dumps({"prefix": live, "pid": owner.pid, "namespaces": [f"{live}h"]}))
+        _write_atomically(live_state, {"prefix": live, "pid": owner.pid, "namespaces": [f"{live}h"]})
         subprocess.run(["ip", "netns", "add", f"{live}h"], check=True)
         in_window = any(dead in a for a in _children_argv(clean.pid))  # listing still to come
         out = clean.communicate(timeout=120)[0]
