@@ -87,7 +87,7 @@ def test_process_of_the_run_dies(faults: Session, victim: tuple[str, str]) -> No
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and p.poll() is None and not killed:
-            namespaces = {n for n in w.seen.namespaces if not n.startswith("mpltprobe")}
+            namespaces = {n for n in w.seen.namespaces if not n.startswith("mplt")}  # not host probes
             client = _ns_pids(namespaces, "iperf3", " -c ")
             if client:
                 for pid in _ns_pids(namespaces, comm, argv_has)[:1]:
