@@ -39,7 +39,7 @@ doctor: bootstrap
 	$(MPTCPLAB) doctor
 
 test: bootstrap-test
-	$(VENV)/bin/python -m pytest -q -rs tests/unit tests/integration
+	$(VENV)/bin/python -m pytest -q -rs tests/unit tests/integration tests/faults
 
 test-unit: bootstrap-test
 	$(VENV)/bin/python -m pytest -q tests/unit

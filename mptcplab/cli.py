@@ -37,6 +37,9 @@ def _parser() -> argparse.ArgumentParser:
 
     c = sub.add_parser("clean", help="remove namespaces, containers and processes left by killed runs")
     c.add_argument("--all", action="store_true", help="also those of runs still alive")
+    c.add_argument("--results", type=Path, default=Path("results"),
+                   help="results root whose runs killed before they could say so are marked incomplete "
+                        "(default: results/)")
 
     d = sub.add_parser("doctor", help="what the labs need and what this host has")
     d.add_argument("lab", nargs="?", help="also check what this lab needs")
@@ -166,6 +169,10 @@ def cmd_clean(a: argparse.Namespace) -> int:
     containers = clab_clean(all_runs=a.all)
     if containers:
         print(f"removed {len(containers)} container(s): " + " ".join(containers))
+    from .results.store import mark_dead_runs
+
+    for d in mark_dead_runs(a.results):
+        print(f"marked incomplete (owner process died): {d}")
     return 0
 
 
@@ -244,6 +251,15 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mptcplab: run failed: {e}", file=sys.stderr)
         return 1
     except OSError as e:
+        from .results.store import STORAGE_ERRNOS
+
+        if e.errno in STORAGE_ERRNOS and a.command == "run":
+            # a results directory that filled up (or went read-only) mid-run: the run tore
+            # its network down on the way out; what it had written stays, marked incomplete
+            where = e.filename or getattr(a, "results", None) or "the results directory"
+            print(f"mptcplab: run failed: cannot write {where}: {e.strerror}; "
+                  f"free space or choose another --results (the run is incomplete)", file=sys.stderr)
+            return 1
         # last resort: whatever a subcommand did not foresee is one line, not a traceback
         if os.environ.get("MPTCPLAB_DEBUG") == "1":
             raise

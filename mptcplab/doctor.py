@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .backends.state import recorded_namespaces
 from .emulation.backend import delayline_binary, netem_available
 from .errors import HostNotReady
 from .lab.loader import Lab
@@ -29,12 +30,14 @@ class Item:
 def _probe_ns(*argvs: list[str]) -> bool:
     """Run commands in a throwaway namespace; true if all succeed. Always cleans up."""
     ns = f"mpltdoc{secrets.token_hex(3)}"
-    if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
-        return False
-    try:
-        return all(subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True).returncode == 0 for a in argvs)
-    finally:
-        subprocess.run(["ip", "netns", "del", ns], capture_output=True)
+    with recorded_namespaces(ns, [ns]):  # a kill mid-probe leaves it to `mptcplab clean`
+        if subprocess.run(["ip", "netns", "add", ns], capture_output=True).returncode != 0:
+            return False
+        try:
+            return all(subprocess.run(["ip", "netns", "exec", ns, *a], capture_output=True).returncode == 0
+                       for a in argvs)
+        finally:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
 def _tool(name: str, fix: str, required: bool = True, detail: str = "") -> Item:

@@ -168,18 +168,24 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     scenarios = select_scenarios(lab, opts.scenarios)
     reps = repetitions(lab, opts)
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
+    store.mark_dead_runs(opts.results_root)  # runs a kill -9 ended before they could say so
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
-    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
-    if opts.backend == "containerlab":
-        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
     manifest: dict[str, Any] = {
-        "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
+        "lab": lab.name, "run_id": None, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
     }
-    store.write_json(run_dir / "manifest.json", manifest)
+
+    def first_manifest(rid: str) -> dict[str, Any]:
+        manifest["run_id"] = rid
+        return manifest
+
+    # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
+    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
+    if opts.backend == "containerlab":
+        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate)
     if opts.backend == "containerlab":
         ctx.make_backend = lambda cmdlog: _containerlab_backend(lab, run_dir, cmdlog)
@@ -192,7 +198,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     # while repetition k+1 is measured, so analysing does not add to a run's wall time.
     # The measurement is protected: kernel packet processing and the real-time delay
     # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
-    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init)
+    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init, initargs=(os.getpid(),))
     pending: deque[tuple[Measured, Future[dict[str, Any]]]] = deque()
 
     def collect(block: bool) -> None:
@@ -254,10 +260,13 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
         summary = _summary(lab, run_id, facts, complete, opts, records, reps)
         store.write_json(run_dir / "summary.json", summary)
         summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+        if not complete:
+            store.release(run_dir)  # marked incomplete with its reason: nothing left to mark
     if complete:
         from .results.report import write_report
 
         write_report(run_dir)
+        store.release(run_dir)  # before latest: a kill in between leaves a complete run, just not latest
         store.mark_latest(run_dir)
     return run_dir, summary
 
@@ -267,12 +276,31 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
 
 
-def _analysis_worker_init() -> None:
+def _analysis_worker_init(runner_pid: int) -> None:
     os.nice(19)
     # Ctrl-C goes to the whole process group: the parent decides, the worker finishes its job
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     signal.signal(signal.SIGHUP, signal.SIG_DFL)
+    # A runner killed with SIGKILL cannot stop its worker, which would wait for work
+    # forever (issue 12: found by tests/faults). The kernel tells the worker instead
+    # (parent-death signal); the worker leads its own process group so that its
+    # tshark children go with it.
+    os.setpgrp()
+    signal.signal(signal.SIGTERM, _worker_exit)
+    _set_parent_death_signal(signal.SIGTERM)
+    if os.getppid() != runner_pid:  # the runner died before the line above
+        _worker_exit(signal.SIGTERM, None)
+
+
+def _set_parent_death_signal(sig: int) -> None:
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(sig), 0, 0, 0)
+
+
+def _worker_exit(_signum: int, _frame: object) -> None:
+    os.killpg(os.getpgrp(), signal.SIGKILL)  # the worker and whatever it runs
 
 
 def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float) -> None:
@@ -303,5 +331,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
+            if "died" in st:
+                invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps)

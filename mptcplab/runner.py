@@ -11,9 +11,10 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pandas as pd
 
@@ -302,6 +303,9 @@ class RepRunner:
     def _stop_captures(self, backend: Backend,
                        caps: list[tuple[Any, subprocess.Popen[bytes], Path]]) -> dict[str, dict[str, int]]:
         stats = {}
+        # a capture that ended before we stop it (killed, crashed) holds part of the run
+        # only: it must not pass as evidence (issue 12: tests/faults found it did)
+        died = {cc.path: p.poll() for cc, p, err in caps}
         for cc, p, err in caps:
             backend.signal(p, signal.SIGINT)  # SIGINT: tcpdump flushes and prints its counters
         for cc, p, err in caps:
@@ -311,6 +315,10 @@ class RepRunner:
                 backend.signal(p, signal.SIGKILL)
                 p.wait(timeout=5)
             s = parse_tcpdump_stats(err.read_text(errors="replace"))
+            if died[cc.path] is not None:
+                s["died"] = died[cc.path]
+                self.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
+                                     f"(exit status {died[cc.path]}): the capture is incomplete")
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):
                 self.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: segment statistics are incomplete")

@@ -56,7 +56,7 @@ import yaml
 from ..commands import Cmd, cmd
 from ..lab.network import Network
 from .base import CommandFailed, ip_batches
-from .state import STATE_DIR, run_states
+from .state import STATE_DIR, owner_live, run_states
 
 #: lab names of runs (new_lab_name): what `clean` may remove without a state file
 RUN_LAB_RE = re.compile(r"^mpl[0-9a-f]{6}-")
@@ -426,5 +426,7 @@ def clean(all_runs: bool = False, docker: str = "docker", containerlab: str = "c
     orphans = sorted({lb for _, lb in lab_containers(None, docker)
                       if RUN_LAB_RE.match(lb)} - owned_alive - done)
     for lab in orphans:
+        if not all_runs and owner_live(f"clab-{lab}"):
+            continue  # a run that started after the state files above were read
         removed += remove_lab(lab, None, docker, containerlab)
     return removed

@@ -21,7 +21,7 @@ from typing import IO, Callable, Sequence
 from ..commands import Cmd, cmd
 from ..lab.network import Network
 from .base import CommandFailed, ip_batches
-from .state import STATE_DIR, run_states
+from .state import STATE_DIR, owner_live, run_states
 
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
 
@@ -190,7 +190,13 @@ def clean(all_runs: bool = False) -> list[str]:
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for line in listing.splitlines():
         ns = line.split()[0] if line.split() else ""
-        if PREFIX_RE.match(ns) and ns not in owned_alive and ns not in removed:
-            _delete_namespace(ns)
-            removed.append(ns)
+        m = PREFIX_RE.match(ns)
+        if not m or ns in owned_alive or ns in removed:
+            continue
+        # a run that started after the state files above were read: its state file
+        # was written before this namespace existed, so it is there now
+        if not all_runs and owner_live(m.group(0).rstrip("-")):
+            continue
+        _delete_namespace(ns)
+        removed.append(ns)
     return removed

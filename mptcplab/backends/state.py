@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab"))
 
@@ -45,3 +47,35 @@ def run_states(pattern: str, all_runs: bool = False) -> Iterator[RunState]:
             continue
         pid = int(data.get("pid", 0))
         yield RunState(f, data, not all_runs and pid != os.getpid() and alive(pid))
+
+
+def owner_live(name: str) -> bool:
+    """Whether /run/mptcplab/<name>.json exists *now* and names a live owner (not us).
+
+    A run writes its state file before it creates anything and removes it after it
+    deleted everything, so a resource seen in a listing whose owner is live still has
+    its state file when asked afterwards. Deciding per resource at deletion time,
+    instead of from a list of state files read earlier, is what keeps ``clean`` off a
+    run that started while clean was running (issue 12, item 2)."""
+    try:
+        data = json.loads((STATE_DIR / f"{name}.json").read_text())
+        pid = int(data.get("pid", 0))
+    except (OSError, ValueError, TypeError):
+        return False
+    return pid != os.getpid() and alive(pid)
+
+
+@contextmanager
+def recorded_namespaces(name: str, namespaces: list[str]) -> Iterator[None]:
+    """Own short-lived namespaces (e.g. a host probe's) the way a run owns its nodes:
+    the state file exists before they do and goes after them, so a kill in between
+    leaves something ``clean`` removes (a dead owner's state names them)."""
+    STATE_DIR.mkdir(parents=True, exist_ok=True)
+    path = STATE_DIR / f"{name}.json"
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"prefix": name, "pid": os.getpid(), "namespaces": namespaces}))
+    tmp.replace(path)
+    try:
+        yield
+    finally:
+        path.unlink(missing_ok=True)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from ..backends.state import recorded_namespaces
 from ..commands import Cmd
 from ..errors import HostNotReady
 from .linkmodel import DirectedLink
@@ -96,12 +97,14 @@ def netem_available() -> bool:
     (every namespace has one; this kernel has no dummy devices). On kernels with
     loadable modules this also loads sch_netem, which is what a lab would do."""
     ns = f"mpltprobe{secrets.token_hex(4)}"
-    if not _run_quiet(["ip", "netns", "add", ns]):
-        return False
-    try:
-        return _run_quiet(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"])
-    finally:
-        _run_quiet(["ip", "netns", "del", ns])
+    with recorded_namespaces(ns, [ns]):  # a kill mid-probe leaves it to `mptcplab clean`
+        if not _run_quiet(["ip", "netns", "add", ns]):
+            return False
+        try:
+            return _run_quiet(["ip", "netns", "exec", ns, "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay",
+                               "1ms"])
+        finally:
+            _run_quiet(["ip", "netns", "del", ns])
 
 
 def nft_queue_available() -> bool:
@@ -109,17 +112,19 @@ def nft_queue_available() -> bool:
     kernel lacks it while iptables' NFQUEUE target (via nft_compat) works, which is
     why the nfqueue emulator defaults to iptables rules."""
     ns = f"mpltprobe{secrets.token_hex(4)}"
-    if not _run_quiet(["ip", "netns", "add", ns]):
-        return False
-    try:
-        ok = _run_quiet(["ip", "netns", "exec", ns, "nft", "add", "table", "inet", "probe"])
-        ok = ok and _run_quiet(
-            ["ip", "netns", "exec", ns, "nft", "add", "chain", "inet", "probe", "c",
-             "{ type filter hook prerouting priority 0 ; }"]
-        )
-        return ok and _run_quiet(["ip", "netns", "exec", ns, "nft", "add", "rule", "inet", "probe", "c", "queue", "num", "0"])
-    finally:
-        _run_quiet(["ip", "netns", "del", ns])
+    with recorded_namespaces(ns, [ns]):
+        if not _run_quiet(["ip", "netns", "add", ns]):
+            return False
+        try:
+            ok = _run_quiet(["ip", "netns", "exec", ns, "nft", "add", "table", "inet", "probe"])
+            ok = ok and _run_quiet(
+                ["ip", "netns", "exec", ns, "nft", "add", "chain", "inet", "probe", "c",
+                 "{ type filter hook prerouting priority 0 ; }"]
+            )
+            return ok and _run_quiet(["ip", "netns", "exec", ns, "nft", "add", "rule", "inet", "probe", "c", "queue",
+                                      "num", "0"])
+        finally:
+            _run_quiet(["ip", "netns", "del", ns])
 
 
 def repo_root() -> Path:

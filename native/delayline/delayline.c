@@ -609,8 +609,11 @@ static void write_stats(struct ctx *c)
 		(double)c->verdict_max_ns / 1000.0, c->max_batch, c->o.rate_bps, c->o.limit_bytes,
 		c->sched.rate_drops, (double)c->verdict_offcpu_ns / 1e6,
 		(double)c->verdict_offcpu_max_ns / 1000.0);
-	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0)
-		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(errno));
+	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0) {
+		int e = errno;
+		unlink(tmp); /* a full file system: no half-written .tmp left beside the results */
+		fprintf(stderr, "mptcplab-delayline: cannot write %s: %s\n", c->o.stats, strerror(e));
+	}
 }
 
 /* Holding any socket with SO_TIMESTAMP makes the kernel stamp every received

@@ -1,0 +1,121 @@
+"""SIGTERM and SIGINT at random moments; an iperf3 server, a tcpdump and a delay line
+killed from outside mid-run. A run that handles the fault itself must leave nothing
+behind without any help; after `mptcplab clean` nothing of any run may be left; the
+run directory says what happened."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from faults_harness import (
+    Before,
+    Session,
+    Watcher,
+    clean,
+    finished_complete,
+    leftovers,
+    output,
+    phase,
+    results_problems,
+    run_and_signal,
+    run_dirs,
+    seed,
+    start,
+)
+
+pytestmark = pytest.mark.netns
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_signal_at_random_moment(faults: Session, sig: int) -> None:
+    at = random.Random(f"{seed()}-{signal.Signals(sig).name}").uniform(0, faults.run_seconds)
+    known = {str(d.relative_to(faults.results)) for d in run_dirs(faults.results)}
+    before = Before.take()
+    o = run_and_signal(faults.results, at, sig)
+    where = phase(faults.results, known)
+    tag = f"seed {seed()}, {signal.Signals(sig).name} at {at:.2f} s ({where}; runner rc {o.rc})"
+    print(f"\n{tag}")
+    if o.rc == 130:  # handled: the run tore itself down and said so
+        assert not leftovers(o.seen, faults.results, before), tag
+        new = [d for d in run_dirs(faults.results) if str(d.relative_to(faults.results)) not in known]
+        assert len(new) == 1, tag
+        m = json.loads((new[0] / "manifest.json").read_text())
+        assert m["complete"] is False and m["incomplete_reason"] == f"interrupted by {signal.Signals(sig).name}", tag
+    elif o.rc is not None and o.rc >= 0 and where == "report written":
+        assert finished_complete(faults.results, o) is None, tag  # the signal came after the run
+    clean(faults.results)
+    assert not leftovers(o.seen, faults.results, before), tag
+    assert not results_problems(faults.results, faults.complete), tag
+    faults.add_complete()
+
+
+def _ns_pids(namespaces: set[str], comm: str, argv_has: str = "") -> list[int]:
+    out = []
+    for ns in namespaces:
+        pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True).stdout.split()
+        for pid in pids:
+            try:
+                c = Path(f"/proc/{pid}/comm").read_text().strip()
+                argv = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if c == comm and argv_has in argv:
+                out.append(int(pid))
+    return out
+
+
+@pytest.mark.parametrize("victim", [("iperf3", " -s "), ("tcpdump", ""), ("mptcplab-delayl", "")],
+                         ids=["iperf3-server", "tcpdump", "delay-line"])
+def test_process_of_the_run_dies(faults: Session, victim: tuple[str, str]) -> None:
+    """Killed (SIGKILL, from outside, found by the run's namespaces) once the measured
+    iperf3 client runs. The run must end by itself, leave nothing, and never present
+    the result as complete and valid."""
+    comm, argv_has = victim
+    known = {str(d.relative_to(faults.results)) for d in run_dirs(faults.results)}
+    before = Before.take()
+    p = start(faults.results)
+    w = Watcher(p.pid)
+    w.start()
+    killed: list[int] = []
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline and p.poll() is None and not killed:
+            namespaces = {n for n in w.seen.namespaces if not n.startswith("mplt")}  # not host probes
+            client = _ns_pids(namespaces, "iperf3", " -c ")
+            if client:
+                for pid in _ns_pids(namespaces, comm, argv_has)[:1]:
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.05)
+        assert killed, f"no {comm} found while the measured flow ran"
+        rc = p.wait(timeout=180)  # the run ends by itself: no hang
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+        seen = w.stop()
+    out, err = output(p)
+    tag = f"{comm} killed mid-traffic; runner rc {rc}; stderr: {err.strip()[-600:]}"
+    print(f"\n{tag}")
+    assert not leftovers(seen, faults.results, before), tag  # the run's own teardown, no clean
+    new = [d for d in run_dirs(faults.results) if str(d.relative_to(faults.results)) not in known]
+    assert len(new) == 1, tag
+    m = json.loads((new[0] / "manifest.json").read_text())
+    summary = json.loads((new[0] / "summary.json").read_text())
+    # never a complete and valid result: incomplete with a reason, or invalid with reasons
+    assert rc != 0, tag
+    if m["complete"]:
+        assert summary["valid"] is False and summary["invalid_reasons"], tag
+    else:
+        assert m["incomplete_reason"], tag
+    assert len(err.strip().splitlines()) == 1, f"not one line: {tag}"
+    clean(faults.results)
+    assert not results_problems(faults.results, faults.complete), tag
+    faults.add_complete()
