@@ -120,6 +120,13 @@ def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[P
 def _results_problem(root: Path) -> Problem | None:
     """Whether root (the --results directory) exists as a writable directory or can be
     created: the nearest existing ancestor must be a writable directory."""
+    try:
+        return _results_problem_at(root)
+    except PermissionError as e:  # an ancestor we may not even look into
+        return LabInputError("command line", "--results", f"cannot create {root}: {e.strerror}: {e.filename}")
+
+
+def _results_problem_at(root: Path) -> Problem | None:
     p = root
     while not p.exists() and not p.is_symlink():
         if p.parent == p:
