@@ -1,47 +1,5 @@
-"""Run ownership records shared by the backends: /run/mptcplab/<name>.json holds the
-owner's PID and what it created, written before anything exists, so `mptcplab
-clean` can tell a killed run's leftovers from a live run's resources."""
+"""Moved to mptcplab/runstate.py (the host probes record ownership too); kept importable."""
 
-from __future__ import annotations
+from ..runstate import STATE_DIR, RunState, alive, run_states, write_state
 
-import json
-import os
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Iterator
-
-STATE_DIR = Path(os.environ.get("MPTCPLAB_STATE_DIR", "/run/mptcplab"))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-@dataclass(frozen=True)
-class RunState:
-    path: Path
-    data: dict[str, Any]
-    #: the owner still runs (and is not us): its resources must stay
-    live: bool
-
-
-def run_states(pattern: str, all_runs: bool = False) -> Iterator[RunState]:
-    """The state files matching pattern; unreadable ones are removed. With all_runs,
-    none counts as live. Our own PID never counts as live: whatever our runs still
-    own when clean() is called is left over (a teardown was interrupted)."""
-    if not STATE_DIR.is_dir():
-        return
-    for f in sorted(STATE_DIR.glob(pattern)):
-        try:
-            data = json.loads(f.read_text())
-        except (OSError, ValueError):
-            f.unlink(missing_ok=True)
-            continue
-        pid = int(data.get("pid", 0))
-        yield RunState(f, data, not all_runs and pid != os.getpid() and alive(pid))
+__all__ = ["STATE_DIR", "RunState", "alive", "run_states", "write_state"]

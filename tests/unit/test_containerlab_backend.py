@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mptcplab import runstate
 from mptcplab.backends import containerlab as clab
-from mptcplab.backends import state
 from mptcplab.backends.base import CommandFailed
 from mptcplab.backends.containerlab import PID_WRAPPER, ContainerlabBackend
 from mptcplab.commands import cmd
@@ -51,7 +51,7 @@ class Recorder:
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "state"
     monkeypatch.setattr(clab, "STATE_DIR", d)
-    monkeypatch.setattr(state, "STATE_DIR", d)  # what clean() reads
+    monkeypatch.setattr(runstate, "STATE_DIR", d)  # what clean() reads
     return d
 
 
