@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -24,9 +25,12 @@ def netns() -> set[str]:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("results")
-    before = netns()
     rc = main(["run", str(REPO / "labs/mtu"), "--quick", "--results", str(root)])
-    assert netns() - before == set(), "the run left namespaces behind"
+    # this run's namespaces, from its command logs (other runs on a shared host come and go)
+    made = {m for log in root.glob("mtu/*/scenarios/*/rep*/commands.log")
+            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
+    assert len(made) == 5 * 10, made  # 5 nodes x 10 scenarios: the logs name them all
+    assert netns() & made == set(), "the run left namespaces behind"
     assert rc in (0, 1), rc  # 1: a run judged invalid still writes complete results
     latest = root / "mtu" / "latest"
     assert latest.is_symlink()
