@@ -4,6 +4,8 @@ that prints every command and creates nothing."""
 from __future__ import annotations
 
 import os
+import re
+import shutil
 import signal
 import sys
 import time
@@ -34,6 +36,7 @@ from .runner import (
     install_signal_handlers,
     restore_signal_handlers,
 )
+from .runstate import alive
 from .steps import Rep, Teardown, measurement_steps
 from .steps import render as render_steps
 
@@ -71,6 +74,45 @@ def repetitions(lab: Lab, opts: RunOptions) -> int:
             raise LabInputError("command line", "--reps", "must be at least 1")
         return opts.reps
     return lab.experiment.quick.repetitions if opts.quick else lab.experiment.repetitions
+
+
+#: a run directory being made: <lab>/.staging-<run-id>-<pid>, renamed to <run-id> once
+#: its manifest is in it. A dot name: never a run, never `latest`, removed by the next
+#: run once its creator is dead.
+_STAGING_RE = re.compile(r"^\.staging-(?P<id>[^/]+)-(?P<pid>\d+)$")
+
+
+def create_run_dir(results_root: Path, lab: str, manifest: dict[str, Any]) -> tuple[str, Path]:
+    """A new results/<lab>/<run-id>/ that exists only with its manifest.json (written
+    into a staging directory, then renamed into place), never an existing one."""
+    base = results_root / lab
+    base.mkdir(parents=True, exist_ok=True)
+    _remove_dead_staging(base)
+    while True:
+        run_id = store.new_run_id()
+        final = base / run_id
+        staging = base / f".staging-{run_id}-{os.getpid()}"
+        try:
+            staging.mkdir()
+            store.write_json(staging / "manifest.json", {**manifest, "run_id": run_id})
+            if final.exists():  # rename(2) would replace an empty directory: never reuse one
+                raise FileExistsError(final)
+            staging.rename(final)
+            manifest["run_id"] = run_id
+            return run_id, final
+        except FileExistsError:
+            shutil.rmtree(staging, ignore_errors=True)
+            continue
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+
+
+def _remove_dead_staging(base: Path) -> None:
+    for d in base.iterdir():
+        m = _STAGING_RE.match(d.name)
+        if m and d.is_dir() and not alive(int(m.group("pid"))):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
@@ -117,16 +159,17 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
     backend_cls = backends.get(opts.backend)
-    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name)
-    run_dir = _run_dir_form(run_dir, backend_cls)
+    # everything the manifest says is gathered before the run directory exists (tool
+    # versions take a while): the directory appears with its manifest, or not at all
     manifest: dict[str, Any] = {
-        "lab": lab.name, "run_id": run_id, "complete": False, "quick": opts.quick, "repetitions": reps,
+        "lab": lab.name, "run_id": None, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
     }
-    store.write_json(run_dir / "manifest.json", manifest)
+    run_id, run_dir = create_run_dir(opts.results_root, lab.name, manifest)
+    run_dir = _run_dir_form(run_dir, backend_cls)
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
                      make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog))
     records: list[dict[str, Any]] = []
