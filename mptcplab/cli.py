@@ -6,9 +6,13 @@ import argparse
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import HostNotReady, LabInputError, RunFailed
+
+if TYPE_CHECKING:
+    from .emulation.base import Emulator
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -53,7 +57,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _emulator(force: str | None):  # type: ignore[no-untyped-def]
+def _emulator(force: str | None) -> Emulator:
     """The emulator of `calibrate` (a line of network namespaces)."""
     from .emulation.hostprobe import netem_available
     from .emulation.select import select_emulator
