@@ -82,7 +82,7 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
     routes_by: RouterRoutes = "frr" if backend.router_routes == "frr" else "ip"
     plan.namespaces = [c for c in created if c.argv[:2] in _NODE_CREATORS]
     plan.links = [c for c in created if c.argv[:2] not in _NODE_CREATORS]
-    for name, node in net.nodes.items():
+    for node in net.nodes.values():
         plan.sysctls += sysctl_cmds(node)
     for name, node in net.nodes.items():
         plan.config += interface_cmds(net, name)

@@ -108,7 +108,8 @@ def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
     if flow.mptcp and spec:
         n = sum(1 for e in spec.endpoints if {"subflow", "fullmesh"} & set(e.flags))
         if n > spec.limits.subflows:
-            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints are configured")
+            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints "
+                       "are configured")
         srv = body.nodes[flow.server].mptcp
         if srv is None or srv.limits.subflows < n:
             have = srv.limits.subflows if srv else "default"
