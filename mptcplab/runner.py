@@ -18,6 +18,8 @@ import pandas as pd
 
 from .analysis import CaptureFile, analyze_flow
 from .analysis import FlowSpec as AnalysisSpec
+from .analysis.labspec import backup_paths, path_rates, signal_paths
+from .analysis.verdict import transfer_failure
 from .capture import capture_file_name
 from .lab.loader import ScenarioRun
 from .lab.network import Network
@@ -88,7 +90,8 @@ class Measured:
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
     """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
-    whose client address is a subflow/fullmesh endpoint."""
+    whose client address is a subflow/fullmesh endpoint and paths that reach an address
+    the server announces (analysis/labspec.signal_paths)."""
     by_ep = {ep: label for label, ep in body.paths.items()}
     out = []
     if flow.bind and flow.bind in by_ep:
@@ -98,6 +101,8 @@ def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str,
         for e in spec.endpoints:
             if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
                 out.append(by_ep[e.address])
+    # addresses the server announces (ADD_ADDR) draw a subflow on the path that reaches them
+    out += [p for p in signal_paths(body, net, flow) if p not in out]
     return tuple(out)
 
 
@@ -163,7 +168,8 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
-                        direction=flow.direction)
+                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server),
+                        backup_paths=backup_paths(body, flow))
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
     fa = analyze_flow(caps, spec, workers=job.workers)
     fa.timeseries.to_csv(out / "timeseries.csv", index=False)
@@ -175,6 +181,12 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
             warnings.append("MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)")
         elif fa.fallback:
             warnings.append("MPTCP fell back to TCP during the connection")
+    failed = transfer_failure(iperf.error, iperf.goodput_mbps, clients[job.measured].get("rc"))
+    if failed is not None:
+        # a transfer that failed verifies nothing, whatever the capture shows
+        fa.verified = False
+        fa.findings.insert(0, failed)
+        warnings.append(failed.message)
     warnings += fa.diagnostics
     warnings += getattr(fa, "warnings", [])
     if flow.mptcp and not fa.verified:
@@ -196,6 +208,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "subflows": subflows,
         "add_addrs": fa.add_addrs,
         "warnings": warnings,
+        "findings": [f.to_dict() for f in fa.findings],
         "calibration_ok": all(c["ok"] for c in job.calibration),
         "other_flows_goodput_mbps": others,
         "analysis_seconds": round(fa.analysis_seconds, 3),

@@ -13,8 +13,6 @@ APT_PACKAGES=(
   build-essential pkg-config libnetfilter-queue-dev libmnl-dev
   git ca-certificates
 )
-WITH_TEST=0
-[ "${1:-}" = "--test" ] && WITH_TEST=1
 
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: run as root (namespaces, tc and nftables need it)" >&2
@@ -37,28 +35,29 @@ fi
 make -s -C native
 
 # The venv uses the distribution's python3 (3.11 on Debian 12, 3.12 on Ubuntu 24.04).
+# Every Python package comes from requirements.lock (pinned, with hashes: scripts/lock.sh
+# regenerates it from pyproject.toml), the build backend from requirements-build.lock; pip
+# installs those exact bytes or fails. The engine itself is installed editable, without
+# dependencies, so nothing is resolved at install time.
 PY=/usr/bin/python3
 stamp=.venv/.mptcplab-stamp
 # the venv belongs to one Python: /vagrant is shared between a host and the VM
 pyver="$("$PY" -c 'import sys; print("%d.%d" % sys.version_info[:2])')"
-hash="$(sha256sum pyproject.toml | cut -c1-16)-py$pyver"
+hash="$(cat pyproject.toml requirements.lock requirements-build.lock | sha256sum | cut -c1-16)-py$pyver"
 if [ -x .venv/bin/python ] && [ "$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$pyver" ]; then
   rm -rf .venv
 fi
-have="$(cat "$stamp" 2>/dev/null || true)"
-# a venv with the test extras serves lab runs too; a lab venv gains them for tests
-if [ -x .venv/bin/python ] && { [ "$have" = "$hash-test1" ] || { [ "$WITH_TEST" = 0 ] && [ "$have" = "$hash-test0" ]; }; }; then
-  exit 0
-fi
+# --test is accepted for compatibility: the lock holds the test tools too, one environment
+[ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null || true)" = "$hash" ] && exit 0
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 log=$(mktemp)
-extras=""
-[ "$WITH_TEST" = 1 ] && extras="[test]"
-if ! { .venv/bin/pip install -q --upgrade pip && .venv/bin/pip install -q -e ".$extras"; } >"$log" 2>&1; then
+if ! { .venv/bin/pip install -q --require-hashes --no-deps -r requirements-build.lock \
+       && .venv/bin/pip install -q --require-hashes --no-deps -r requirements.lock \
+       && .venv/bin/pip install -q --no-deps --no-build-isolation -e . ; } >"$log" 2>&1; then
   cat "$log" >&2
   rm -f "$log"
   echo "bootstrap: installing the Python environment failed" >&2
   exit 1
 fi
 rm -f "$log"
-echo "$hash-test$WITH_TEST" > "$stamp"
+echo "$hash" > "$stamp"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from . import diagnose
+from . import contribution, diagnose
 from .flows import (
     dss_missing,
     find_subflows,
@@ -21,7 +21,7 @@ from .flows import (
     orient_tcp,
     pick_data_connection,
 )
-from .model import CaptureFile, FlowAnalysis, FlowSpec, SubflowResult
+from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
 from .tshark import extract
 
@@ -60,10 +60,11 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     seen_ips = set(pk["ip_src"].unique()) | set(pk["ip_dst"].unique())
 
     if cid is None:
+        none = Finding("no-connection", f"no TCP connection to port {spec.server_port} in the captures "
+                                        f"({', '.join(points) or 'no capture points'})")
         return FlowAnalysis(
             mptcp_negotiated=False, fallback=spec.mptcp, verified=False, subflows=[], add_addrs=[],
-            diagnostics=[f"no TCP connection to port {spec.server_port} in the captures "
-                         f"({', '.join(points) or 'no capture points'})"],
+            diagnostics=[none.message], findings=[none],
             timeseries=_empty_ts(), icmp_events=pd.DataFrame(columns=ICMP_COLUMNS),
             packets=len(pk), analysis_seconds=0.0, connections=0,
         )
@@ -108,17 +109,20 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
             first_data_t=n["first_data_t"], last_data_t=n["last_data_t"],
             syn_attempts=s.syn_attempts, rst=s.rst_t is not None,
             kind=s.kind, point=s.point, acked_bytes=n["acked_bytes"], syn_answered=s.synack_seen,
+            last_ack_advance_t=n["last_ack_advance_t"],
         ))
+    contribution.assess(results, spec)
 
     add_addrs: list[str] = []
     for s in conn:
         add_addrs += [a for a in s.add_addrs if a not in add_addrs]
     others = [s for c, ss in conns.items() if c != cid for s in ss]
 
-    diags = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0)
+    findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0)
+    findings += diagnose.removal_lines(spec, conn)
     plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
-                                     negotiated=negotiated)
-    diags += plines
+                                     negotiated=negotiated, fallback=fallback)
+    findings += plines
     if spec.mptcp:
         verified = negotiated and not fallback and ok >= set(spec.expected_paths)
     else:
@@ -131,7 +135,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
            + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else ""))
     return FlowAnalysis(
         mptcp_negotiated=negotiated, fallback=fallback, verified=verified,
-        subflows=results, add_addrs=add_addrs, diagnostics=diags,
+        subflows=results, add_addrs=add_addrs, diagnostics=[f.message for f in findings],
+        findings=findings,
         timeseries=timeseries(t, conn, paths, upload, t0, bin_s),
         icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
         t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,

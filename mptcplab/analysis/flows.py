@@ -59,6 +59,10 @@ class Subflow:
     rst_reason: int | None = None       # MP_TCPRST reason of the server side's first RST
     mp_fail_t: float | None = None
     add_addrs: list[str] = field(default_factory=list)
+    #: point -> whether the client's first SYN there carried an MPTCP option
+    syn_mp_at: dict[str, bool] = field(default_factory=dict)
+    #: point -> whether the client's first segment after the SYN/ACK (the third ACK) did
+    ack_mp_at: dict[str, bool] = field(default_factory=dict)
     payload: int = 0                # both directions, at the chosen point
     conn: str = ""                  # connection id
 
@@ -138,7 +142,7 @@ def _first_int(s: str, base: int = 10) -> int | None:
         return None
 
 
-def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray) -> None:
+def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -> None:
     """Fill handshake facts from one point's rows of this subflow (merged over points)."""
     flags = t["flags"].to_numpy()[idx]
     fc = t["from_client"].to_numpy()[idx]
@@ -152,6 +156,7 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray) -> None:
     sf.syn_attempts = max(sf.syn_attempts, n_syn)
     if n_syn:
         i0 = np.flatnonzero(syn)[0]
+        sf.syn_mp_at[point] = bool(mp[i0] & ((1 << MP_CAPABLE) | (1 << MP_JOIN)))
         t_syn = float(times[i0])
         sf.syn_first_t = t_syn if sf.syn_first_t is None else min(sf.syn_first_t, t_syn)
         if mp[i0] & (1 << MP_CAPABLE):
@@ -180,6 +185,8 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray) -> None:
         if after.any():
             sf.client_acked = True
             first = np.flatnonzero(after)[0]
+            if n_syn:
+                sf.ack_mp_at[point] = bool(mp[first] & ((1 << MP_CAPABLE) | (1 << MP_JOIN)))
             if mp[first] & (1 << MP_CAPABLE):
                 sf.third_ack_mpc = True
             fourth = ~fc & ~is_syn & ((flags & RST) == 0) & (times >= times[first])
@@ -250,8 +257,8 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
 
     for sf in subs.values():
         sf.point = max(sf.rows, key=lambda p: score(sf, p))
-        for idx in sf.rows.values():
-            _handshake(sf, t, idx)
+        for p, idx in sf.rows.items():
+            _handshake(sf, t, idx, p)
         sf.payload = int(tlen[sf.rows[sf.point]].sum())
     return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
 
@@ -303,3 +310,16 @@ def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[int, i
         return 0, 0, False
     bare = (mp & ((1 << DSS) | (1 << MP_CAPABLE))) == 0
     return n, int(bare.sum()), bool(bare[-10:].all())
+
+
+def option_removed(sf: Subflow) -> list[tuple[str, list[str], list[str]]]:
+    """Handshake segments seen with an MPTCP option at some capture points and without it at
+    others: (which segment, points with, points without). The same segment losing its
+    option between two points was rewritten on the path between them (a middlebox)."""
+    out = []
+    for what, seen in (("SYN", sf.syn_mp_at), ("third ACK", sf.ack_mp_at)):
+        with_ = sorted(p for p, v in seen.items() if v)
+        without = sorted(p for p, v in seen.items() if not v)
+        if with_ and without:
+            out.append((what, with_, without))
+    return out

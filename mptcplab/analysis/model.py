@@ -24,6 +24,24 @@ class CaptureFile:
 
 
 @dataclass(frozen=True)
+class Finding:
+    """One problem the evidence shows. ``code`` is stable (tests, typed results and the report
+    may match on it); ``message`` is the one line printed; ``evidence`` holds the numbers."""
+
+    code: str
+    message: str
+    path: str | None = None
+    evidence: dict[str, Any] = field(default_factory=dict)
+
+    def __str__(self) -> str:
+        return self.message
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "path": self.path, "message": self.message,
+                "evidence": dict(self.evidence)}
+
+
+@dataclass(frozen=True)
 class FlowSpec:
     """What the run was meant to do: the analysis checks the capture against it."""
 
@@ -37,6 +55,12 @@ class FlowSpec:
     mptcp: bool
     #: upload: client -> server carries the data
     direction: Literal["upload", "download"] = "upload"
+    #: path label -> configured bottleneck rate (bit/s) of the path in the data direction,
+    #: where the lab configures one; used for the expected share (see contribution.py)
+    path_rates_bps: dict[str, float] = field(default_factory=dict)
+    #: expected paths whose subflow is a backup (MPTCP "backup" flag): it must be
+    #: established but by design may carry nothing while the other paths work
+    backup_paths: tuple[str, ...] = ()
 
 
 @dataclass
@@ -80,6 +104,13 @@ class SubflowResult:
     acked_bytes: int | None = None
     #: SYN/ACK seen in reply to our SYN (with MP_JOIN for a join)
     syn_answered: bool = False
+    #: when the receiver's cumulative ACK on this subflow last advanced (s from t0)
+    last_ack_advance_t: float | None = None
+    #: the share of the connection's acknowledged bytes this path would carry at its
+    #: configured rate (None: rates not configured for every expected path)
+    expected_share: float | None = None
+    #: the subflow contributed to the transfer by the rule in contribution.py
+    contributed: bool = False
 
     @property
     def name(self) -> str:
@@ -109,8 +140,9 @@ class FlowAnalysis:
     mptcp_negotiated: bool
     #: MPTCP requested but not negotiated, or fallback after (MP_FAIL / data without DSS)
     fallback: bool
-    #: MPTCP: negotiated and every expected path has an established subflow that carried
-    #: data; TCP: the connection was seen carrying data
+    #: MPTCP: negotiated, no fallback, and every expected path has an established subflow
+    #: that contributed to the transfer (contribution.py; a backup path: established);
+    #: TCP: the connection was seen carrying data
     verified: bool
     subflows: list[SubflowResult]
     #: ADD_ADDR addresses seen on the data connection
@@ -133,6 +165,8 @@ class FlowAnalysis:
     data_connection: str = ""
     #: problems that did not stop the analysis (a capture cut short, a subflow on no known path)
     warnings: list[str] = field(default_factory=list)
+    #: the diagnostics with their stable codes and evidence (diagnostics = their messages)
+    findings: list[Finding] = field(default_factory=list)
 
     def subflows_on(self, path: str) -> list[SubflowResult]:
         return [s for s in self.subflows if s.path == path]
@@ -147,4 +181,5 @@ class FlowAnalysis:
             "warnings": list(self.warnings), "packets": self.packets,
             "analysis_seconds": self.analysis_seconds, "t0_epoch": self.t0_epoch,
             "connections": self.connections, "data_connection": self.data_connection,
+            "findings": [f.to_dict() for f in self.findings],
         }

@@ -47,7 +47,8 @@ def subflow_numbers(t: pd.DataFrame, sf: Subflow, upload: bool, t0: float) -> di
     times = t["t"].to_numpy()
     out: dict = {"bytes": 0, "retrans_bytes": 0, "retransmissions": 0, "segments": 0,
                  "median_seg": None, "max_seg": None, "max_frame": None,
-                 "first_data_t": None, "last_data_t": None, "acked_bytes": None}
+                 "first_data_t": None, "last_data_t": None, "acked_bytes": None,
+                 "last_ack_advance_t": None}
     if len(d):
         lens = ip_len[d]
         lens = lens[~np.isnan(lens)]
@@ -81,11 +82,18 @@ def subflow_numbers(t: pd.DataFrame, sf: Subflow, upload: bool, t0: float) -> di
     })
     if len(back):
         acks = t["ack"].to_numpy()[back]
-        acks = acks[~np.isnan(acks)]
+        have = ~np.isnan(acks)
+        acks = acks[have]
         if len(acks):
             arel = unwrap32(acks, seq[0])
             # cap at the highest byte sent: a FIN also takes one sequence number
-            out["acked_bytes"] = int(max(0, min(int(arel.max()), int(end.max())) - lo))
+            top = min(int(arel.max()), int(end.max()))
+            out["acked_bytes"] = int(max(0, top - lo))
+            # the first ACK that reached the final cumulative value: after it the
+            # subflow delivered nothing more
+            if top > lo:
+                first_top = int(np.flatnonzero(arel >= top)[0])
+                out["last_ack_advance_t"] = float(times[back][have][first_top] - t0)
     return out
 
 

@@ -110,12 +110,46 @@ class MptcpNode(Strict):
     path_manager: Literal["kernel", "userspace"] | None = None
 
 
+class _MiddleboxBase(Strict):
+    iface: str | None = Field(default=None, pattern=IFACE_RE,
+                              description="only packets arriving on this interface of the router")
+
+
+class DropMpJoin(_MiddleboxBase):
+    """Drops SYNs carrying MP_JOIN: the join never forms."""
+
+    kind: Literal["drop-mp-join"]
+
+
+class StripMptcpSyn(_MiddleboxBase):
+    """Removes the MPTCP option (TCP option kind 30) from SYN and SYN/ACK segments."""
+
+    kind: Literal["strip-mptcp-syn"]
+
+
+class StripMptcpData(_MiddleboxBase):
+    """Removes the MPTCP option from every segment without SYN (third ACK, data, ACKs)."""
+
+    kind: Literal["strip-mptcp-data"]
+
+
+Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData, Field(discriminator="kind")]
+
+
 class NodeSpec(Strict):
     role: Literal["host", "router"]
     sysctls: dict[str, str | int] = {}
     mptcp: MptcpNode | None = None
     drop_icmp_frag_needed: bool = Field(
         default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
+    middlebox: list[Middlebox] = Field(
+        default=[], description="what this router does to forwarded MPTCP segments (nftables)")
+
+    @model_validator(mode="after")
+    def _middlebox_on_router(self) -> NodeSpec:
+        if self.middlebox and self.role != "router":
+            raise ValueError("middlebox: only a router forwards segments (role: router)")
+        return self
 
 
 class Addressing(Strict):

@@ -57,6 +57,7 @@ class Scenario:
     server_mptcp: bool | None = None  # None: like the client; False: plain TCP server
     reverse: bool = False            # iperf3 -R: the server sends (download)
     extra_points: list[str] = field(default_factory=list)  # e.g. ["rb:eth1"]
+    quota_b: str | None = None       # rb forwards this much from 10.0.2.2, then drops
     note: str = ""
 
 
@@ -69,6 +70,9 @@ SCENARIOS = {
                  note="as mptcp_pmtud but iperf3 -R: ra sends the frag-needed to the server"),
         Scenario("mptcp_blackhole", blackhole=True, duration=4,
                  note="as mptcp_pmtud but rb drops its own ICMP frag-needed (PMTUD black hole)"),
+        Scenario("mptcp_b_starved", quota_b="40 kbytes", duration=4,
+                 note="as mptcp_pmtud but rb drops everything from 10.0.2.2 after its first "
+                      "40 kB: B's subflow delivers a little at the start, then nothing"),
         Scenario("tcp", mptcp=False, endpoint=False, note="plain TCP over path A"),
         Scenario("mptcp_join_blocked", block_join="drop", duration=4,
                  note="MPTCP, rb drops every SYN from 10.0.2.2: the join never forms"),
@@ -166,6 +170,9 @@ class Lab:
         if sc.block_join:
             self.nft("rb", "bj", "chain joins {\n type filter hook forward priority 0;\n"
                                  f" ip saddr 10.0.2.2 tcp flags syn / syn,ack {verdict[sc.block_join]}\n}}")
+        if sc.quota_b:
+            self.nft("rb", "qb", "chain starve {\n type filter hook forward priority 0;\n"
+                                 f" ip saddr 10.0.2.2 quota over {sc.quota_b} drop\n}}")
 
     def nft(self, node: str, table: str, body: str) -> None:
         # nft's one-line syntax is picky about "; }": write the table out on lines instead

@@ -267,3 +267,37 @@ def test_to_dict_is_json_ready():
     for key in ("src", "dst", "bytes", "share", "median_seg", "max_seg", "icmp_frag_needed",
                 "name", "carried_data", "path"):
         assert key in row
+
+
+# --- a subflow that delivered a little, then nothing (made with an nft quota on rb) -------
+
+def test_starved_subflow_is_not_verified():
+    """rb forwarded the first 40 kB from 10.0.2.2, then dropped everything: B's join
+    delivered ~38 kB at the start of a 4 s transfer and then only retransmitted. The old
+    rule (any acknowledged byte) called this verified; it is not a multipath result."""
+    r = run("mptcp_b_starved")
+    a, b = by_path(r, "A"), by_path(r, "B")
+    assert r.mptcp_negotiated and not r.fallback
+    assert b.established and b.carried_data and 0 < (b.acked_bytes or 0) < 60_000
+    assert a.contributed and not b.contributed and not r.verified
+    assert [f.code for f in r.findings] == ["weak-subflow"]
+    ev = r.findings[0].evidence
+    assert ev["acked_bytes"] == b.acked_bytes and ev["share"] < 0.01
+    # its ACKs stopped in the first tenth of the transfer, though it kept (re)sending
+    assert ev["last_ack_advance_t"] < 0.1 * (a.last_ack_advance_t or 0) < (b.last_data_t or 0)
+
+
+def test_starved_subflow_with_configured_rates():
+    """The same capture with both paths' rates known (20 Mbit/s each): B was expected to
+    carry half and carried 0.4%."""
+    s = FlowSpec(server_ip="10.0.3.2", server_port=5201, paths=PATHS, expected_paths=("A", "B"),
+                 mptcp=True, path_rates_bps={"A": 20e6, "B": 20e6})
+    r = analyze_flow(caps("mptcp_b_starved"), s)
+    b = by_path(r, "B")
+    assert b.expected_share == 0.5 and not b.contributed and not r.verified
+    assert "expected share 0.500" in r.findings[0].message
+
+
+def test_healthy_paths_contribute():
+    r = run("mptcp_pmtud")
+    assert all(s.contributed for s in r.subflows) and r.findings == []

@@ -57,6 +57,27 @@ def mpc_connection(t0: float, cport: int, client_key: int, server_key: int, isn:
     return rows
 
 
+def join_data(t0: float, cport: int, n: int, ln: int, dt: float, cip: str = "10.0.2.2",
+              seq: int = 10) -> list[dict]:
+    """Data segments on an established join (after the handshake rows below), each acked."""
+    rows = []
+    for i in range(n):
+        t = t0 + i * dt
+        rows.append(pkt(t, cip, cport, SRV, 5201, ACK, tlen=ln, seq=seq + i * ln, ack=4, mp="2"))
+        rows.append(pkt(t + 0.0005, SRV, 5201, cip, cport, ACK, seq=4, ack=seq + (i + 1) * ln, mp="2"))
+    return rows
+
+
+def join_handshake(t: float, cport: int, key: int, cip: str = "10.0.2.2") -> list[dict]:
+    tok = str(tokens_of_key(key)[0])
+    return [
+        pkt(t, cip, cport, SRV, 5201, SYN, seq=9, mp="1", recvtok=tok),
+        pkt(t + 0.001, SRV, 5201, cip, cport, SYN | ACK, seq=3, ack=10, mp="1"),
+        pkt(t + 0.002, cip, cport, SRV, 5201, ACK, seq=10, ack=4, mp="1"),
+        pkt(t + 0.003, SRV, 5201, cip, cport, ACK, seq=4, ack=10, mp="2"),
+    ]
+
+
 def test_unwrap32_across_the_wrap():
     seq = np.array([2**32 - 100, 2**32 - 50, 10, 60, 2**32 - 50], dtype=float)
     assert list(unwrap32(seq, 2**32 - 100)) == [0, 50, 110, 160, 50]
@@ -107,11 +128,10 @@ def test_join_is_matched_to_its_connection_by_token():
             pkt(0.202, "10.0.2.2", cport, SRV, 5201, ACK, seq=10, ack=4, mp="1"),
             pkt(0.203, SRV, 5201, "10.0.2.2", cport, ACK, seq=4, ack=10, mp="2"),
         ]
-    rows.append(pkt(0.3, "10.0.2.2", 41002, SRV, 5201, ACK, tlen=500, seq=10, ack=4, mp="2"))
-    rows.append(pkt(0.301, SRV, 5201, "10.0.2.2", 41002, ACK, seq=4, ack=510, mp="2"))
+    rows += join_data(0.3, 41002, n=20, ln=1448, dt=0.01)
     r = analyze_packets(table(rows), ["p"], SPEC)
     assert r.connections == 2 and r.mptcp_negotiated and r.verified
-    assert [(s.path, s.sport, s.bytes) for s in r.subflows] == [("A", 40002, 50_000), ("B", 41002, 500)]
+    assert [(s.path, s.sport, s.bytes) for s in r.subflows] == [("A", 40002, 50_000), ("B", 41002, 28_960)]
     assert sum(s.share for s in r.subflows) == pytest.approx(1.0)
     # the time origin is the data connection's SYN
     assert r.t0_epoch == 0.1
@@ -170,3 +190,95 @@ def test_unanswered_tcp_syn_gives_one_line():
     r = analyze_packets(table(rows), ["p"], spec)
     assert not r.verified and r.subflows[0].syn_attempts == 3 and not r.subflows[0].established
     assert r.diagnostics == ["path A: SYN from 10.0.1.2 sent 3 times, never answered"]
+
+
+# --- "carried data" means "contributed to the transfer" (contribution.py) ----------------
+
+KEY = 2222
+
+
+def two_paths(b_segs: int, b_len: int, b_dt: float, a_segs: int = 400, a_len: int = 1448,
+              a_dt: float = 0.005, b_start: float = 0.05) -> list[dict]:
+    """Path A: an MP_CAPABLE connection carrying a_segs segments over a_segs*a_dt seconds;
+    path B: a join carrying b_segs segments of b_len bytes b_dt apart from b_start."""
+    rows = mpc_connection(0.0, 40002, 6, KEY, isn=5000,
+                          segs=[(i * a_len, a_len) for i in range(a_segs)])
+    # mpc_connection spaces segments 10 ms apart; respace them
+    for i, r in enumerate(x for x in rows if x["t"] >= 0.01):
+        r["t"] = 0.01 + (i // 2) * a_dt + (i % 2) * 0.0005
+    rows += join_handshake(b_start - 0.01, 41002, KEY)
+    if b_segs:
+        rows += join_data(b_start, 41002, n=b_segs, ln=b_len, dt=b_dt)
+    return rows
+
+
+def codes(r) -> list[str]:
+    return [f.code for f in r.findings]
+
+
+def test_blackhole_probing_case_is_not_verified():
+    """The observed failure: path B's join delivered one 1,024-byte segment, path A the rest.
+    The old rule (any acknowledged byte) called that verified."""
+    r = analyze_packets(table(two_paths(b_segs=1, b_len=1024, b_dt=0.01)), ["p"], SPEC)
+    b = r.subflows_on("B")[0]
+    assert b.established and b.carried_data and b.acked_bytes == 1024
+    assert not b.contributed and not r.verified
+    assert codes(r) == ["weak-subflow"]
+    f = r.findings[0]
+    assert f.path == "B" and f.evidence["acked_bytes"] == 1024
+    assert f.evidence["share"] == pytest.approx(1024 / (1024 + 400 * 1448))
+    assert f.evidence["first_data_t"] is not None and f.evidence["last_ack_advance_t"] is not None
+    assert "1024 bytes acknowledged" in f.message and "floor of 10 full segments" in f.message
+
+
+def test_slow_path_with_one_percent_share_counts_by_configured_rates():
+    """4 Mbit/s beside 400 Mbit/s: B is expected to carry ~1% and carries ~1%: verified."""
+    rows = two_paths(b_segs=12, b_len=1448, b_dt=0.15, a_segs=1200, a_dt=0.0015)
+    spec = FlowSpec(SRV, 5201, SPEC.paths, ("A", "B"), True, "upload",
+                    path_rates_bps={"A": 400e6, "B": 4e6})
+    r = analyze_packets(table(rows), ["p"], spec)
+    b = r.subflows_on("B")[0]
+    assert b.share == pytest.approx(12 / 1212)
+    assert b.expected_share == pytest.approx(4 / 404)
+    assert b.contributed and r.verified and r.findings == []
+
+
+def test_volume_floor_holds_even_for_a_slow_path():
+    spec = FlowSpec(SRV, 5201, SPEC.paths, ("A", "B"), True, "upload",
+                    path_rates_bps={"A": 400e6, "B": 4e6})
+    r = analyze_packets(table(two_paths(b_segs=3, b_len=1448, b_dt=0.5)), ["p"], spec)
+    assert not r.verified and codes(r) == ["weak-subflow"]
+
+
+def test_share_rule_flags_a_starved_path_with_known_rates():
+    """Equal rates: B expected ~50%; 15 segments out of ~400 is below a tenth of that."""
+    spec = FlowSpec(SRV, 5201, SPEC.paths, ("A", "B"), True, "upload",
+                    path_rates_bps={"A": 20e6, "B": 20e6})
+    r = analyze_packets(table(two_paths(b_segs=15, b_len=1448, b_dt=0.13)), ["p"], spec)
+    b = r.subflows_on("B")[0]
+    assert b.expected_share == pytest.approx(0.5) and not b.contributed and not r.verified
+    assert "expected share 0.500" in r.findings[0].message
+
+
+def test_without_rates_a_slow_path_delivering_all_along_counts():
+    """No rates configured: 15 segments spread over the whole 2 s transfer: verified."""
+    r = analyze_packets(table(two_paths(b_segs=15, b_len=1448, b_dt=0.13)), ["p"], SPEC)
+    assert r.subflows_on("B")[0].contributed and r.verified
+
+
+def test_without_rates_a_burst_then_stall_does_not_count():
+    """No rates: 15 segments in the first 0.15 s of a 2 s transfer, then nothing acked."""
+    r = analyze_packets(table(two_paths(b_segs=15, b_len=1448, b_dt=0.01)), ["p"], SPEC)
+    b = r.subflows_on("B")[0]
+    assert b.carried_data and not b.contributed and not r.verified
+    assert codes(r) == ["weak-subflow"] and "advanced over less than 0.2" in r.findings[0].message
+
+
+def test_backup_path_needs_only_to_be_established():
+    spec = FlowSpec(SRV, 5201, SPEC.paths, ("A", "B"), True, "upload", backup_paths=("B",))
+    r = analyze_packets(table(two_paths(b_segs=0, b_len=0, b_dt=0.0)), ["p"], spec)
+    b = r.subflows_on("B")[0]
+    assert b.established and b.bytes == 0 and r.verified
+    # the same run without the backup flag is not multipath
+    r2 = analyze_packets(table(two_paths(b_segs=0, b_len=0, b_dt=0.0)), ["p"], SPEC)
+    assert not r2.verified and codes(r2) == ["no-data"]

@@ -1,0 +1,101 @@
+"""Did a subflow contribute to the transfer? The rule behind "MPTCP verified".
+
+An established subflow that got a few bytes through is not a multipath result: a PMTUD black
+hole can let one probe-sized segment through and then nothing for 20 s (observed: 1,024 bytes
+acknowledged out of 240 MB, share 0.0005). A slow path beside a fast one is a multipath result
+even at a 1% share (4 Mbit/s beside 400 Mbit/s). So the rule compares what a subflow delivered
+with what its path could be expected to deliver, not with a fixed share:
+
+* delivered = the highest cumulative ACK the receiver sent on the subflow (bytes that arrived),
+  or the bytes sent when the capture shows no ACK in that direction;
+* floor: delivered >= MIN_SEGMENTS full-sized segments (of 1448 bytes, Ethernet's MSS with
+  timestamps) - less than that is a handshake's worth of probing, not a transfer;
+* where the lab configures a rate on every expected path: delivered >= MIN_FAIR_FRACTION of
+  the path's expected bytes, i.e. of (its rate / the sum of the expected paths' rates) x the
+  connection's delivered bytes. A 4 Mbit/s path beside a 400 Mbit/s one is expected to carry
+  ~1% and must carry >= 0.1%; the black-hole case above carries 0.0004% of an expected 50%;
+* otherwise (rates unknown, so no expected share): the receiver's ACKs on the subflow kept
+  advancing over >= MIN_SPAN_FRACTION of the transfer (first data byte of the connection to its
+  last acknowledged byte): a subflow that delivered a burst at the start and then stalled
+  fails, a slow one that delivered all along passes, whatever its volume.
+
+A backup subflow (MPTCP "backup" flag) by design carries nothing while the other paths work:
+it counts when it is established. The thresholds are deliberately loose (a tenth of the fair
+share, a fifth of the time): the rule separates "carried part of the transfer" from "carried
+next to nothing", and it is not a performance verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from .model import FlowSpec, SubflowResult
+
+MIN_SEGMENTS = 10
+FULL_SEGMENT = 1448
+MIN_FAIR_FRACTION = 0.1
+MIN_SPAN_FRACTION = 0.2
+
+
+def delivered(r: SubflowResult) -> int:
+    """Bytes that arrived on the subflow (bytes sent when no ACK was captured)."""
+    return r.bytes if r.acked_bytes is None else r.acked_bytes
+
+
+def delivery_end(r: SubflowResult) -> float | None:
+    return r.last_ack_advance_t if r.last_ack_advance_t is not None else r.last_data_t
+
+
+def transfer_span(results: Sequence[SubflowResult]) -> tuple[float, float] | None:
+    """(first data byte, last acknowledged byte) of the connection, seconds from t0."""
+    starts = [r.first_data_t for r in results if r.first_data_t is not None]
+    ends = [e for r in results if (e := delivery_end(r)) is not None]
+    if not starts or not ends:
+        return None
+    return min(starts), max(ends)
+
+
+def expected_shares(spec: FlowSpec) -> dict[str, float]:
+    """Path -> expected share from the configured rates; empty unless every non-backup
+    expected path has a rate."""
+    paths = [p for p in spec.expected_paths if p not in spec.backup_paths]
+    rates = {p: spec.path_rates_bps.get(p) for p in paths}
+    if not paths or any(not r for r in rates.values()):
+        return {}
+    total = sum(r for r in rates.values() if r)
+    return {p: r / total for p, r in rates.items() if r}
+
+
+def assess(results: Sequence[SubflowResult], spec: FlowSpec) -> None:
+    """Set ``expected_share`` and ``contributed`` on every subflow of the data connection."""
+    total = sum(delivered(r) for r in results)
+    shares = expected_shares(spec)
+    span = transfer_span(results)
+    for r in results:
+        got = delivered(r)
+        r.expected_share = shares.get(r.path) if r.path is not None else None
+        if got < MIN_SEGMENTS * FULL_SEGMENT or r.bytes <= 0:
+            r.contributed = False
+        elif r.expected_share is not None:
+            r.contributed = got >= MIN_FAIR_FRACTION * r.expected_share * total
+        elif span is not None and r.first_data_t is not None and (end := delivery_end(r)) is not None:
+            length = span[1] - span[0]
+            r.contributed = length <= 0 or (end - r.first_data_t) >= MIN_SPAN_FRACTION * length
+        else:
+            r.contributed = True   # no times at all: the volume floor is all there is
+
+
+def shortfall(r: SubflowResult, results: Sequence[SubflowResult]) -> str:
+    """Why ``r`` did not count, in words, with the numbers."""
+    got = delivered(r)
+    total = sum(delivered(x) for x in results)
+    if got < MIN_SEGMENTS * FULL_SEGMENT:
+        return f"below the floor of {MIN_SEGMENTS} full segments ({MIN_SEGMENTS * FULL_SEGMENT} bytes)"
+    if r.expected_share is not None:
+        return (f"below {MIN_FAIR_FRACTION:g} of its expected share {r.expected_share:.3f} "
+                f"(at least {int(MIN_FAIR_FRACTION * r.expected_share * total)} bytes)")
+    span = transfer_span(results)
+    if span is not None:
+        return (f"its ACKs advanced over less than {MIN_SPAN_FRACTION:g} of the transfer "
+                f"({span[1] - span[0]:.3f} s)")
+    return "rule not met"

@@ -1,0 +1,96 @@
+"""What the lab says the analysis should expect of a flow: path rates and backup paths.
+
+Pure functions over the derived Network (lab/network.py), so the runner's ``analyse`` stays a
+caller: the rule that uses them is in contribution.py.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address, IPv4Network
+
+from ..emulation.linkmodel import Endpoint
+from ..lab.network import Link, Network
+from ..lab.schema import ExperimentBody, Flow
+
+_MAX_HOPS = 64
+
+
+def _route_dev(net: Network, node: str, dst: IPv4Address) -> str | None:
+    """The interface a node's main table sends ``dst`` out of (longest prefix wins)."""
+    best: tuple[int, str] | None = None
+    for r in net.nodes[node].routes:
+        if r.table is not None:
+            continue
+        prefix = r.dst or IPv4Network("0.0.0.0/0")
+        if dst in prefix and (best is None or prefix.prefixlen > best[0]):
+            best = (prefix.prefixlen, r.dev)
+    return best[1] if best else None
+
+
+def path_links(net: Network, start: Endpoint, dst: IPv4Address) -> list[Link] | None:
+    """The links a packet from ``start`` (a client interface) crosses to ``dst``: the
+    start's own link, then each router's connected subnet or main-table route. None when
+    the walk leaves the network or loops (the path cannot reach ``dst``)."""
+    link = net.link_of(start)
+    out = [link]
+    ep = link.other(start)
+    for _ in range(_MAX_HOPS):
+        if link.addr(ep).ip == dst or any(lk.addr(e).ip == dst for e, lk in net.interfaces(ep.node)):
+            return out
+        if net.nodes[ep.node].role != "router":
+            return None
+        ifaces = net.interfaces(ep.node)
+        nxt = next(((e, lk) for e, lk in ifaces if dst in lk.subnet), None)
+        if nxt is None:
+            dev = _route_dev(net, ep.node, dst)
+            nxt = next(((e, lk) for e, lk in ifaces if e.iface == dev), None)
+        if nxt is None or nxt[1] in out:
+            return None
+        e, link = nxt
+        out.append(link)
+        ep = link.other(e)
+    return None
+
+
+def path_rates(body: ExperimentBody, net: Network, server: str) -> dict[str, float]:
+    """Path label -> the lowest configured rate on its links to the server (bit/s), to
+    the first of the server's addresses the path reaches (a multi-homed server may be
+    reachable on each path by another address); paths with no rate on any link, or that
+    reach none of the server's addresses, are left out."""
+    targets = [lk.addr(e).ip for e, lk in net.interfaces(server)]
+    out: dict[str, float] = {}
+    for label, ep in body.paths.items():
+        links = next((ls for dst in targets if (ls := path_links(net, Endpoint.parse(ep), dst))), None)
+        rates = [lk.shape.rate_bps for lk in links or [] if lk.shape.rate_bps]
+        if rates:
+            out[label] = float(min(rates))
+    return out
+
+
+def backup_paths(body: ExperimentBody, flow: Flow) -> tuple[str, ...]:
+    """Paths whose client endpoint carries the MPTCP backup flag."""
+    spec = body.nodes[flow.client].mptcp
+    if not flow.mptcp or spec is None:
+        return ()
+    by_ep = {ep: label for label, ep in body.paths.items()}
+    return tuple(by_ep[e.address] for e in spec.endpoints if "backup" in e.flags and e.address in by_ep)
+
+
+def signal_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
+    """Paths that should carry a subflow to an address the server announces (its `signal`
+    endpoints, ADD_ADDR), when the client accepts announcements: for each announced address,
+    the first path (in the lab's order) whose client interface reaches it. Without client
+    fullmesh endpoints the kernel opens that subflow from the address routing picks for it,
+    which on a lab network is the interface of the path that reaches it."""
+    cli, srv = body.nodes[flow.client].mptcp, body.nodes[flow.server].mptcp
+    if not flow.mptcp or cli is None or srv is None or cli.limits.add_addr_accepted < 1:
+        return ()
+    out: list[str] = []
+    for e in srv.endpoints:
+        if "signal" not in e.flags:
+            continue
+        dst = net.address(e.address)
+        label = next((lb for lb, ep in body.paths.items() if path_links(net, Endpoint.parse(ep), dst)), None)
+        if label is not None and label not in out:
+            out.append(label)
+    return tuple(out)

@@ -1,0 +1,61 @@
+"""Small labs written by the integration tests (one YAML pair per test module) and the helpers
+that run them once and read the per-scenario records."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from mptcplab.cli import main
+
+
+def netns() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def write_lab(root: Path, name: str, topology: dict[str, Any], experiment: dict[str, Any]) -> Path:
+    lab = root / name
+    lab.mkdir(parents=True)
+    (lab / "topology.clab.yml").write_text(yaml.safe_dump({"name": name, "topology": topology}, sort_keys=False))
+    (lab / "experiment.yml").write_text(yaml.safe_dump(experiment, sort_keys=False))
+    return lab
+
+
+def created_namespaces(run_dir: Path) -> set[str]:
+    """The namespaces the run's command logs say it created (other runs on this machine
+    create theirs at the same time, so a before/after listing would blame them on us)."""
+    out = set()
+    for log in run_dir.glob("scenarios/*/rep*/commands.log"):
+        for line in log.read_text().splitlines():
+            words = line.split()
+            if words[:3] == ["ip", "netns", "add"] and len(words) > 3:
+                out.add(words[3])
+    return out
+
+
+def run_quick(lab: Path, results: Path, *extra: str) -> tuple[int, dict[str, Any]]:
+    """One quick run; asserts nothing was left behind; returns (exit status, summary)."""
+    rc = main(["run", str(lab), "--quick", "--results", str(results), *extra])
+    runs = sorted((results / lab.name).glob("2*/summary.json"))
+    assert runs, f"no summary written (exit {rc})"
+    made = created_namespaces(runs[-1].parent)
+    assert made, "no namespace in the command logs: the check below would prove nothing"
+    assert made & netns() == set(), f"the run left namespaces behind: {made & netns()}"
+    return rc, json.loads(runs[-1].read_text())
+
+
+def by_name(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {s["name"]: s for s in summary["scenarios"]}
+
+
+def codes(rec: dict[str, Any]) -> list[str]:
+    return [f["code"] for f in rec.get("findings", [])]
+
+
+def on_path(rec: dict[str, Any], path: str) -> list[dict[str, Any]]:
+    return [s for s in rec["subflows"] if s["path"] == path]
