@@ -27,9 +27,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .emulation.base import Daemon
-
 HostArgv = Callable[[str, Sequence[str]], list[str]]
+
+
+@dataclass(frozen=True)
+class Daemon:
+    """A long-running process a run needs (a link's delay line): started and waited
+    for before traffic, stopped after. Described by emulation/, run here."""
+
+    node: str
+    argv: tuple[str, ...]
+    name: str  # e.g. "delayline ra:eth1<-client:eth1"
+    ready_marker: str = "ready"
+    stats_path: str | None = None
 
 class DaemonError(RuntimeError):
     """A daemon a link needs is not doing its job; the run must fail."""

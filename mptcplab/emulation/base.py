@@ -22,26 +22,15 @@ is mptcplab/supervise.py's.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ..commands import Cmd
 from ..errors import HostNotReady
+from ..supervise import Daemon  # what a link's helper process is: the supervisor's notion
 from .linkmodel import DirectedLink
 
 EMULATOR_NAMES = ("netem", "nfqueue")
-
-
-@dataclass(frozen=True)
-class Daemon:
-    """A long-running process a link needs (started before traffic, stopped after)."""
-
-    node: str
-    argv: tuple[str, ...]
-    name: str  # e.g. "delayline ra:eth1<-client:eth1"
-    ready_marker: str = "ready"
-    stats_path: str | None = None
 
 
 class Emulator(Protocol):
@@ -84,3 +73,6 @@ def delayline_binary(must_exist: bool = True) -> Path:
             f"`make -C {repo_root() / 'native'}` (needs gcc, pkg-config, libnetfilter-queue-dev, libmnl-dev)"
         )
     return path
+
+
+__all__ = ["EMULATOR_NAMES", "Daemon", "Emulator", "delayline_binary", "repo_root"]
