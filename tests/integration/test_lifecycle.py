@@ -43,12 +43,14 @@ def test_dry_run_prints_commands_and_runs_none(tmp_path: Path) -> None:
     assert not (tmp_path / "r").exists()
 
 
-def _wait_for_namespaces(pid: int, timeout: float = 20) -> set[str]:
+def _wait_for_namespaces(p: subprocess.Popen[bytes], timeout: float = 90) -> set[str]:
     """The namespaces of the run with this PID, once they exist: found through its
     ownership record, not by comparing namespace lists, which other runs on a shared
-    host change at the same time."""
+    host change at the same time. The timeout is an upper bound for a busy shared host
+    (start-up asks every tool for its version), not a timing assertion."""
+    pid = p.pid
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    while time.monotonic() < deadline and p.poll() is None:
         for f in runstate.STATE_DIR.glob("mpl*.json"):
             try:
                 data = json.loads(f.read_text())
@@ -59,7 +61,7 @@ def _wait_for_namespaces(pid: int, timeout: float = 20) -> set[str]:
                 if owned <= netns():
                     return owned
         time.sleep(0.1)
-    raise AssertionError("the run never created its namespaces")
+    raise AssertionError(f"the run never created its namespaces (exit status {p.poll()})")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -68,7 +70,7 @@ def test_interrupt_tears_down_and_keeps_incomplete_run(tmp_path: Path, sig: int)
     p = subprocess.Popen([*MPTCPLAB, "run", "labs/mtu", "--quick", "--scenario", "mptcp-bottleneck",
                           "--results", str(results)], cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        owned = _wait_for_namespaces(p.pid)
+        owned = _wait_for_namespaces(p)
         time.sleep(1.0)
         p.send_signal(sig)
         p.wait(timeout=30)
@@ -89,7 +91,7 @@ def test_clean_removes_what_a_killed_run_left(tmp_path: Path) -> None:
                           "--results", str(tmp_path / "r")], cwd=REPO,
                          stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     try:
-        left = _wait_for_namespaces(p.pid)
+        left = _wait_for_namespaces(p)
         time.sleep(1.0)
         os.killpg(p.pid, signal.SIGKILL)  # no handler runs: namespaces stay
         p.wait(timeout=10)
