@@ -10,14 +10,27 @@ delay lines over the bytes they carried forward).
 
 ``--combos`` measures the link combinations `mptcplab calibrate` must pass.
 
+``--papers`` measures issue 13's links instead, with tcpdump on both ends: 400 Mbit/s
+at 2, 100 and 200 ms one way, 1 Gbit/s at 1 ms, and two 400 Mbit/s lines at once
+(2 ms and 200 ms, one TCP flow each, concurrently: the emulation load of the
+asymmetric paper's S3, though not one MPTCP connection). Each link is measured with
+every ``--binary`` given (``tag=path``; default: the one mptcplab would use), so a
+delay line can be compared with an older build; ``--paced`` adds, per binary, the
+delay line doing rate and queue itself instead of tbf (``rate_in_delayline``). Slow start is omitted as calibrate
+does (``calibrate.tcp_timing``). Rows say the host load; numbers from a busy host
+are not the emulator's.
+
 Usage (root):
   .venv/bin/python bench/emulation_bench.py [--rates 100,200,400,800,1000] [--delays 1,20]
       [--capture both|on|off] [--seconds 3] [--combos] [--only-combos] [--json out.json]
+  .venv/bin/python bench/emulation_bench.py --papers [--paced] [--json out.json]
+      [--binary old=/tmp/old/mptcplab-delayline --binary new=native/build/mptcplab-delayline]
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import os
 import re
@@ -28,9 +41,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from mptcplab.calibrate import tcp_timing
 from mptcplab.emulation.backend import Emulator, netem_available, select_emulator
 from mptcplab.emulation.linkmodel import LinkShape
-from mptcplab.emulation.nfqueue import delayline_problems
+from mptcplab.emulation.nfqueue import NfqueueEmulator, delayline_problems
 from mptcplab.emulation.supervise import Supervisor
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
 
@@ -53,7 +67,8 @@ def start_captures(line: TwoNodeLine, wd: Path) -> list[tuple[subprocess.Popen[s
     for n in ("a", "b"):
         path = wd / f"cap-{line.prefix}-{n}.pcap"
         # as mptcplab/capture.py does: headers only, 16 MiB kernel buffer
-        p = line.popen(n, "tcpdump", "-i", "eth0", "-n", "-s", "128", "-B", "16384", "-w", str(path), "tcp", "or", "icmp")
+        p = line.popen(n, "tcpdump", "-i", "eth0", "-n", "-s", "128", "-B", "16384", "-w", str(path),
+                       "tcp", "or", "icmp")
         caps.append((p, path))
     time.sleep(0.5)  # tcpdump needs a moment before it captures
     return caps
@@ -71,12 +86,17 @@ def stop_captures(caps: list[tuple[subprocess.Popen[str], Path]]) -> int:
     return dropped
 
 
+PAPERS = [("400mbit", "2ms"), ("400mbit", "100ms"), ("400mbit", "200ms"), ("1gbit", "1ms")]
+TWO_PATHS = [("400mbit", "2ms"), ("400mbit", "200ms")]
+
+
 def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bool, seconds: float,
             omit: float, wd: Path) -> dict[str, Any]:
     shape = LinkShape.parse(rate=rate, delay=delay, queue=buffer)
     assert shape.rate_bps
     bdp = shape.rate_bps / 8 * 2 * shape.delay_s
-    row: dict[str, Any] = {"backend": em.name, "rate": rate, "delay": delay, "buffer": buffer, "capture": capture}
+    row: dict[str, Any] = {"backend": em.name, "rate": rate, "delay": delay, "buffer": buffer, "capture": capture,
+                           "load_before": os.getloadavg()[0]}
     with TwoNodeLine(mtu=1500) as line, Supervisor(line.host_argv, wd / "logs") as sup:
         line.apply(em, shape, shape, wd, sup)
         line.tcp_buffers(int(max(4 * bdp, 6 * 2**20)))  # >= 2 x BDP, as calibrate does
@@ -109,6 +129,10 @@ def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bo
             "lateness_p99_us": max(s["lateness_us"]["p99"] for s in stats.values() if s),
             "lateness_max_us": max(s["lateness_us"]["max"] for s in stats.values() if s),
         })
+    row["load_after"] = os.getloadavg()[0]
+    if fwd:
+        row["lateness_p99_us_by_line"] = {name: s["lateness_us"]["p99"] for name, s in stats.items() if s}
+    row["delaylines"] = {name: s for name, s in stats.items() if s}
     # the delay lines must also have kept time and lost nothing themselves
     row["problems"] = [f"{name}: {p}" for name, s in stats.items() if s for p in delayline_problems(s)]
     row["ok"] = bool(row["rtt_ok"] and row["goodput_ok"] and not row["problems"])
@@ -117,14 +141,40 @@ def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bo
 
 def fmt(row: dict[str, Any]) -> str:
     cpu = row.get("cpu_pct_core_per_mbps")
-    return (f"{row['backend']:7} {row['rate']:>8} {row['delay']:>5} buf={str(row['buffer']):5} "
+    return (f"{row.get('tag', row['backend']):7} {row['rate']:>8} {row['delay']:>5} buf={str(row['buffer']):5} "
             f"cap={'on ' if row['capture'] else 'off'} rtt min/avg {row['rtt_min_ms']:.3f}/{row['rtt_avg_ms']:.3f} "
             f"(want {row['rtt_want_ms']:.1f}) goodput {row['goodput_mbps']:.1f} Mbit/s "
             f"({100 * row['goodput_ratio']:.1f}%) retr={row['retransmits']} "
             f"cpu={'-' if cpu is None else f'{cpu:.3f}%core/Mbps'} "
             f"late_p99={row.get('lateness_p99_us', '-')}us enobufs={row.get('enobufs', '-')} "
-            f"capdrops={row.get('capture_drops')} {'OK' if row['ok'] else 'FAIL'}"
+            f"capdrops={row.get('capture_drops')} load={row['load_before']:.1f}->{row['load_after']:.1f} "
+            f"{'OK' if row['ok'] else 'FAIL'}"
             + (f" ({'; '.join(row['problems'])})" if row["problems"] else ""))
+
+
+def papers(variants: list[tuple[str, Path | None, bool]], seconds: float, wd: Path) -> list[dict[str, Any]]:
+    """Issue 13's links, each with every variant in turn (interleaved, so a change
+    in host load hits all alike), then the two paths at once."""
+    rows = []
+    for rate, delay in PAPERS:
+        for tag, binary, paced in variants:
+            em = NfqueueEmulator(binary=binary, rate_in_delayline=paced)
+            omit, dur = tcp_timing(LinkShape.parse(rate=rate, delay=delay), 1500, seconds)
+            row = {**measure(em, rate, delay, None, True, dur, omit, wd), "kind": "papers", "tag": tag}
+            rows.append(row)
+            print(fmt(row), flush=True)
+    for tag, binary, paced in variants:
+        em = NfqueueEmulator(binary=binary, rate_in_delayline=paced)
+        with concurrent.futures.ThreadPoolExecutor(len(TWO_PATHS)) as ex:
+            futs = []
+            for rate, delay in TWO_PATHS:
+                omit, dur = tcp_timing(LinkShape.parse(rate=rate, delay=delay), 1500, seconds)
+                futs.append(ex.submit(measure, em, rate, delay, None, True, dur, omit, wd))
+            for f in futs:
+                row = {**f.result(), "kind": "two-paths", "tag": tag}
+                rows.append(row)
+                print("two paths at once: " + fmt(row), flush=True)
+    return rows
 
 
 def main() -> int:
@@ -136,6 +186,10 @@ def main() -> int:
     ap.add_argument("--combos", action="store_true", help="also the calibrate acceptance combos")
     ap.add_argument("--only-combos", action="store_true")
     ap.add_argument("--json", type=Path, help="write all rows here")
+    ap.add_argument("--papers", action="store_true", help="issue 13's links only (see above)")
+    ap.add_argument("--paced", action="store_true", help="with --papers: also rate and queue in the delay line")
+    ap.add_argument("--binary", action="append", default=[], metavar="TAG=PATH",
+                    help="delay line build to measure with --papers (repeatable)")
     a = ap.parse_args()
     if os.geteuid() != 0:
         print("needs root (network namespaces)", file=sys.stderr)
@@ -150,6 +204,14 @@ def main() -> int:
     rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="mptcplab-bench-") as tmp:
         wd = Path(tmp)
+        if a.papers:
+            binaries: list[tuple[str, Path | None]] = [
+                (b.split("=", 1)[0], Path(b.split("=", 1)[1]).resolve()) for b in a.binary] or [("nfqueue", None)]
+            variants = [(tag, b, False) for tag, b in binaries]
+            if a.paced:
+                variants += [(tag + "+paced", b, True) for tag, b in binaries]
+            rows = papers(variants, max(a.seconds, 5), wd)
+            backends = []
         for em in backends:
             if a.combos or a.only_combos:
                 for rate, delay, buf in COMBOS:

@@ -8,21 +8,26 @@ the same validation, plan, backend and emulation as every lab run.
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from .backends.netns import NetnsBackend, clean
+from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
 from .emulation.backend import Emulator
-from .emulation.linkmodel import LinkShape
+from .emulation.linkmodel import LinkShape, QueueLimit
+from .emulation.nfqueue import delayline_problems, max_lateness_p99_us
 from .emulation.supervise import Supervisor
 from .errors import LabInputError
+from .lab.limits import tbf_problem
 from .lab.loader import ScenarioRun, _validate
-from .lab.schema import ClabTopology, ExperimentBody
+from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, ExperimentBody
 from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
 from .plan import bring_up, build_plan
 from .units import UnitError, parse_fraction, parse_rate, parse_time
@@ -39,11 +44,13 @@ class CalibrateRequest:
     buffer: str | None = None
     mtu: int = 1500
     seconds: float = 5.0
+    capture: bool = False
 
 
 def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkShape]:
     for opt, parse, val in (("--rate", parse_rate, req.rate), ("--delay", parse_time, req.delay),
-                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss)):
+                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss),
+                            ("--buffer", QueueLimit.parse, req.buffer)):
         if val is not None:
             try:
                 parse(val)
@@ -51,8 +58,8 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
                 raise LabInputError(CLI, opt, str(e)) from None
     if not 68 <= req.mtu <= 65535:
         raise LabInputError(CLI, "--mtu", f"must be between 68 and 65535, got {req.mtu}")
-    if req.seconds < 2:
-        raise LabInputError(CLI, "--seconds", "must be at least 2")
+    if not 2 <= req.seconds <= IPERF3_MAX_SECONDS:
+        raise LabInputError(CLI, "--seconds", f"must be between 2 and {IPERF3_MAX_SECONDS} (iperf3's limit)")
     topo = _validate(ClabTopology, {"name": "calibrate", "topology": {
         "nodes": {"a": {"kind": "linux", "image": "mptcplab/host:latest"},
                   "b": {"kind": "linux", "image": "mptcplab/host:latest"}},
@@ -65,9 +72,10 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
     if req.buffer:
         link["queue"] = req.buffer
     shape = LinkShape.parse(req.rate, req.delay, req.jitter, req.loss, req.buffer)
-    # autotuning, not iperf3 -w: -w is capped by net.core.wmem_max, which a namespace cannot raise
-    bdp = (shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s)
-    tcp_max = str(int(max(4 * bdp, 6 * 1024 * 1024)))
+    bad = tbf_problem(shape, req.mtu)  # what tc would refuse, refused before any namespace exists
+    if bad:
+        raise LabInputError(CLI, "--rate" if bad[0] == "rate" else "--buffer", bad[1])
+    tcp_max = str(tcp_buffer_max(shape))
     body = _validate(ExperimentBody, {
         "nodes": {"a": {"role": "host"}, "b": {"role": "host"}},
         "links": {"a:eth1": link},
@@ -75,6 +83,29 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
         "traffic": {"flows": {"probe": {"client": "a", "server": "b", "server_address": "b:eth1", "mptcp": False}}},
     }, Path(CLI))
     return topo, ScenarioRun("calibrate", "", body, {}), shape
+
+
+def tcp_buffer_max(shape: LinkShape) -> int:
+    """Largest TCP socket buffer autotuning may grow to in the check's namespaces:
+    4 x the bandwidth-delay product (data in flight, plus what the receiver holds
+    before the application reads it), at least 6 MiB. Autotuning, not iperf3 -w:
+    -w sets SO_SNDBUF/SO_RCVBUF, which net.core.wmem_max/rmem_max cap, and those
+    are host-wide (a network namespace cannot raise them: EINVAL, measured);
+    net.ipv4.tcp_rmem/tcp_wmem are per namespace and are not capped by them."""
+    bdp = (shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s)
+    return int(max(4 * bdp, 6 * 1024 * 1024))
+
+
+def tcp_timing(shape: LinkShape, mtu: int, seconds: float) -> tuple[int, float]:
+    """(seconds omitted, seconds measured) of the TCP rate check. Slow start needs
+    about log2(BDP in packets / initial window) round trips to fill the link, and
+    cubic's exit from it (HyStart) a few more: 400 Mbit/s at 400 ms RTT is ~14
+    round trips, 5.6 s, so a fixed 1 s omit measured the ramp, not the link. The
+    measured part lasts at least 10 round trips."""
+    rtt = 2 * (shape.delay_s + shape.jitter_s)
+    pkts = (shape.rate_bps or 0) / 8 * rtt / max(mtu - 40, 1)
+    rounds = math.log2(max(pkts / 10, 1)) + 4
+    return max(1, math.ceil(rounds * rtt)), max(seconds, 10 * rtt)
 
 
 def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
@@ -92,18 +123,74 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
         interval = 0.01 if shape.delay_s < 0.05 else 0.02
         p = backend.run([cmd(*ping_argv(b_ip, a_ip, 50, interval), node="a", check=False)])[0]
         checks += rtt_checks(shape, p.stdout)
-        checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, req.seconds)))
-        if shape.loss > 0:
-            lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
-            checks.append(loss_check(shape, lost, total))
+        omit, measure = tcp_timing(shape, req.mtu, req.seconds)
+        log(f"TCP rate check: one cubic flow a -> b, {omit} s omitted (slow start), {measure:g} s measured; "
+            f"socket buffers autotuned up to {tcp_buffer_max(shape) / 2**20:.1f} MiB "
+            f"(net.ipv4.tcp_rmem/tcp_wmem in both namespaces; not window-limited)")
+        caps = _start_captures(backend, workdir, link) if req.capture else []
+        try:
+            checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, measure, omit)))
+            if shape.loss > 0:
+                lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
+                checks.append(loss_check(shape, lost, total))
+        finally:
+            cap_stats = _stop_captures(backend, caps)
+        if req.capture:
+            dropped = sum(c.get("dropped", 0) for c in cap_stats)
+            log("captures (tcpdump on both ends): " + "; ".join(
+                f"{c.get('captured', '?')} packets captured, {c.get('dropped', '?')} dropped by kernel"
+                for c in cap_stats))
+            checks.append(Check("capture_drops", 0, dropped, "0", dropped == 0))
         supervisor.check()
         stats = supervisor.stop_all()
         for name, st in (stats or {}).items():
             log(f"delay line {name}: {json.dumps(st)}")
+            if st:
+                checks += delayline_checks(name, st)
     finally:
         supervisor.close()
         backend.destroy()
     return all(c.ok for c in checks), checks
+
+
+def delayline_checks(name: str, st: dict[str, Any]) -> list[Check]:
+    """A delay line must keep time (lateness p99 within what its delay allows) and
+    lose nothing of its own, or the link measured is not the link configured."""
+    direction = name.split()[-1]  # "b:eth1<-a:eth1"
+    allowed = max_lateness_p99_us(st.get("delay_us"))
+    p99 = st.get("lateness_us", {}).get("p99")
+    out = [Check(f"late_p99_us {direction.split(':')[0]}", allowed, p99, f"<= {allowed:.0f} us",
+                 p99 is not None and p99 <= allowed)]
+    drops = [p for p in delayline_problems(st) if "lateness" not in p]
+    if drops:
+        out.append(Check(f"dl_drops {direction.split(':')[0]}", 0, len(drops), "0: " + "; ".join(drops), False))
+    return out
+
+
+def _start_captures(backend: NetnsBackend, workdir: Path, link: Any) -> list[tuple[subprocess.Popen[bytes], Path]]:
+    """tcpdump at both ends, as a lab captures (capture.py: headers, 16 MiB buffer)."""
+    caps = []
+    for node in ("a", "b"):
+        cc = capture_command(CapturePoint(point=f"{node}:eth1"), workdir)
+        caps.append((backend.spawn(node, list(cc.argv), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE), cc.path))
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline and not all(path.exists() for _, path in caps):
+        time.sleep(0.05)  # tcpdump creates the file once it captures
+    return caps
+
+
+def _stop_captures(backend: NetnsBackend, caps: list[tuple[subprocess.Popen[bytes], Path]]) -> list[dict[str, int]]:
+    out = []
+    for proc, path in caps:
+        backend.signal(proc, signal.SIGINT)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            _, err = proc.communicate()
+        out.append(parse_tcpdump_stats(err.decode(errors="replace")))
+        path.unlink(missing_ok=True)
+    return out
 
 
 def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | None:
@@ -124,10 +211,10 @@ def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | No
         srv.wait(timeout=5)
 
 
-def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float) -> float | None:
-    # -O 1: the first second (slow start) is not the link's steady-state rate
+def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float, omit: int = 1) -> float | None:
+    # -O: slow start is not the link's steady-state rate (tcp_timing)
     # cubic, whatever the host's default: the link, not the algorithm, is measured
-    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", "1",
+    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", str(omit),
                             "-C", "cubic", "-J"])
     try:
         return data["end"]["sum_received"]["bits_per_second"] / 1e6 if data else None

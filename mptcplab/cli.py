@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -35,6 +36,8 @@ def _parser() -> argparse.ArgumentParser:
 
     v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
     v.add_argument("lab")
+    v.add_argument("--host", action="store_true",
+                   help="also check what only this host can answer (congestion controls, schedulers, sysctls)")
 
     c = sub.add_parser("clean", help="remove namespaces, containers and processes left by killed runs")
     c.add_argument("--all", action="store_true", help="also those of runs still alive")
@@ -51,6 +54,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--mtu", type=int, default=1500)
     k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
     k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    k.add_argument("--capture", action="store_true", help="tcpdump on both ends while measuring, as labs capture")
+    k.add_argument("--rate-in-delayline", action="store_true",
+                   help="nfqueue: the delay line does rate and queue instead of tbf (see emulation/nfqueue.py)")
 
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
@@ -70,13 +76,16 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .doctor import checks, lab_needs
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
+    from .preflight import check as preflight
 
     lab = load_lab(a.lab)
+    unsupported(lab)
+    scenarios = select_scenarios(lab, a.scenario)
+    # what only the host can answer, before anything is created (dry runs included)
+    preflight(lab, scenarios, results_root=a.results, dry_run=a.dry_run)
     backend = backends.resolve(a.backend, a.dry_run)
     opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,
                       calibrate=not a.no_calibrate, backend=backend.name)
-    unsupported(lab)
-    scenarios = select_scenarios(lab, opts.scenarios)
     repetitions(lab, opts)
     emulator = backend.choose_emulator(a.emulation, scenarios, a.dry_run)
     if a.dry_run:
@@ -102,9 +111,16 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 def cmd_validate(a: argparse.Namespace) -> int:
     from .lab.loader import load_lab, unsupported
+    from .lab.reach import join_warnings
 
     lab = load_lab(a.lab)
     unsupported(lab)
+    if a.host:
+        from .preflight import check as preflight
+
+        preflight(lab, lab.scenarios, dry_run=True)
+    for w in join_warnings(lab):
+        print(f"mptcplab: {w}", file=sys.stderr)
     print(f"{lab.path}: ok: lab {lab.name}, {len(lab.topology.topology.nodes)} nodes, "
           f"{len(lab.topology.topology.links)} links, {len(lab.scenarios)} scenarios:")
     for s in lab.scenarios:
@@ -113,6 +129,8 @@ def cmd_validate(a: argparse.Namespace) -> int:
 
 
 def cmd_clean(a: argparse.Namespace) -> int:
+    if os.geteuid() != 0:
+        raise HostNotReady("clean removes network namespaces and processes of runs: run as root")
     from . import backends
 
     for name in backends.names():
@@ -124,14 +142,14 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 def cmd_doctor(a: argparse.Namespace) -> int:
     from .doctor import checks, lab_needs, render
+    from .lab.loader import load_lab
 
+    lab = load_lab(a.lab) if a.lab else None  # a bad lab fails in one line, before the host table
     items = checks()
     print(render(items))
     problems = [f"{i.name}: {i.fix}" for i in items if i.required and not i.ok]
-    if a.lab:
-        from .lab.loader import load_lab
-
-        problems = lab_needs(load_lab(a.lab), items)
+    if lab is not None:
+        problems = lab_needs(lab, items)
     if problems:
         print("\nlabs cannot run here until fixed:\n  " + "\n  ".join(problems))
         return 1
@@ -143,14 +161,21 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     from .calibrate import CalibrateRequest, calibrate, render
 
     req = CalibrateRequest(rate=a.rate, delay=a.delay, jitter=a.jitter, loss=a.loss, buffer=a.buffer, mtu=a.mtu,
-                           seconds=a.seconds)
+                           seconds=a.seconds, capture=a.capture)
     from .calibrate import _line_lab
 
     _line_lab(req)  # validate before anything is created
+    if os.geteuid() != 0:
+        raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
     em = _emulator(a.backend)
+    if a.rate_in_delayline:
+        if em.name != "nfqueue":
+            raise LabInputError("command line", "--rate-in-delayline", "needs the nfqueue emulation backend")
+        em.rate_in_delayline = True
     print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"
           + (f", jitter {a.jitter}" if a.jitter else "") + (f", loss {a.loss}" if a.loss else "")
-          + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}")
+          + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}"
+          + (" (rate and queue in the delay line, no tbf)" if a.rate_in_delayline else ""))
     with tempfile.TemporaryDirectory(prefix="mptcplab-cal-") as wd:
         ok, checks = calibrate(req, em, Path(wd))
     print(render(checks))
@@ -161,7 +186,16 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
 def cmd_report(a: argparse.Namespace) -> int:
     from .results.report import write_report
 
-    print(write_report(a.run_dir))
+    d: Path = a.run_dir
+    if not d.exists():
+        raise LabInputError("command line", "RUN_DIR", f"{d} does not exist")
+    if not d.is_dir() or not (d / "summary.json").is_file():
+        raise LabInputError("command line", "RUN_DIR", f"{d} is not a run directory (no summary.json; "
+                            "give results/<lab>/<run-id> or results/<lab>/latest)")
+    try:
+        print(write_report(d))
+    except ValueError as e:  # json's JSONDecodeError: a damaged summary.json or manifest.json
+        raise LabInputError("command line", "RUN_DIR", f"{d} has a damaged JSON file: {e}") from None
     return 0
 
 
@@ -180,6 +214,21 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailed as e:
         print(f"mptcplab: run failed: {e}", file=sys.stderr)
         return 1
+    except OSError as e:
+        # last resort: whatever a subcommand did not foresee is one line, not a traceback
+        if os.environ.get("MPTCPLAB_DEBUG") == "1":
+            raise
+        return _os_error(e)
+
+
+def _os_error(e: OSError) -> int:
+    what = e.strerror or str(e) or type(e).__name__
+    where = f": {e.filename}" if e.filename else ""
+    if isinstance(e, PermissionError):
+        print(f"mptcplab: host not ready: {what}{where} (run as root?)", file=sys.stderr)
+        return 3
+    print(f"mptcplab: error: {what}{where} (MPTCPLAB_DEBUG=1 shows where)", file=sys.stderr)
+    return 1
 
 
 if __name__ == "__main__":

@@ -12,6 +12,9 @@ class LabInputError(Exception):
     exit_status = 2
 
     def __init__(self, file: str, field: str, problem: str) -> None:
+        # one line, whatever a parser or a lab file put in the text
+        file, field, problem = (" ".join(str(x).split()) if "\n" in str(x) or "\r" in str(x) else x
+                                for x in (file, field, problem))
         self.file = file
         self.field = field
         self.problem = problem

@@ -292,7 +292,5 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
-    s = build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
-                      facts["platform"], timing)
-    s["repetitions"] = reps
-    return s
+    return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
+                         facts["platform"], timing, repetitions_per_scenario=reps)

@@ -26,6 +26,7 @@ from .lab.network import Network
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
+from .results.model import Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measurement_steps
 from .supervise import Supervisor
 from .traffic import read_iperf3
@@ -215,7 +216,9 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "packets": fa.packets,
         **job.extra,
     }
-    (out / "rep.json").write_text(json.dumps(record, indent=2, default=str))
+    # the result model is the contract (docs/results-format.md): a record it cannot read fails here
+    rep = Repetition.model_validate(record)
+    (out / "rep.json").write_text(json.dumps(rep.model_dump(), indent=2, default=str))
     return record
 
 

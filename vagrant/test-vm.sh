@@ -172,7 +172,9 @@ lab() {
 }
 
 results() {
-  python3 vagrant/check-vm-results.py results/mtu/latest "$(cat "$logs/vm-kernel")"
+  # read through the engine's result model: the project's virtual environment
+  [ -x .venv/bin/python ] || scripts/bootstrap.sh
+  .venv/bin/python vagrant/check-vm-results.py results/mtu/latest "$(cat "$logs/vm-kernel")"
 }
 
 destroy() {

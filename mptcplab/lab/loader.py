@@ -74,18 +74,83 @@ def _first_error(e: ValidationError) -> tuple[str, str]:
     return _loc(loc), msg
 
 
+#: lab files are a few KiB; anything this large is a mistake or an attack on the parser
+MAX_FILE_BYTES = 1 << 20
+#: nesting deeper than any lab needs; PyYAML composes recursively and would overflow the stack
+MAX_DEPTH = 64
+#: expanded scenarios (override x sweep product) one lab may define
+MAX_SCENARIOS = 1000
+
+
+class _LabYamlError(Exception):
+    def __init__(self, line: int | None, problem: str) -> None:
+        super().__init__(problem)
+        self.line = line
+        self.problem = problem
+
+
+#: libyaml when PyYAML has it: the pure-Python parser takes ~0.1 s per lab file
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def _screen(text: str) -> None:
+    """Refuse what a lab file never needs and an attacker would use, from the event
+    stream, before anything is built: anchors and aliases (a "billion laughs" document
+    expands exponentially in memory and in validation), nesting deeper than MAX_DEPTH,
+    and duplicate mapping keys (which YAML would otherwise resolve to the last one)."""
+    # per open collection: its keys seen (None for a sequence) and whether the next node is a key
+    stack: list[tuple[set[str] | None, list[bool]]] = []
+    for ev in yaml.parse(text, Loader=_Loader):
+        line = ev.start_mark.line + 1 if ev.start_mark else None
+        if isinstance(ev, yaml.AliasEvent):
+            raise _LabYamlError(line, "YAML aliases (*name) are not allowed in lab files")
+        if isinstance(ev, (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            if ev.anchor is not None:
+                raise _LabYamlError(line, "YAML anchors (&name) are not allowed in lab files")
+            keys = stack[-1][0] if stack else None
+            if keys is not None:
+                is_key = stack[-1][1]
+                if is_key[0] and isinstance(ev, yaml.ScalarEvent):
+                    if ev.value in keys:
+                        raise _LabYamlError(line, f"duplicate key {ev.value!r}")
+                    keys.add(ev.value)
+                is_key[0] = not is_key[0]
+            if isinstance(ev, yaml.MappingStartEvent):
+                stack.append((set(), [True]))
+            elif isinstance(ev, yaml.SequenceStartEvent):
+                stack.append((None, [False]))
+            if len(stack) > MAX_DEPTH:
+                raise _LabYamlError(line, f"nested deeper than {MAX_DEPTH} levels")
+        elif isinstance(ev, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            stack.pop()
+
+
 def read_yaml(path: Path) -> Any:
     try:
-        text = path.read_text()
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise LabInputError(str(path), "", f"file is {size} bytes; lab files are limited to {MAX_FILE_BYTES}")
+        raw = path.read_bytes()
     except FileNotFoundError:
         raise LabInputError(str(path), "", "file not found") from None
+    except OSError as e:
+        raise LabInputError(str(path), "", f"cannot read: {e.strerror or e}") from None
     try:
-        data = yaml.safe_load(text)
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise LabInputError(str(path), "", f"not UTF-8 text (byte {e.start})") from None
+    try:
+        _screen(text)
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506 - a safe loader (C or Python)
+    except _LabYamlError as e:
+        raise LabInputError(str(path), f"line {e.line}" if e.line else "", e.problem) from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark else ""
         problem = getattr(e, "problem", None) or str(e).splitlines()[0]
         raise LabInputError(str(path), where, f"invalid YAML: {problem}") from None
+    except RecursionError:
+        raise LabInputError(str(path), "", f"nested deeper than {MAX_DEPTH} levels") from None
     if not isinstance(data, dict):
         raise LabInputError(str(path), "", "expected a mapping at the top level")
     return data
@@ -129,6 +194,12 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
     runs: list[ScenarioRun] = []
     names: set[str] = set()
     for i, sc in enumerate(exp.scenarios):
+        count = 1
+        for s in sc.sweep:
+            count *= len(s.values)
+        if count + len(runs) > MAX_SCENARIOS:
+            raise LabInputError(str(file), f"scenarios[{i}].sweep", f"expands to {count + len(runs)} scenarios in all; "
+                                f"a lab may define at most {MAX_SCENARIOS}")
         merged = deep_merge(base, sc.override)
         axes = [list(zip(s.values, s.labels or [str(v) for v in s.values])) for s in sc.sweep]
         points = list(itertools.product(*axes)) if sc.sweep else [()]
@@ -183,14 +254,29 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
     for ep in body.addressing.addresses:
         if ep not in eps:
             fail(f"addressing.addresses.{ep}", "no link of topology.clab.yml has this endpoint")
+    path_of: dict[str, str] = {}
     for label, ep in body.paths.items():
         if ep not in eps:
             fail(f"paths.{label}", f"{ep!r} is not an endpoint of topology.clab.yml")
+        if ep in path_of:
+            fail(f"paths.{label}", f"{ep} is already path {path_of[ep]}")
+        path_of[ep] = label
     for name, node in body.nodes.items():
         if node.mptcp:
+            addrs: dict[str, int] = {}
+            ids: dict[int, int] = {}
             for j, e in enumerate(node.mptcp.endpoints):
                 if ":" in e.address and (e.address not in eps or not e.address.startswith(name + ":")):
                     fail(f"nodes.{name}.mptcp.endpoints[{j}].address", f"{e.address!r} is not an interface of {name}")
+                if e.address in addrs:
+                    fail(f"nodes.{name}.mptcp.endpoints[{j}].address",
+                         f"{e.address} already in endpoints[{addrs[e.address]}]")
+                addrs[e.address] = j
+                if e.id is not None:
+                    if e.id in ids:
+                        fail(f"nodes.{name}.mptcp.endpoints[{j}].id",
+                             f"id {e.id} already used by endpoints[{ids[e.id]}]")
+                    ids[e.id] = j
     for fname, flow in body.traffic.flows.items():
         for role in ("client", "server"):
             n = getattr(flow, role)
@@ -198,6 +284,8 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
                 fail(f"traffic.flows.{fname}.{role}", f"no such node {n!r}")
             elif body.nodes[n].role != "host":
                 fail(f"traffic.flows.{fname}.{role}", f"{n!r} is a router; traffic runs between hosts")
+        if flow.client == flow.server:
+            fail(f"traffic.flows.{fname}.server", f"{flow.server!r} is also the client; a flow runs between two hosts")
         if ":" in flow.server_address and (flow.server_address not in eps or not flow.server_address.startswith(flow.server + ":")):
             fail(f"traffic.flows.{fname}.server_address", f"{flow.server_address!r} is not an interface of {flow.server}")
         if flow.bind and (flow.bind not in eps or not flow.bind.startswith(flow.client + ":")):
@@ -213,9 +301,17 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
             fail(f"traffic.events[{k}].link", f"{ev.link!r} is not an endpoint of topology.clab.yml")
         if ev.src and ev.src not in body.nodes:
             fail(f"traffic.events[{k}].src", f"no such node {ev.src!r}")
+        if ev.src and ev.src in body.nodes and body.nodes[ev.src].role != "host":
+            fail(f"traffic.events[{k}].src", f"{ev.src!r} is a router; traffic runs between hosts")
+        if ev.dst_address and ":" in ev.dst_address and ev.dst_address not in eps:
+            fail(f"traffic.events[{k}].dst_address", f"{ev.dst_address!r} is not an endpoint of topology.clab.yml")
+    points: dict[str, int] = {}
     for k, cp in enumerate(body.capture):
         if cp.point not in eps:
             fail(f"capture[{k}].point", f"{cp.point!r} is not an endpoint of topology.clab.yml")
+        if cp.point in points:
+            fail(f"capture[{k}].point", f"{cp.point} is already captured by capture[{points[cp.point]}]")
+        points[cp.point] = k
 
 
 def _check_topology(topo: ClabTopology, file: Path) -> None:
@@ -280,11 +376,15 @@ def load_lab(path: str | Path) -> Lab:
     exp: Experiment = _validate(Experiment, raw, efile)
     check_references(exp, topo, efile)
     scenarios = expand_scenarios(raw, exp, topo, efile)
+    from .limits import check_network
     from .network import build_network
 
-    for sc in scenarios:  # addressing problems surface now, before anything is created
+    # addressing and link-shape problems surface now, before anything is created: those of
+    # the experiment itself without a scenario's name, then what an override or sweep changed
+    check_network(build_network(topo, exp, str(efile)), exp, str(efile))
+    for sc in scenarios:
         try:
-            build_network(topo, sc.body, str(efile))
+            check_network(build_network(topo, sc.body, str(efile)), sc.body, str(efile))
         except LabInputError as e:
             raise LabInputError(str(efile), e.field, e.problem + f" (scenario {sc.name})") from None
     published: Published | None = None

@@ -139,7 +139,8 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
             net = next(subnets)
         except StopIteration:
             raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets for {len(topo.topology.links)} links") from None
-        hosts = list(net.hosts())
+        # the first two host addresses, without listing a /8's sixteen million (net.hosts())
+        hosts = [net.network_address + 1, net.network_address + 2]
         # routers take .1, hosts .2, so the gateway address is predictable
         ra, rb = roles[a.split(":")[0]], roles[b.split(":")[0]]
         ha, hb = (hosts[1], hosts[0]) if (ra == "host" and rb == "router") else (hosts[0], hosts[1])
@@ -228,3 +229,21 @@ def _policy_routing(net: Network, node: Node) -> None:
         node.routes.append(Route(link.subnet, None, ep.iface, table))
         node.routes.append(Route(None, gw, ep.iface, table))
         node.rules.append(Rule(link.addr(ep).ip, table, POLICY_TABLE_BASE + k))
+
+
+def path_reaches(net: Network, ep: Endpoint, dst: IPv4Address) -> bool:
+    """Whether a packet from ``ep``'s address to ``dst`` gets there on ``ep``'s own path:
+    the host's per-source table sends it to the neighbour on that interface, so ``dst``
+    must be on that link, be the neighbour, or be in a subnet the neighbouring router
+    has a route to (routes exist only along paths of routers, see `_routes`)."""
+    link = net.link_of(ep)
+    if dst in link.subnet:
+        return True
+    nb = link.other(ep).node
+    if dst in {lk.addr(e).ip for e, lk in net.interfaces(nb)}:
+        return True
+    if net.nodes[nb].role != "router":
+        return False
+    if any(dst in lk.subnet for _, lk in net.interfaces(nb)):
+        return True
+    return any(r.dst is not None and dst in r.dst for r in net.nodes[nb].routes if r.table is None)

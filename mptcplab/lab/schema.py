@@ -9,16 +9,74 @@ an unknown key is an error, because a typo in a lab file must not pass silently.
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
 
 NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
 IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
+
+#: limits of the tools a lab's values end up in (iperf3 3.12's own checks, the delay line's)
+IPERF3_MAX_SECONDS = 86400
+IPERF3_MAX_WINDOW = 512 * 1024 * 1024
+IPERF3_MAX_LENGTH = 1024 * 1024
+MAX_DELAY_SECONDS = 3600.0
+
+
+# sysctls are applied inside each node's network namespace, so only net.* keys belong
+# there: any other key (kernel.*, vm.*) is global and would change the host itself.
+_SYSCTL_KEY = re.compile(r"net(?:[./][a-z0-9_-]+)+")
+# values are numbers, names and space-separated lists of them (tcp_rmem "4096 87380 6291456")
+_SYSCTL_TOKEN = r"[A-Za-z0-9_.,:/+-]+"
+_SYSCTL_VALUE = re.compile(rf"{_SYSCTL_TOKEN}(?:[ \t]{_SYSCTL_TOKEN})*")
+
+
+def _sysctl_key(k: str) -> str:
+    if len(k) > 200 or not _SYSCTL_KEY.fullmatch(k):
+        raise ValueError(f"{k!r} is not a sysctl name: net.<segment>[.<segment>...] with segments of "
+                         "a-z 0-9 _ - (only net.* sysctls belong to a node's network namespace)")
+    return k
+
+
+def _sysctl_value(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r}: write a sysctl value as a number or a string (true is not 1)")
+    if isinstance(v, str) and (len(v) > 200 or not _SYSCTL_VALUE.fullmatch(v)):
+        raise ValueError(f"{v!r} is not a sysctl value: numbers and names separated by single spaces, "
+                         "no shell metacharacters")
+    return v
+
+
+SysctlKey = Annotated[str, AfterValidator(_sysctl_key)]
+SysctlValue = Annotated[str | int, BeforeValidator(_sysctl_value)]
+Sysctls = dict[SysctlKey, SysctlValue]
+
+
+def _endpoint_ref(v: str) -> str:
+    node, sep, iface = v.partition(":")
+    if not sep or not re.fullmatch(NAME_RE, node) or not re.fullmatch(IFACE_RE, iface):
+        raise ValueError(f"{v!r} is not 'node:interface'")
+    return v
+
+
+def _address_ref(v: str) -> str:
+    if ":" in v:
+        return _endpoint_ref(v)
+    try:
+        IPv4Address(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 address") from None
+    return v
+
+
+EndpointRef = Annotated[str, AfterValidator(_endpoint_ref)]
+AddressRef = Annotated[str, AfterValidator(_address_ref)]
+#: kernel names of congestion controls and MPTCP schedulers (TCP_CA_NAME_MAX, MPTCP_SCHED_NAME_MAX: 16)
+KernelName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,14}$")]
 
 
 def _check(parser: Any, value: Any) -> Any:
@@ -39,7 +97,7 @@ class Strict(BaseModel):
 class ClabNode(BaseModel):
     model_config = ConfigDict(extra="allow", frozen=True)
     kind: Literal["linux"] = Field(description="only 'linux' nodes are supported")
-    image: str
+    image: str = Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_./:@-]{0,200}$")
 
 
 class ClabLink(BaseModel):
@@ -84,6 +142,13 @@ class LinkSpec(Strict):
     _delay = field_validator("delay", "jitter")(classmethod(lambda cls, v: _check(parse_time, v)))
     _loss = field_validator("loss")(classmethod(lambda cls, v: _check(parse_fraction, v)))
 
+    @field_validator("delay", "jitter")
+    @classmethod
+    def _delay_range(cls, v: Any) -> Any:
+        if v is not None and parse_time(v) > MAX_DELAY_SECONDS:
+            raise ValueError(f"{v!r} is longer than the {MAX_DELAY_SECONDS:g} s a delay stage can hold")
+        return v
+
     @field_validator("queue")
     @classmethod
     def _queue(cls, v: Any) -> Any:
@@ -98,7 +163,7 @@ class MptcpLimits(Strict):
 
 
 class MptcpEndpoint(Strict):
-    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
+    address: AddressRef = Field(description="'node:iface' of this node, or an IPv4 address")
     flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
     id: int | None = Field(default=None, ge=1, le=255)
 
@@ -106,7 +171,7 @@ class MptcpEndpoint(Strict):
 class MptcpNode(Strict):
     limits: MptcpLimits = MptcpLimits()
     endpoints: list[MptcpEndpoint] = []
-    scheduler: str | None = None
+    scheduler: KernelName | None = None
     path_manager: Literal["kernel", "userspace"] | None = None
 
 
@@ -138,7 +203,7 @@ Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData, Field(discrim
 
 class NodeSpec(Strict):
     role: Literal["host", "router"]
-    sysctls: dict[str, str | int] = {}
+    sysctls: Sysctls = {}
     mptcp: MptcpNode | None = None
     drop_icmp_frag_needed: bool = Field(
         default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
@@ -155,18 +220,19 @@ class NodeSpec(Strict):
 class Addressing(Strict):
     pool: IPv4Network = IPv4Network("10.0.0.0/16")
     prefixlen: int = Field(default=24, ge=8, le=30)
-    addresses: dict[str, IPv4Interface] = {}
+    addresses: dict[EndpointRef, IPv4Interface] = {}
 
 
 class Flow(Strict):
     client: Name
     server: Name
-    server_address: str = Field(description="'node:iface' of the server, or an IPv4 address")
-    bind: str | None = Field(default=None, description="client source 'node:iface' (the initial subflow's path)")
+    server_address: AddressRef = Field(description="'node:iface' of the server, or an IPv4 address")
+    bind: EndpointRef | None = Field(default=None,
+                                     description="client source 'node:iface' (the initial subflow's path)")
     mptcp: bool = True
     direction: Literal["upload", "download"] = "upload"
     duration: str | float = "10s"
-    cc: str | None = None
+    cc: KernelName | None = None
     window: str | int | None = Field(default=None, description="iperf3 -w: socket buffer size")
     length: str | int | None = Field(default=None, description="iperf3 -l: write size")
     port: int = Field(default=5201, ge=1024, le=65535)
@@ -181,6 +247,26 @@ class Flow(Strict):
     def _positive(cls, v: Any) -> Any:
         if parse_time(v) <= 0:
             raise ValueError("duration must be positive")
+        if parse_time(v) > IPERF3_MAX_SECONDS:
+            raise ValueError(f"{v!r} is longer than iperf3's limit of {IPERF3_MAX_SECONDS} s")
+        return v
+
+    @field_validator("start")
+    @classmethod
+    def _start_range(cls, v: Any) -> Any:
+        if parse_time(v) > IPERF3_MAX_SECONDS:
+            raise ValueError(f"{v!r} is later than {IPERF3_MAX_SECONDS} s")
+        return v
+
+    @field_validator("window", "length")
+    @classmethod
+    def _iperf3_sizes(cls, v: Any, info: Any) -> Any:
+        if v is None:
+            return v
+        limit = IPERF3_MAX_WINDOW if info.field_name == "window" else IPERF3_MAX_LENGTH
+        n = parse_size(v)
+        if not 1 <= n <= limit:
+            raise ValueError(f"{v!r} is outside iperf3's range 1 to {limit} bytes")
         return v
 
 
@@ -189,16 +275,16 @@ class Event(Strict):
 
     at: str | float
     action: Literal["link_down", "link_up", "set_rate", "udp_flood_start", "udp_flood_stop"]
-    link: str | None = Field(default=None, description="'node:iface' identifying the link")
+    link: EndpointRef | None = Field(default=None, description="'node:iface' identifying the link")
     rate: str | int | None = None
     src: Name | None = None
-    dst_address: str | None = None
+    dst_address: AddressRef | None = None
 
     _at = field_validator("at")(classmethod(lambda cls, v: _check(parse_time, v)))
     _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
 
     @model_validator(mode="after")
-    def _fields_for_action(self) -> "Event":
+    def _fields_for_action(self) -> Event:
         needs = {
             "link_down": ("link",), "link_up": ("link",), "set_rate": ("link", "rate"),
             "udp_flood_start": ("src", "dst_address", "rate"), "udp_flood_stop": ("src",),
@@ -215,7 +301,7 @@ class Traffic(Strict):
 
 
 class CapturePoint(Strict):
-    point: str = Field(description="'node:iface'")
+    point: EndpointRef = Field(description="'node:iface'")
     snaplen: int = Field(default=128, ge=64, le=65535)
 
 
@@ -225,6 +311,13 @@ class Probes(Strict):
 
     _t = field_validator("ss_interval")(classmethod(lambda cls, v: _check(parse_time, v)))
 
+    @field_validator("ss_interval")
+    @classmethod
+    def _positive(cls, v: Any) -> Any:
+        if v is not None and parse_time(v) <= 0:
+            raise ValueError("ss_interval must be positive")
+        return v
+
 
 class Sweep(Strict):
     path: list[str] = Field(min_length=1, description="keys into experiment.yml, e.g. [nodes, client, sysctls, net.ipv4.tcp_mtu_probing]")
@@ -232,7 +325,7 @@ class Sweep(Strict):
     labels: list[str] | None = Field(default=None, description="names of the values in scenario names (default: the values)")
 
     @model_validator(mode="after")
-    def _labels_match(self) -> "Sweep":
+    def _labels_match(self) -> Sweep:
         if self.labels is not None and len(self.labels) != len(self.values):
             raise ValueError(f"labels has {len(self.labels)} entries for {len(self.values)} values")
         return self
@@ -251,22 +344,39 @@ class Quick(Strict):
 
     _d = field_validator("duration")(classmethod(lambda cls, v: _check(parse_time, v)))
 
+    @field_validator("duration")
+    @classmethod
+    def _range(cls, v: Any) -> Any:
+        if not 0 < parse_time(v) <= IPERF3_MAX_SECONDS:
+            raise ValueError(f"duration must be positive and at most {IPERF3_MAX_SECONDS} s")
+        return v
+
 
 class Calibration(Strict):
     enabled: bool = True
     rate_check: bool = True
     rate_seconds: str | float = "2s"
 
+    _t = field_validator("rate_seconds")(classmethod(lambda cls, v: _check(parse_time, v)))
+
+    @field_validator("rate_seconds")
+    @classmethod
+    def _range(cls, v: Any) -> Any:
+        if not 0 < parse_time(v) <= 600:
+            raise ValueError("rate_seconds must be positive and at most 600 s")
+        return v
+
 
 class ExperimentBody(Strict):
     """Everything a scenario can override (scenarios themselves excluded)."""
 
     description: str = ""
-    paths: dict[str, str] = Field(default={}, description="path label -> client-side 'node:iface'")
+    paths: dict[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_-]{0,15}$")], EndpointRef] = Field(
+        default={}, description="path label -> client-side 'node:iface'")
     addressing: Addressing = Addressing()
-    sysctls: dict[str, str | int] = {}
+    sysctls: Sysctls = {}
     nodes: dict[Name, NodeSpec]
-    links: dict[str, LinkSpec] = {}
+    links: dict[EndpointRef, LinkSpec] = {}
     traffic: Traffic
     capture: list[CapturePoint] = []
     probes: Probes = Probes()
@@ -315,11 +425,68 @@ class PublishedValue(Strict):
     note: str = ""
 
 
+class Operand(Strict):
+    """The right-hand side of a comparison between scenarios: another scenario's aggregate.
+    metric and path default to the expectation's own."""
+
+    scenario: str
+    metric: Metric | None = None
+    path: str | None = None
+
+
 class Expectation(Strict):
+    """A predicate on this run's aggregates (mptcplab/results/findings.py evaluates it).
+
+    Left side: ``metric`` (of ``path``) in ``scenario``, by default the finding's scenario.
+    Without ``than`` it is compared with ``value``; with ``than`` (another scenario's
+    aggregate) it is compared with it directly, or ``by`` difference (left - right) or ratio
+    (left / right) compared with ``value``. ``tolerance`` widens ``==`` to |x - value| <=
+    tolerance (and narrows ``!=`` accordingly); the other operators take no tolerance.
+    """
+
     metric: Metric
     path: str | None = None
+    scenario: str | None = None
     op: Literal["==", "!=", "<", "<=", ">", ">="]
-    value: float
+    value: float | None = None
+    than: Operand | None = None
+    by: Literal["difference", "ratio"] | None = None
+    tolerance: float = Field(default=0.0, ge=0)
+
+    @model_validator(mode="after")
+    def _complete(self) -> Expectation:
+        if self.than is None and self.value is None:
+            raise ValueError("needs value (a constant) or than (another scenario)")
+        if self.by is not None and (self.than is None or self.value is None):
+            raise ValueError("by: difference|ratio needs both than and value")
+        if self.than is not None and self.by is None and self.value is not None:
+            raise ValueError("than without by compares two scenarios directly: value is not used (add by)")
+        if self.tolerance and self.op not in ("==", "!="):
+            raise ValueError("tolerance applies to == and != only")
+        return self
+
+
+class CaptureFact(Strict):
+    """A fact of the capture, per repetition: a subflow on ``path`` whose ``field`` equals
+    ``equals`` (or, for a list field, contains ``contains``). Holds when it is true in every
+    repetition of ``scenario`` (default: the finding's)."""
+
+    fact: Literal["established", "syn_answered", "initial", "rst", "kind", "icmp_mtus", "max_frame", "max_seg"]
+    path: str | None = None
+    scenario: str | None = None
+    equals: bool | int | str | None = None
+    contains: int | None = None
+
+    @model_validator(mode="after")
+    def _one_test(self) -> CaptureFact:
+        if (self.equals is None) == (self.contains is None):
+            raise ValueError("give exactly one of equals and contains")
+        if (self.contains is not None) != (self.fact == "icmp_mtus"):
+            raise ValueError("contains is for the list field icmp_mtus, equals for the others")
+        return self
+
+
+Check = Expectation | CaptureFact
 
 
 class Finding(Strict):
@@ -327,7 +494,28 @@ class Finding(Strict):
     scenario: str | None
     statement: str
     where: str
-    expect: Expectation | None = None
+    #: every check must hold (one, or a list read as "and")
+    expect: Check | list[Check] | None = None
+    #: why this finding cannot be measured by this lab (e.g. it needs the paper's patched kernel)
+    not_measurable: str | None = None
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> Finding:
+        if self.expect is not None and self.not_measurable is not None:
+            raise ValueError("a finding has expect or not_measurable, not both")
+        return self
+
+    @property
+    def expectations(self) -> list[Check]:
+        return [] if self.expect is None else self.expect if isinstance(self.expect, list) else [self.expect]
+
+    def scenarios_referenced(self) -> list[str]:
+        """Every scenario the finding's checks read (for the loader's reference check)."""
+        out = [self.scenario] if self.scenario else []
+        for e in self.expectations:
+            than = e.than.scenario if isinstance(e, Expectation) and e.than else None
+            out += [x for x in (e.scenario, than) if x]
+        return list(dict.fromkeys(out))
 
 
 class Published(Strict):

@@ -1,7 +1,8 @@
-"""Tables and figures drawn from a run directory (`results/<lab>/<run-id>/`).
+"""Figures drawn from a run directory (`results/<lab>/<run-id>/`).
 
-Used by the report (report.py) and by the notebooks, so everything here takes the summary
-dict or plain DataFrames and returns a DataFrame or a matplotlib Figure. Figures are built
+Used by the report (report.py) and by the notebooks, so everything here takes the result
+model (model.Summary) or plain DataFrames (tables.py, model.load_*) and returns a matplotlib
+Figure. Figures are built
 with `matplotlib.figure.Figure` rather than pyplot: no global backend state, nothing to close,
 and the same object saves to PNG headless (Agg) or displays inline in a notebook.
 
@@ -11,21 +12,19 @@ CSV files, or the published values the runner copied into the summary.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from matplotlib.figure import Figure
 
+from .model import Summary
+from .tables import aggregates_frame, path_stats, published_for, reps_frame
+
 # Fixed colours per path so every figure of a report agrees.
 PATH_COLORS: dict[str, str] = {"A": "tab:blue", "B": "tab:orange", "C": "tab:green", "D": "tab:red"}
 _OTHER_COLORS = ["tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
-
-TIMESERIES_COLUMNS = ["t", "path", "subflow", "bytes", "mbps"]
-ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path"]
 
 # ICMPv4 destination unreachable / fragmentation needed (RFC 792, RFC 1191).
 ICMP_DEST_UNREACH = 3
@@ -38,91 +37,7 @@ def path_color(path: str) -> str:
     return _OTHER_COLORS[sum(map(ord, str(path))) % len(_OTHER_COLORS)]
 
 
-# --------------------------------------------------------------------------- loading
-
-
-def load_summary(run_dir: str | Path) -> dict[str, Any]:
-    """summary.json of a run directory; a clear error when it is not one."""
-    path = Path(run_dir) / "summary.json"
-    if not path.is_file():
-        raise FileNotFoundError(
-            f"{path}: no summary.json here; is {Path(run_dir)} a run directory "
-            "(results/<lab>/<run-id>/ or results/<lab>/latest)?"
-        )
-    with path.open() as f:
-        return json.load(f)
-
-
-def load_manifest(run_dir: str | Path) -> dict[str, Any]:
-    """manifest.json, or {} when the run has none (the report says so)."""
-    path = Path(run_dir) / "manifest.json"
-    if not path.is_file():
-        return {}
-    with path.open() as f:
-        return json.load(f)
-
-
-def scenario_order(summary: dict[str, Any]) -> list[str]:
-    """Scenario names in the order the run lists them (the lab's order)."""
-    seen: dict[str, None] = {}
-    for s in summary.get("scenarios", []):
-        seen.setdefault(s["name"], None)
-    for a in summary.get("aggregates", []):
-        seen.setdefault(a["scenario"], None)
-    return list(seen)
-
-
-def _rep_dir(run_dir: Path, s: dict[str, Any]) -> Path:
-    rel = s.get("dir") or f"scenarios/{s['name']}/rep{s.get('rep', 1)}"
-    return run_dir / rel
-
-
-def _load_per_rep_csv(
-    run_dir: str | Path, summary: dict[str, Any] | None, filename: str, columns: list[str]
-) -> pd.DataFrame:
-    run_dir = Path(run_dir)
-    if summary is None:
-        summary = load_summary(run_dir)
-    frames: list[pd.DataFrame] = []
-    missing: list[str] = []
-    for s in summary.get("scenarios", []):
-        path = _rep_dir(run_dir, s) / filename
-        if not path.is_file():
-            missing.append(str(path.relative_to(run_dir)))
-            continue
-        df = pd.read_csv(path)
-        if df.empty:
-            continue
-        df.insert(0, "rep", s.get("rep", 1))
-        df.insert(0, "scenario", s["name"])
-        frames.append(df)
-    if frames:
-        out = pd.concat(frames, ignore_index=True)
-    else:
-        out = pd.DataFrame(columns=["scenario", "rep", *columns])
-    # Which files were absent is part of the result: the report lists them, it does not guess.
-    out.attrs["missing"] = missing
-    return out
-
-
-def load_timeseries(run_dir: str | Path, summary: dict[str, Any] | None = None) -> pd.DataFrame:
-    """All timeseries.csv of the run in one frame: scenario, rep, t, path, subflow, bytes, mbps."""
-    df = _load_per_rep_csv(run_dir, summary, "timeseries.csv", TIMESERIES_COLUMNS)
-    if not df.empty:
-        if "mbps" not in df.columns and "bytes" in df.columns:
-            width = _bin_width(df)
-            df["mbps"] = df["bytes"] * 8 / width / 1e6
-        df["path"] = df["path"].astype(str)
-    return df
-
-
-def load_icmp(run_dir: str | Path, summary: dict[str, Any] | None = None) -> pd.DataFrame:
-    """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ...,
-    path."""
-    df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS)
-    if not df.empty and "path" in df.columns:
-        df["path"] = df["path"].fillna("?").astype(str)
-    return df
+# --------------------------------------------------------------------------- figures
 
 
 def frag_needed(icmp: pd.DataFrame) -> pd.DataFrame:
@@ -133,200 +48,6 @@ def frag_needed(icmp: pd.DataFrame) -> pd.DataFrame:
         pd.to_numeric(icmp["code"], errors="coerce") == ICMP_FRAG_NEEDED
     )
     return icmp[mask]
-
-
-# --------------------------------------------------------------------------- tables
-
-
-def _num(value: Any) -> float:
-    """A float, NaN for None/missing, so pandas aggregation treats absence as absence."""
-    if value is None or isinstance(value, bool):
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def reps_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """One row per scenario x repetition."""
-    rows = []
-    for s in summary.get("scenarios", []):
-        mp = s.get("mptcp") or {}
-        rows.append(
-            {
-                "scenario": s["name"],
-                "rep": s.get("rep", 1),
-                "goodput_mbps": _num(s.get("goodput_mbps")),
-                "duration_s": _num(s.get("duration_s")),
-                "mptcp_requested": bool(mp.get("requested", False)),
-                "mptcp_negotiated": mp.get("negotiated"),
-                "mptcp_verified": bool(mp.get("verified", False)),
-                "subflows": mp.get("subflows"),
-                "fallback": bool(mp.get("fallback", False)),
-                "calibration_ok": s.get("calibration_ok"),
-                "warnings": len(s.get("warnings") or []),
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def subflows_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """One row per scenario x repetition x subflow."""
-    rows = []
-    for s in summary.get("scenarios", []):
-        for sf in s.get("subflows") or []:
-            rows.append(
-                {
-                    "scenario": s["name"],
-                    "rep": s.get("rep", 1),
-                    "path": str(sf.get("path") or "?"),
-                    "src": sf.get("src"),
-                    "sport": sf.get("sport"),
-                    "dst": sf.get("dst"),
-                    "dport": sf.get("dport"),
-                    "initial": sf.get("initial"),
-                    "established": sf.get("established"),
-                    "bytes": _num(sf.get("bytes")),
-                    "share": _num(sf.get("share")),
-                    "median_seg": _num(sf.get("median_seg")),
-                    "max_seg": _num(sf.get("max_seg")),
-                    "icmp_frag_needed": _num(sf.get("icmp_frag_needed")),
-                    "retransmissions": _num(sf.get("retransmissions")),
-                }
-            )
-    cols = ["scenario", "rep", "path", "src", "sport", "dst", "dport", "initial", "established",
-            "bytes", "share", "median_seg", "max_seg", "icmp_frag_needed", "retransmissions"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def path_stats(summary: dict[str, Any]) -> pd.DataFrame:
-    """Per scenario x path over the repetitions: mean share, median/max segment, ICMP count.
-
-    Several subflows on one path in one repetition (fullmesh) are first combined per rep:
-    shares and ICMP counts add up, segment sizes take the largest.
-    """
-    sf = subflows_frame(summary)
-    cols = ["scenario", "path", "reps", "share_mean", "share_std", "median_seg", "max_seg",
-            "icmp_total", "icmp_reps"]
-    if sf.empty:
-        return pd.DataFrame(columns=cols)
-    per_rep = (
-        sf.groupby(["scenario", "path", "rep"], sort=False)
-        .agg(share=("share", lambda x: x.sum(min_count=1)),
-             median_seg=("median_seg", "max"),
-             max_seg=("max_seg", "max"),
-             icmp=("icmp_frag_needed", lambda x: x.sum(min_count=1)))
-        .reset_index()
-    )
-    out = (
-        per_rep.groupby(["scenario", "path"], sort=False)
-        .agg(reps=("rep", "nunique"),
-             share_mean=("share", "mean"),
-             share_std=("share", "std"),
-             median_seg=("median_seg", "median"),
-             max_seg=("max_seg", "max"),
-             icmp_total=("icmp", lambda x: x.sum(min_count=1)),
-             icmp_reps=("icmp", lambda x: list(x)))
-        .reset_index()
-    )
-    return out[cols]
-
-
-def aggregates_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """Per scenario: goodput mean/std/min/max over reps and MPTCP-verified reps.
-
-    The runner's `aggregates` are used when present (they are the numbers the published table
-    was compared with); a scenario without one is computed from its repetitions.
-    """
-    reps = reps_frame(summary)
-    given = {a["scenario"]: a for a in summary.get("aggregates", [])}
-    rows = []
-    for name in scenario_order(summary):
-        r = reps[reps["scenario"] == name] if not reps.empty else reps
-        g = r["goodput_mbps"] if not r.empty else pd.Series(dtype=float)
-        computed = {
-            "n": int(len(r)),
-            "goodput_mean": _num(g.mean()) if g.notna().any() else math.nan,
-            "goodput_std": _num(g.std()) if g.notna().sum() > 1 else math.nan,
-            "goodput_min": _num(g.min()) if g.notna().any() else math.nan,
-            "goodput_max": _num(g.max()) if g.notna().any() else math.nan,
-            "verified_reps": int(r["mptcp_verified"].sum()) if not r.empty else 0,
-        }
-        a = given.get(name, {})
-        n = int(a.get("n", computed["n"]))
-        rows.append(
-            {
-                "scenario": name,
-                "n": n,
-                "goodput_mean": _num(a.get("goodput_mean", computed["goodput_mean"])),
-                # one repetition has no spread; a "± 0" would claim a measured one
-                "goodput_std": (_num(a.get("goodput_std", computed["goodput_std"])) if n > 1
-                                else math.nan),
-                "goodput_min": _num(a.get("goodput_min", computed["goodput_min"])),
-                "goodput_max": _num(a.get("goodput_max", computed["goodput_max"])),
-                "verified_reps": int(a.get("verified_reps", computed["verified_reps"])),
-                "mptcp_requested": bool(r["mptcp_requested"].any()) if not r.empty else False,
-                "fallback_reps": int(r["fallback"].sum()) if not r.empty else 0,
-            }
-        )
-    return pd.DataFrame(rows)
-
-
-def published_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """The 'published vs this run' rows as the runner compared them."""
-    src = summary.get("published_source") or {}
-    rows = []
-    for p in summary.get("published", []):
-        rows.append(
-            {
-                "id": p.get("id"),
-                "scenario": p.get("scenario"),
-                "metric": p.get("metric"),
-                "path": p.get("path"),
-                "paper_value": _num(p.get("paper_value")),
-                "unit": p.get("unit") or "",
-                "paper_kernel": p.get("paper_kernel") or src.get("kernel"),
-                "where": p.get("where"),
-                "this_mean": _num(p.get("this_mean")),
-                "this_std": _num(p.get("this_std")),
-                "this_n": p.get("this_n") or 0,
-                "this_kernel": p.get("this_kernel") or summary.get("kernel"),
-                "note": p.get("note"),
-            }
-        )
-    cols = ["id", "scenario", "metric", "path", "paper_value", "unit", "paper_kernel", "where",
-            "this_mean", "this_std", "this_n", "this_kernel", "note"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def findings_frame(summary: dict[str, Any]) -> pd.DataFrame:
-    """Findings of the paper and whether each holds on this run (yes / no / unknown)."""
-    rows = []
-    for f in summary.get("findings", []):
-        h = f.get("holds_here")
-        rows.append(
-            {
-                "id": f.get("id"),
-                "scenario": f.get("scenario"),
-                "statement": f.get("statement"),
-                "where": f.get("where"),
-                "holds_here": "yes" if h is True else "no" if h is False else "unknown",
-                "evidence": f.get("evidence") or "",
-            }
-        )
-    cols = ["id", "scenario", "statement", "where", "holds_here", "evidence"]
-    return pd.DataFrame(rows, columns=cols)
-
-
-def _published_for(summary: dict[str, Any], metric: str) -> pd.DataFrame:
-    pub = published_frame(summary)
-    if pub.empty:
-        return pub
-    return pub[(pub["metric"] == metric) & pub["scenario"].notna() & pub["paper_value"].notna()]
-
-
-# --------------------------------------------------------------------------- figures
 
 
 def _grid(n: int, ncols: int, height: float, width: float = 11.0) -> tuple[Figure, list[Any]]:
@@ -346,14 +67,6 @@ def _empty(message: str, size: tuple[float, float] = (8.0, 2.0)) -> Figure:
     ax.axis("off")
     ax.text(0.5, 0.5, message, ha="center", va="center", wrap=True)
     return fig
-
-
-def _bin_width(ts: pd.DataFrame) -> float:
-    """The time-series bin width, read off the data (0.1 s by contract)."""
-    t = pd.Series(sorted(pd.to_numeric(ts["t"], errors="coerce").dropna().unique()))
-    d = t.diff().dropna()
-    d = d[d > 1e-9]
-    return float(d.min()) if not d.empty else 0.1
 
 
 def throughput_by_path(ts: pd.DataFrame, scenario: str, mean: bool = True) -> pd.DataFrame:
@@ -414,9 +127,16 @@ def plot_throughput(
     return fig
 
 
-def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
-    """Goodput per scenario: mean with std error bars, each rep as a dot, the TCP-over-A
-    baseline as a line and the paper's goodput where it reports one."""
+def default_baseline(summary: Summary) -> str | None:
+    """The lab's first scenario without MPTCP (single-path TCP), the usual reference line."""
+    return next((a.scenario for a in summary.aggregates if not a.mptcp_requested), None)
+
+
+def plot_goodput(summary: Summary, baseline: str | None = None) -> Figure:
+    """Goodput per scenario: mean with std error bars, each rep as a dot, a baseline scenario
+    as a line (default: default_baseline) and the paper's goodput where it reports one."""
+    if baseline is None:
+        baseline = default_baseline(summary)
     agg = aggregates_frame(summary)
     agg = agg[agg["goodput_mean"].notna()] if not agg.empty else agg
     if agg.empty:
@@ -427,10 +147,11 @@ def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
     x = list(range(len(agg)))
     colors = ["tab:green" if m else "tab:gray" for m in agg["mptcp_requested"]]
     # MPTCP requested but not verified in every rep: not a multipath result, hatched
-    unverified = [bool(m) and v < n for m, v, n in zip(agg["mptcp_requested"], agg["verified_reps"], agg["n"])]
+    unverified = [bool(m) and v < n
+                  for m, v, n in zip(agg["mptcp_requested"], agg["verified_reps"], agg["n"], strict=True)]
     bars = ax.bar(x, agg["goodput_mean"], yerr=agg["goodput_std"].fillna(0.0), capsize=4,
                   color=colors, alpha=0.75, edgecolor="black", lw=0.5)
-    for bar, bad in zip(bars, unverified):
+    for bar, bad in zip(bars, unverified, strict=True):
         if bad:
             bar.set_hatch("//")
             bar.set_facecolor("tab:orange")
@@ -444,13 +165,13 @@ def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
                     xytext=(0, 3), textcoords="offset points", ha="center", va="bottom",
                     fontsize=7)
     top = float((agg["goodput_mean"] + agg["goodput_std"].fillna(0.0)).max()) * 1.3 or 1.0
-    if baseline in set(agg["scenario"]):
+    if baseline is not None and baseline in set(agg["scenario"]):
         b = float(agg.loc[agg["scenario"] == baseline, "goodput_mean"].iloc[0])
         ax.axhline(b, color="tab:blue", ls="--", lw=1,
                    label=f"{baseline} baseline ({b:.1f} Mbit/s)")
     # The paper's numbers were measured elsewhere (other kernel, often no rate limit), so a
     # value far above this run's scale is marked at the top edge instead of rescaling the plot.
-    pub = _published_for(summary, "goodput_mbps")
+    pub = published_for(summary, "goodput_mbps")
     pos = {n: i for i, n in enumerate(agg["scenario"])}
     labelled: set[str] = set()
     for _, p in pub.iterrows():
@@ -472,20 +193,21 @@ def plot_goodput(summary: dict[str, Any], baseline: str = "tcp-a") -> Figure:
     ax.set_ylim(0, top)
     ax.set_xticks(x, agg["scenario"], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("goodput (Mbit/s)")
-    ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps; "
-                 "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP)", fontsize=10)
+    # two lines: one would be cut off at the figure's width with few scenarios
+    ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps)\n"
+                 "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP", fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     if ax.get_legend_handles_labels()[0]:
         fig.legend(fontsize=8, loc="outside lower center", ncols=2)
     return fig
 
 
-def plot_subflow_share(summary: dict[str, Any]) -> Figure:
+def plot_subflow_share(summary: Summary) -> Figure:
     """Mean byte share of each path per scenario (stacked horizontal bars)."""
     ps = path_stats(summary)
     if ps.empty:
         return _empty("No per-subflow data in this run.")
-    names = [n for n in scenario_order(summary) if (ps["scenario"] == n).any()]
+    names = [n for n in summary.scenario_order() if (ps["scenario"] == n).any()]
     paths = sorted(ps["path"].unique())
     fig = Figure(figsize=(9, 0.45 * len(names) + 1.6), layout="constrained")
     ax = fig.add_subplot()
@@ -494,7 +216,7 @@ def plot_subflow_share(summary: dict[str, Any]) -> Figure:
         vals = []
         for n in names:
             row = ps[(ps["scenario"] == n) & (ps["path"] == path)]
-            v = float(row["share_mean"].iloc[0]) if not row.empty else 0.0
+            v = float(row["share_mean_over_reps"].iloc[0]) if not row.empty else 0.0
             vals.append(0.0 if math.isnan(v) else v)
         ax.barh(names, vals, left=left, color=path_color(path), label=f"path {path}",
                 edgecolor="black", lw=0.4)
@@ -510,18 +232,18 @@ def plot_subflow_share(summary: dict[str, Any]) -> Figure:
     return fig
 
 
-def plot_segment_sizes(summary: dict[str, Any], icmp: pd.DataFrame | None = None) -> Figure:
+def plot_segment_sizes(summary: Summary, icmp: pd.DataFrame | None = None) -> Figure:
     """Median segment size per scenario and path (bars), max as a tick, the paper's segment
     sizes as red crosses, and the payload that fits each MTU an ICMP message reported."""
     ps = path_stats(summary)
-    if ps.empty or ps["median_seg"].notna().sum() == 0:
+    if ps.empty or ps["median_seg_median_over_reps"].notna().sum() == 0:
         return _empty("No segment sizes in this run.")
-    names = [n for n in scenario_order(summary) if (ps["scenario"] == n).any()]
+    names = [n for n in summary.scenario_order() if (ps["scenario"] == n).any()]
     paths = sorted(ps["path"].unique())
     width = 0.8 / max(1, len(paths))
     fig = Figure(figsize=(max(7.0, 0.9 * len(names) + 3), 4.6), layout="constrained")
     ax = fig.add_subplot()
-    pub = _published_for(summary, "median_seg")
+    pub = published_for(summary, "median_seg")
     pub_labelled = False
     for j, path in enumerate(paths):
         xs, med, mx = [], [], []
@@ -530,8 +252,8 @@ def plot_segment_sizes(summary: dict[str, Any], icmp: pd.DataFrame | None = None
             if row.empty:
                 continue
             xs.append(i - 0.4 + width * (j + 0.5))
-            med.append(float(row["median_seg"].iloc[0]))
-            mx.append(float(row["max_seg"].iloc[0]))
+            med.append(float(row["median_seg_median_over_reps"].iloc[0]))
+            mx.append(float(row["max_seg_max_over_reps"].iloc[0]))
         ax.bar(xs, [0 if math.isnan(v) else v for v in med], width=width * 0.95,
                color=path_color(path), label=f"path {path} median", edgecolor="black", lw=0.4)
         ax.plot(xs, mx, ls="", marker="_", ms=12, mew=2, color="black",
@@ -557,7 +279,8 @@ def plot_segment_sizes(summary: dict[str, Any], icmp: pd.DataFrame | None = None
                         ha="left", va="bottom", fontsize=7, color="gray")
     ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("TCP payload per segment (bytes)")
-    ax.set_title("Segment sizes per subflow path (bar: median, tick: max)", fontsize=10)
+    ax.set_title("Segment sizes per subflow path\n(bar: median over reps of each rep's median; tick: max over reps)",
+                 fontsize=10)
     ax.grid(axis="y", alpha=0.3)
     fig.legend(fontsize=8, loc="outside right upper")
     return fig

@@ -49,11 +49,29 @@ uint64_t dl_sched_draw_delay(struct dl_sched *s)
 	return d < 0 ? 0 : (uint64_t)d;
 }
 
+void dl_sched_set_rate(struct dl_sched *s, uint64_t rate_bps, uint64_t limit_bytes)
+{
+	s->rate_bps = rate_bps;
+	s->limit_bytes = limit_bytes;
+}
+
 int dl_sched_push(struct dl_sched *s, uint32_t id, uint32_t len, uint64_t arrival_ns)
 {
 	if (s->count == s->cap)
 		return -1;
-	uint64_t rel = arrival_ns + dl_sched_draw_delay(s);
+	uint64_t sent = arrival_ns;
+	if (s->rate_bps) {
+		uint64_t start = s->next_free_ns > arrival_ns ? s->next_free_ns : arrival_ns;
+		/* bytes still queued ahead of this packet in the rate stage */
+		unsigned __int128 ahead = (unsigned __int128)(start - arrival_ns) * s->rate_bps / 8000000000ULL;
+		if (s->limit_bytes && ahead + len > s->limit_bytes) {
+			s->rate_drops++;
+			return -2;
+		}
+		sent = start + (uint64_t)((unsigned __int128)len * 8000000000ULL / s->rate_bps);
+		s->next_free_ns = sent;
+	}
+	uint64_t rel = sent + dl_sched_draw_delay(s);
 	/* no reordering: never release before the packet ahead of us */
 	if (rel < s->last_release_ns)
 		rel = s->last_release_ns;

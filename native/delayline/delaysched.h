@@ -9,6 +9,14 @@
  * so release times are non-decreasing and the head of the FIFO is always the
  * next packet due. That is also what makes one batch verdict ("accept every
  * id up to N") correct for all due packets.
+ *
+ * Optionally the link's rate and queue limit too (dl_sched_set_rate), as a
+ * virtual drop-tail queue in front of the delay: a packet starts serializing
+ * when the previous one is done, takes wire_len * 8 / rate, then the delay;
+ * it is refused (-2: the caller drops it, a loss the link model configured)
+ * when the bytes still queued ahead of it plus its own exceed the limit. This
+ * replaces tbf at the sender, whose watchdog timer fires once per packet at
+ * line rate (measured: the main cost at 400 Mbit/s, see delayline.c).
  */
 #ifndef MPTCPLAB_DELAYSCHED_H
 #define MPTCPLAB_DELAYSCHED_H
@@ -32,6 +40,10 @@ struct dl_sched {
 	uint64_t jitter_ns;
 	uint64_t last_release_ns; /* release time of the newest entry ever pushed */
 	uint64_t rng;             /* splitmix64 state: jitter is reproducible per seed */
+	uint64_t rate_bps;        /* 0: no rate stage */
+	uint64_t limit_bytes;     /* rate stage queue limit, 0: unlimited */
+	uint64_t next_free_ns;    /* when the rate stage has sent everything pushed */
+	uint64_t rate_drops;      /* refused by the rate stage's queue limit */
 };
 
 /* Returns 0, or -1 when cap is 0 or memory is short. */
@@ -39,11 +51,15 @@ int dl_sched_init(struct dl_sched *s, uint32_t cap, uint64_t delay_ns, uint64_t 
 		  uint64_t seed);
 void dl_sched_free(struct dl_sched *s);
 
+/* Adds a rate stage: rate_bps > 0, limit_bytes 0 for no limit. */
+void dl_sched_set_rate(struct dl_sched *s, uint64_t rate_bps, uint64_t limit_bytes);
+
 /* The jittered one-way delay for the next packet, already clipped at >= 0. */
 uint64_t dl_sched_draw_delay(struct dl_sched *s);
 
-/* Holds a packet that arrived at arrival_ns. Returns 0, or -1 when the FIFO is
- * full (the caller must then drop the packet: never pass it undelayed). */
+/* Holds a packet of len bytes on the wire that arrived at arrival_ns. Returns
+ * 0, -1 when the FIFO is full (the caller must then drop the packet: never pass
+ * it undelayed), or -2 when the rate stage's queue limit refuses it (drop). */
 int dl_sched_push(struct dl_sched *s, uint32_t id, uint32_t len, uint64_t arrival_ns);
 
 /* The oldest held packet, or NULL. */

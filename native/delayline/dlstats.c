@@ -1,4 +1,4 @@
-/* dlstats: release-lateness histogram. See dlstats.h. */
+/* dlstats: latency histograms. See dlstats.h. */
 #include "dlstats.h"
 
 #include <math.h>
@@ -9,13 +9,30 @@ void dl_hist_init(struct dl_hist *h)
 	memset(h, 0, sizeof(*h));
 }
 
+static uint32_t bin_of(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	if (us < DL_HIST_US)
+		return (uint32_t)us;
+	uint64_t ms = ns / 1000000;
+	if (ms >= DL_HIST_COARSE_MS)
+		return DL_HIST_BINS - 1;
+	return (uint32_t)(DL_HIST_US + (ms - DL_HIST_US / 1000));
+}
+
+/* lower edge of a bin, in microseconds */
+static double bin_us(uint32_t i)
+{
+	if (i < DL_HIST_US)
+		return (double)i;
+	return (double)(i - DL_HIST_US) * 1000.0 + DL_HIST_US;
+}
+
 void dl_hist_add(struct dl_hist *h, uint64_t late_ns)
 {
-	uint64_t us = late_ns / 1000;
-	if (us > DL_HIST_US)
-		us = DL_HIST_US;
-	h->bins[us]++;
+	h->bins[bin_of(late_ns)]++;
 	h->n++;
+	h->sum_ns += late_ns;
 	if (late_ns > h->max_ns)
 		h->max_ns = late_ns;
 }
@@ -29,10 +46,15 @@ double dl_hist_percentile_us(const struct dl_hist *h, double p)
 	if (rank < 1)
 		rank = 1;
 	uint64_t seen = 0;
-	for (uint32_t i = 0; i <= DL_HIST_US; i++) {
+	for (uint32_t i = 0; i < DL_HIST_BINS; i++) {
 		seen += h->bins[i];
 		if (seen >= rank)
-			return i == DL_HIST_US ? (double)h->max_ns / 1000.0 : (double)i;
+			return i == DL_HIST_BINS - 1 ? (double)h->max_ns / 1000.0 : bin_us(i);
 	}
 	return (double)h->max_ns / 1000.0;
+}
+
+double dl_hist_mean_us(const struct dl_hist *h)
+{
+	return h->n ? (double)h->sum_ns / (double)h->n / 1000.0 : 0.0;
 }

@@ -174,9 +174,49 @@ static void test_hist(void)
 	CHECK(dl_hist_percentile_us(h, 50) == 50.0, "p50 %.1f", dl_hist_percentile_us(h, 50));
 	CHECK(dl_hist_percentile_us(h, 99) == 99.0, "p99 %.1f", dl_hist_percentile_us(h, 99));
 	CHECK(h->max_ns == 100 * US + 300, "exact max");
-	dl_hist_add(h, 50 * MS); /* beyond the histogram */
-	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "overflow bin reports the max");
+	dl_hist_add(h, 50 * MS + 700 * US); /* in the coarse (1 ms) part */
+	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "coarse bin lower edge, got %.1f",
+	      dl_hist_percentile_us(h, 100));
+	dl_hist_add(h, 20 * MS); /* first coarse bin */
+	CHECK(dl_hist_percentile_us(h, 100) == 50000.0, "max still in the 50 ms bin");
+	dl_hist_add(h, 12000 * MS); /* beyond the histogram */
+	CHECK(dl_hist_percentile_us(h, 100) == 12000000.0, "overflow bin reports the max");
+	/* p99 of 103 samples is rank 102: the 50 ms sample; p98 rank 101: 20 ms */
+	CHECK(dl_hist_percentile_us(h, 99) == 50000.0 && dl_hist_percentile_us(h, 98) == 20000.0, "p99 in the coarse part %.1f",
+	      dl_hist_percentile_us(h, 99));
 	free(h);
+}
+
+/* rate stage: 12 Mbit/s serializes 1500 bytes in 1 ms; queue limit 3000 bytes */
+static void test_rate_stage(void)
+{
+	struct dl_sched s;
+	struct dl_entry e;
+	CHECK(dl_sched_init(&s, 16, 10 * MS, 0, 1) == 0, "init");
+	dl_sched_set_rate(&s, 12000000, 3000);
+	CHECK(dl_sched_push(&s, 1, 1500, 0) == 0, "A accepted");
+	CHECK(dl_sched_push(&s, 2, 1500, 0) == 0, "B accepted: 1500 queued ahead + 1500 = limit");
+	CHECK(dl_sched_push(&s, 3, 1500, 0) == -2, "C refused: 3000 queued ahead");
+	CHECK(s.rate_drops == 1, "one rate drop");
+	CHECK(dl_sched_push(&s, 4, 1500, 1500 * US) == 0, "D accepted: 750 bytes ahead at 1.5 ms");
+	CHECK(dl_sched_push(&s, 5, 1500, 10 * MS) == 0, "E accepted on an idle link");
+	uint64_t want[][2] = {{1, 11 * MS}, {2, 12 * MS}, {4, 13 * MS}, {5, 21 * MS}};
+	for (unsigned i = 0; i < 4; i++) {
+		CHECK(dl_sched_pop_due(&s, want[i][1] - 1, &e) == 0, "%u not due 1 ns early", i);
+		CHECK(dl_sched_pop_due(&s, want[i][1], &e) == 1 && e.id == want[i][0] && e.release_ns == want[i][1],
+		      "packet %u: serialized then delayed (id %u at %llu)", i, e.id, (unsigned long long)e.release_ns);
+	}
+	/* no limit: nothing refused, releases spaced by the serialization time */
+	dl_sched_free(&s);
+	CHECK(dl_sched_init(&s, 16, 0, 0, 1) == 0, "init");
+	dl_sched_set_rate(&s, 12000000, 0);
+	for (unsigned i = 0; i < 10; i++)
+		CHECK(dl_sched_push(&s, i, 1500, 0) == 0, "unlimited %u", i);
+	CHECK(dl_sched_pop_due(&s, 10 * MS, &e) == 1 && e.release_ns == 1 * MS, "first at 1 ms");
+	for (unsigned i = 1; i < 10; i++)
+		dl_sched_pop_due(&s, 10 * MS, &e);
+	CHECK(e.release_ns == 10 * MS, "tenth at 10 ms");
+	dl_sched_free(&s);
 }
 
 int main(void)
@@ -187,6 +227,7 @@ int main(void)
 	test_jitter_clipped_at_zero();
 	test_seed_reproducible();
 	test_hist();
+	test_rate_stage();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

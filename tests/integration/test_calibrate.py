@@ -23,8 +23,14 @@ def _row(out: str, quantity: str) -> list[str]:
 
 
 def test_delayed_link_within_tolerance() -> None:
-    p = calibrate("--rate", "100mbit", "--delay", "20ms")
+    p = calibrate("--rate", "100mbit", "--delay", "20ms", "--capture")
     assert p.returncode in (0, 1), p.stdout + p.stderr
+    # the check says how it avoided a window limit, and judges the captures and delay lines too
+    assert "socket buffers autotuned up to 6.0 MiB" in p.stdout
+    assert "captures (tcpdump on both ends)" in p.stdout
+    assert len(_row(p.stdout, "capture_drops")) >= 4
+    for end in ("a", "b"):
+        assert _row(p.stdout, f"late_p99_us {end}")[2] == "1000"  # 5% of 20 ms
     # the delay line's job, judged strictly: 40 ms of RTT within 2% + 0.3 ms
     rtt = _row(p.stdout, "rtt_min_ms")
     assert 39.5 < float(rtt[2]) < 41.2 and rtt[-1] == "ok"

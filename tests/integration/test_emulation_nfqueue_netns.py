@@ -80,6 +80,30 @@ def test_rtt_and_goodput_100mbit_20ms(line: TwoNodeLine, sup: Supervisor, delayl
     assert fwd["lateness_us"]["p50"] < 1000
 
 
+def test_rate_in_delayline(line: TwoNodeLine, sup: Supervisor, delayline: Path, tmp_path: Path) -> None:
+    """The delay line does rate and queue itself (no tbf): the delay is kept, the
+    rate is a ceiling TCP cannot beat, and what its queue refuses is counted as the
+    link's own loss, not as a delay-line problem."""
+    shape = LinkShape.parse(rate="50mbit", delay="10ms", queue="20ms")
+    line.apply(NfqueueEmulator(binary=delayline, rate_in_delayline=True), shape, shape, tmp_path, sup)
+    assert "qdisc tbf" not in line.sh("a", "tc", "qdisc", "show", "dev", "eth0").stdout
+    ping = line.ping("a", count=20, interval=0.05)
+    assert ping.received == 20
+    # 20 ms of delay plus two 84-byte serializations at 50 Mbit/s (27 us)
+    assert 20.0 <= ping.min_ms <= 20.0 * 1.02 + 0.3, ping
+    result = line.iperf3("a", seconds=3, omit=0)  # slow start kept: its drops must show as retransmissions
+    assert "error" not in result, result.get("error")
+    # the rate stage is a ceiling: IP payload of 1500-byte frames is 97% of the wire rate
+    assert 0.3 * 50e6 <= goodput_bps(result) <= 0.99 * 50e6, goodput_bps(result)
+    sup.check()
+    stats = sup.stop_all()
+    fwd = stats["delayline b:eth0<-a:eth0"]
+    assert fwd is not None and fwd["rate_bps"] == 50_000_000 and fwd["limit_bytes"] == shape.queue_bytes(1500)
+    # a 20 ms queue overflows in slow start; those drops are the link's, and TCP saw them
+    assert fwd["rate_drops"] > 0 and result["end"]["sum_sent"]["retransmits"] > 0
+    assert fwd["ring_full_drops"] == 0 and fwd["queue_full_drops"] == 0
+
+
 def test_loss_only_direction(line: TwoNodeLine, sup: Supervisor, delayline: Path, tmp_path: Path) -> None:
     lossy, clean = LinkShape.parse(loss="20%"), LinkShape()
     line.apply(NfqueueEmulator(binary=delayline), lossy, clean, tmp_path, sup)

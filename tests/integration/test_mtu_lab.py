@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mptcplab.cli import main
+from mptcplab.results.model import FORMAT_VERSION
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -54,6 +55,7 @@ def sub(s: dict, path: str) -> dict:
 
 def test_complete_with_every_scenario(summary: dict) -> None:
     assert summary["complete"] is True and summary["quick"] is True
+    assert summary["format_version"] == FORMAT_VERSION
     assert summary["kernel"] == os.uname().release
     assert [s["name"] for s in summary["scenarios"]] == [
         "tcp-a", "tcp-b", "mptcp-uniform", "mptcp-bottleneck", "mptcp-reverse",
@@ -115,7 +117,7 @@ def test_black_hole_scenarios_are_analysed_and_explained(summary: dict) -> None:
         if (b["max_seg"] or 0) > 1500 - 40:  # something too big for rb1's 1500 egress was sent
             assert s["firewall"]["rb1"] > 0, f"{name}: jumbo segments on B, yet the black hole dropped no ICMP"
         if b["bytes"] == 0 or not s["mptcp"]["verified"]:
-            assert any("path B" in w for w in s["warnings"]), f"{name}: B idle but no reason given"
+            assert any("path B" in w["message"] for w in s["warnings"]), f"{name}: B idle but no reason given"
 
 
 def test_published_comparison_present(summary: dict) -> None:

@@ -96,7 +96,7 @@ def test_daemon_description(tmp_path: Path) -> None:
     assert daemon.stats_path == str(tmp_path / "delayline-ra_eth2-q4.json")
     assert list(daemon.argv) == [
         str(BIN), "--queue", "4", "--delay-us", "40000", "--jitter-us", "1000",
-        "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(d.shape.delay_queue_packets(1500)),
+        "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(nfqueue.queue_maxlen(d.shape, 1500)),
         "--stats", daemon.stats_path, "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
     ]
     # the seed is a function of the link: reruns reproduce the jitter
@@ -142,11 +142,57 @@ def test_emulator_nft_flavour_and_validation(tmp_path: Path) -> None:
 
 def test_delayline_problems() -> None:
     good = {"enobufs": 0, "user_drops": 0, "queue_full_drops": 0, "ring_full_drops": 0, "verdict_errors": 0,
-            "lateness_us": {"p50": 8, "p99": 40, "max": 900.0}}
+            "delay_us": 1000, "lateness_us": {"p50": 8, "p99": 40, "max": 900.0}}
     assert nfqueue.delayline_problems(good) == []
     assert nfqueue.delayline_problems({**good, "queue_full_drops": None}) == []  # unknown is not a problem
     bad = {**good, "enobufs": 3, "user_drops": 120, "lateness_us": {"p99": 4000}}
     problems = nfqueue.delayline_problems(bad)
     assert len(problems) == 3
     assert problems[0].startswith("3 netlink receive buffer overflows")
-    assert "lateness p99 4000 us" in problems[2]
+    assert "lateness p99 4000 us > 500 us allowed for a 1 ms delay" in problems[2]
+
+
+def test_lateness_rule_is_relative_to_the_delay() -> None:
+    assert nfqueue.max_lateness_p99_us(1000) == nfqueue.LATENESS_FLOOR_US == 500
+    assert nfqueue.max_lateness_p99_us(None) == 500  # stats without the field: the floor
+    assert nfqueue.max_lateness_p99_us(40_000) == 2000
+    assert nfqueue.max_lateness_p99_us(200_000) == 10_000
+
+    def late(delay_us: int, p99: float) -> list[str]:
+        return nfqueue.delayline_problems({"delay_us": delay_us, "lateness_us": {"p99": p99}})
+
+    # issue 13: a 1 ms hiccup on an 80 ms RTT path (40 ms one way) keeps the run valid ...
+    assert late(40_000, 1000) == [] and late(40_000, 2000) == []
+    # ... while the same 1 ms on a 1 ms path does not, nor 2.5 ms on the 40 ms path
+    assert late(1000, 1000) and late(40_000, 2500)
+    assert late(1000, 500) == [] and late(1000, 501)
+
+
+def test_queue_maxlen_covers_delay_and_stalls() -> None:
+    fast = dl(rate="400mbit", delay="2ms").shape
+    # the 2 ms link used to get the 1024 floor, which a 30 ms stall at 400 Mbit/s overflows
+    assert nfqueue.queue_maxlen(fast, 1500) > fast.delay_queue_packets(1500) + 400e6 * 0.2 / 8 / 1514
+    long = dl(rate="400mbit", delay="200ms").shape
+    assert nfqueue.queue_maxlen(long, 1500) >= long.delay_queue_packets(1500)
+    unshaped = dl(delay="10ms").shape  # sized as if 10 Gbit/s, never beyond the cap
+    assert unshaped.delay_queue_packets(1500) < nfqueue.queue_maxlen(unshaped, 1500) <= 1_000_000
+    assert nfqueue.queue_maxlen(dl(delay="1s").shape, 1500) == 1_000_000
+
+
+def test_rate_in_delayline_replaces_tbf(tmp_path: Path) -> None:
+    em = nfqueue.NfqueueEmulator(binary=BIN, rate_in_delayline=True)
+    d = dl(rate="400mbit", delay="100ms")
+    cmds, [daemon] = em.link_cmds(d, 3, tmp_path)
+    assert not any(c.argv[0] == "tc" for c in cmds)  # no tbf: the delay line serializes
+    assert any("NFQUEUE" in c.argv for c in cmds)  # still fail-closed through the queue
+    argv = list(daemon.argv)
+    assert argv[argv.index("--rate-bps") + 1] == "400000000"
+    assert argv[argv.index("--limit-bytes") + 1] == str(d.shape.queue_bytes(1500))
+    # the FIFO also holds what waits in the rate stage's queue
+    assert int(argv[argv.index("--maxlen") + 1]) > nfqueue.queue_maxlen(d.shape, 1500)
+    with pytest.raises(ValueError, match="rate changes"):
+        em.rate_change_cmds(d, 10**8)
+    # a rate-only direction has no delay line, so it keeps tbf; the default keeps tbf everywhere
+    assert any(c.argv[0] == "tc" for c in em.link_cmds(dl(rate="400mbit"), 4, tmp_path)[0])
+    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    assert any(c.argv[0] == "tc" for c in cmds) and "--rate-bps" not in daemon.argv

@@ -14,15 +14,22 @@ from typing import Any
 import pandas as pd
 import pytest
 
+from mptcplab.lab.schema import Published
 from mptcplab.results import figures as F
-from mptcplab.results.report import (
-    DASH,
-    calibration_rows,
-    collect_warnings,
-    print_table,
-    render_report,
-    write_report,
+from mptcplab.results.fmt import DASH
+from mptcplab.results.model import (
+    ICMP_COLUMNS,
+    TIMESERIES_COLUMNS,
+    Summary,
+    load_icmp,
+    load_manifest,
+    load_summary,
+    load_timeseries,
 )
+from mptcplab.results.policy import collect_warnings
+from mptcplab.results.report import print_table, render_report, write_report
+from mptcplab.results.summary import build_summary_model
+from mptcplab.results.tables import calibration_rows
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -50,6 +57,30 @@ def _scenario(name: str, rep: int, goodput: float, subflows: list[dict[str, Any]
 TCG_REASON = ("software-emulated CPU (QEMU without KVM, systemd-detect-virt: qemu): throughput, RTT and "
               "timing numbers are not measurements of the kernel; the run checks plumbing, MPTCP "
               "negotiation and subflows")
+
+
+KVM = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
+
+# The paper side of the fixture, as a lab's published.yml gives it.
+PUB = Published.model_validate({
+    "source": {"id": "paper2025", "title": "A Test Paper", "authors": ["a"], "year": 2025, "document": "d",
+               "kernel": "Linux 5.4.230, MPTCP v0.96", "testbed": "t"},
+    "values": [
+        {"id": "seg-a-paper", "scenario": "mptcp-bottleneck", "metric": "median_seg", "path": "A",
+         "value": 8928, "unit": "bytes", "where": "Figure 10.13", "note": "a note about conditions"},
+        {"id": "base-576-paper", "scenario": "blackhole-base-mss-576", "metric": "goodput_mbps",
+         "value": 17.16, "unit": "Mbit/s", "kernel": "5.4.230 patched", "where": "Section 10.7"},
+        {"id": "after-fix-paper", "scenario": None, "metric": "goodput_mbps", "value": 56.8,
+         "unit": "Mbit/s", "kernel": "5.4.230 + patch", "where": "Section 10.8"},
+    ],
+    "findings": [
+        {"id": "b-idle", "statement": "subflow B | carries nothing", "where": "Fig 10.14",
+         "scenario": "mptcp-bottleneck", "expect": {"metric": "subflow_share", "path": "B", "op": "==", "value": 0}},
+        {"id": "a-jumbo", "statement": "subflow A uses jumbo segments", "where": "Fig 10.13",
+         "scenario": "mptcp-bottleneck", "expect": {"metric": "median_seg", "path": "A", "op": ">", "value": 8000}},
+        {"id": "patched", "statement": "needs the patched kernel", "where": "Sec 10.8", "scenario": None},
+    ],
+})
 
 
 def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None) -> Path:
@@ -89,45 +120,12 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
             _subflow("B", B1, 40042, initial=False, bytes_=100, share=0.1, median=536,
                      max_=536)], mptcp=True),
     ]
-    summary = {
-        "lab": "mtu", "run_id": run.name, "kernel": "6.99.0-test", "complete": True,
-        "quick": quick, "valid": True, "invalid_reasons": [],
-        "published_source": {"id": "paper2025", "kernel": "Linux 5.4.230, MPTCP v0.96",
-                             "title": "A Test Paper"},
-        "scenarios": scenarios,
-        "aggregates": [
-            {"scenario": "tcp-a", "n": 2, "goodput_mean": 94.0, "goodput_std": 0.35,
-             "goodput_min": 93.75, "goodput_max": 94.25, "share": {"A": 1.0},
-             "verified_reps": 0},
-            {"scenario": "mptcp-bottleneck", "n": 2, "goodput_mean": 134.5, "goodput_std": 52.33,
-             "goodput_min": 97.5, "goodput_max": 171.5, "share": {"A": 0.8, "B": 0.2},
-             "verified_reps": 2},
-        ],  # the other scenarios have no aggregate: the report computes them
-        "published": [
-            {"id": "seg-a-paper", "scenario": "mptcp-bottleneck", "metric": "median_seg",
-             "path": "A", "paper_value": 8928, "unit": "bytes", "paper_kernel": None,
-             "where": "Figure 10.13", "this_mean": 8936.0, "this_std": 0.0, "this_n": 2,
-             "this_kernel": "6.99.0-test", "note": "a note about conditions"},
-            {"id": "base-576-paper", "scenario": "blackhole-base-mss-576",
-             "metric": "goodput_mbps", "path": None, "paper_value": 17.16, "unit": "Mbit/s",
-             "paper_kernel": "5.4.230 patched", "where": "Section 10.7",
-             "this_mean": 12.34, "this_std": None, "this_n": 1, "this_kernel": "6.99.0-test"},
-            {"id": "after-fix-paper", "scenario": None, "metric": "goodput_mbps", "path": None,
-             "paper_value": 56.8, "unit": "Mbit/s", "paper_kernel": "5.4.230 + patch",
-             "where": "Section 10.8", "this_mean": None, "this_std": None, "this_n": 0,
-             "this_kernel": None},
-        ],
-        "findings": [
-            {"id": "b-idle", "statement": "subflow B | carries nothing", "where": "Fig 10.14",
-             "scenario": "mptcp-bottleneck", "holds_here": False,
-             "evidence": "share of B = 0.2 (mean of 2 reps)"},
-            {"id": "a-jumbo", "statement": "subflow A uses jumbo segments", "where": "Fig 10.13",
-             "scenario": "mptcp-bottleneck", "holds_here": True,
-             "evidence": "median seg A = 8936"},
-            {"id": "patched", "statement": "needs the patched kernel", "where": "Sec 10.8",
-             "scenario": None, "holds_here": None, "evidence": ""},
-        ],
-    }
+    model = build_summary_model("mtu", run.name, "6.99.0-test", True, quick, scenarios, PUB, [], KVM,
+                                repetitions_per_scenario=1 if quick else 2)
+    model.run_kind = run_kind
+    model.run_kind_reason = (None if run_kind is None else TCG_REASON if run_kind == "functional-check"
+                             else "CPU not software-emulated (systemd-detect-virt: kvm)")
+    summary = model.to_json()
     # The shape the runner writes (mptcplab/labrun.py): calibration and sysctls per scenario.
     def check(q: str, conf: float, meas: float, ok: bool) -> dict[str, Any]:
         return {"quantity": q, "configured": conf, "measured": meas, "tolerance": "±10%",
@@ -155,10 +153,6 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
         "lab_files_sha256": {"experiment.yml": "0123abcd"},
         "command_line": ["mptcplab", "run", "labs/mtu"],
     }
-    if run_kind is not None:
-        summary["run_kind"] = run_kind
-        summary["run_kind_reason"] = (TCG_REASON if run_kind == "functional-check"
-                                      else "CPU not software-emulated (systemd-detect-virt: kvm)")
     run.mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps(summary, indent=1))
     (run / "manifest.json").write_text(json.dumps(manifest, indent=1))
@@ -173,7 +167,7 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
                     mbps = 10.0 * sf["share"] * (1 + i % 3)
                     rows.append({"t": t, "path": sf["path"], "subflow": sf["sport"],
                                  "bytes": int(mbps * 1e6 / 8 * 0.1), "mbps": mbps})
-        pd.DataFrame(rows, columns=F.TIMESERIES_COLUMNS).to_csv(d / "timeseries.csv",
+        pd.DataFrame(rows, columns=TIMESERIES_COLUMNS).to_csv(d / "timeseries.csv",
                                                                 index=False)
         if s["name"] == "mptcp-reverse":
             continue  # icmp.csv deliberately absent: reported as a missing file
@@ -183,7 +177,7 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
                 icmp.append({"t": 0.05 + 0.01 * k, "src": "10.0.12.1", "dst": sf["src"],
                              "type": 3, "code": 4, "mtu": 1500, "quoted_src": sf["src"],
                              "quoted_sport": sf["sport"], "path": sf["path"]})
-        pd.DataFrame(icmp, columns=F.ICMP_COLUMNS).to_csv(d / "icmp.csv", index=False)
+        pd.DataFrame(icmp, columns=ICMP_COLUMNS).to_csv(d / "icmp.csv", index=False)
     return run
 
 
@@ -287,25 +281,26 @@ def test_no_warnings_says_so(tmp_path: Path) -> None:
 
 
 def test_silent_failures_are_named() -> None:
-    base = {"complete": True, "valid": True}
+    base: dict[str, Any] = {"lab": "mtu", "run_id": "r", "complete": True, "valid": True}
     # a path the lab expected with no subflow at all in the capture
-    s = {**base, "scenarios": [_scenario("mptcp-bottleneck", 1, 90.0, [
+    s: dict[str, Any] = {**base, "scenarios": [_scenario("mptcp-bottleneck", 1, 90.0, [
         _subflow("A", "10.0.1.2", 1, initial=True, bytes_=1, share=1.0, median=1, max_=1)],
         mptcp=True)]}
     s["scenarios"][0]["mptcp"]["expected_paths"] = ["A", "B"]
-    assert any("NO SUBFLOW AT ALL on path B" in w for w in collect_warnings(s))
+    assert any("NO SUBFLOW AT ALL on path B" in w.message and w.code == "no-subflow" and w.path == "B"
+               for w in collect_warnings(s))
     # the runner's own fallback wording is not repeated
     s["scenarios"][0]["mptcp"].update(fallback=True, verified=False)
     s["scenarios"][0]["warnings"] = ["MPTCP fell back to TCP during the connection"]
-    w = collect_warnings(s)
+    w = [x.message for x in collect_warnings(s)]
     assert not any("MPTCP FALLBACK" in x for x in w)
     assert any("fell back" in x for x in w)
 
 
 def test_incomplete_and_invalid_runs_are_flagged() -> None:
-    w = collect_warnings({"complete": False, "valid": False,
+    w = [x.message for x in collect_warnings({"lab": "mtu", "run_id": "r", "complete": False, "valid": False,
                           "invalid_reasons": ["iperf3 failed in tcp-b rep 1"], "scenarios": []},
-                         manifest={"incomplete_reason": "interrupted by SIGINT"})
+                         manifest={"incomplete_reason": "interrupted by SIGINT"})]
     assert any(x.startswith("RUN INCOMPLETE") and "SIGINT" in x for x in w)
     assert "RUN INVALID: iperf3 failed in tcp-b rep 1" in w
 
@@ -313,7 +308,8 @@ def test_incomplete_and_invalid_runs_are_flagged() -> None:
 def test_published_table_and_missing_value_dash(report: str) -> None:
     sec = _section(report, "Published vs this run")
     seg = _row(sec, "seg-a-paper")
-    assert "8928 bytes" in seg and "Figure 10.13" in seg and "8936 ± 0" in seg
+    assert "8928 bytes" in seg and "Figure 10.13" in seg
+    assert "| 8936 (median over reps) | 2 |" in seg  # median_seg's one aggregate, named
     # paper_kernel absent on the entry: the source's kernel is shown
     assert "Linux 5.4.230, MPTCP v0.96" in seg and "6.99.0-test" in seg
     b576 = _row(sec, "base-576-paper")
@@ -328,7 +324,8 @@ def test_published_table_and_missing_value_dash(report: str) -> None:
 
 def test_findings_table(report: str) -> None:
     sec = _section(report, "Findings of the paper, checked on this run")
-    assert "**no**" in _row(sec, "b-idle") and "share of B = 0.2" in _row(sec, "b-idle")
+    idle = _row(sec, "b-idle")
+    assert "**no**" in idle and "subflow_share of path B = 0.2 (mean over reps, 2 reps)" in idle
     assert "subflow B \\| carries nothing" in sec   # a pipe in a statement is escaped
     assert "| yes |" in _row(sec, "a-jumbo")
     assert "| unknown |" in _row(sec, "patched")
@@ -346,9 +343,9 @@ def test_figures_are_valid_pngs(run_dir: Path, report: str) -> None:
 
 
 def test_figure_functions_return_figures_from_frames(run_dir: Path) -> None:
-    summary = F.load_summary(run_dir)
-    ts = F.load_timeseries(run_dir, summary)
-    icmp = F.load_icmp(run_dir, summary)
+    summary = load_summary(run_dir)
+    ts = load_timeseries(run_dir, summary)
+    icmp = load_icmp(run_dir, summary)
     assert set(ts["scenario"]) >= {"tcp-a", "mptcp-bottleneck"}
     assert ts.attrs["missing"] == []
     assert icmp.attrs["missing"] == ["scenarios/mptcp-reverse/rep1/icmp.csv"]
@@ -365,7 +362,7 @@ def test_figure_functions_return_figures_from_frames(run_dir: Path) -> None:
 
 
 def test_print_table(run_dir: Path) -> None:
-    out = print_table(F.load_summary(run_dir))
+    out = print_table(load_summary(run_dir))
     lines = out.splitlines()
     assert "6.99.0-test" in lines[0] and "Linux 5.4.230, MPTCP v0.96" in out
     mb = next(ln for ln in lines if ln.startswith("mptcp-bottleneck"))
@@ -378,10 +375,10 @@ def test_print_table(run_dir: Path) -> None:
     assert "WARNING(S)" in out
 
 
-def _rendered(run: Path) -> tuple[dict[str, Any], str]:
+def _rendered(run: Path) -> tuple[Summary, str]:
     """summary and report.md text of a run directory, without drawing the figures."""
-    summary = F.load_summary(run)
-    return summary, render_report(summary, F.load_manifest(run))
+    summary = load_summary(run)
+    return summary, render_report(summary, load_manifest(run))
 
 
 def test_functional_check_is_never_presented_as_a_measurement(tmp_path: Path) -> None:
@@ -393,7 +390,7 @@ def test_functional_check_is_never_presented_as_a_measurement(tmp_path: Path) ->
     assert f"- **WARNING** FUNCTIONAL CHECK, NOT A MEASUREMENT: {TCG_REASON}." in _section(text, "WARNINGS")
     pub = _section(text, "Published vs this run")
     assert "| this run (functional check) |" in pub and "mean ± std" not in pub
-    assert "8936 ± 0" in _row(pub, "seg-a-paper")     # the numbers are still shown, marked
+    assert "8936 (median over reps)" in _row(pub, "seg-a-paper")  # the numbers are still shown, marked
     assert "no reproduction of the paper's numbers" in pub.split("| after-fix-paper |")[1]
     assert "Functional check: only findings" in _section(text, "Findings of the paper, checked on this run")
     out = print_table(summary).splitlines()
@@ -405,7 +402,7 @@ def test_functional_check_is_never_presented_as_a_measurement(tmp_path: Path) ->
 def test_measurement_has_no_functional_check_marks(tmp_path: Path, run_kind: str | None) -> None:
     summary, text = _rendered(make_run_dir(tmp_path, run_kind=run_kind))
     assert "functional check" not in text.lower()
-    assert "| this run (mean ± std) |" in _section(text, "Published vs this run")
+    assert "| this run (mean ± std, or the statistic named) |" in _section(text, "Published vs this run")
     assert ("| run kind | measurement |" in text) == (run_kind == "measurement")
     assert "FUNCTIONAL" not in print_table(summary)
 

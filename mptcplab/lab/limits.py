@@ -1,0 +1,122 @@
+"""What the lab files alone say a network cannot be: overlapping addresses, addresses
+no interface owns, and link shapes no qdisc can express.
+
+The tbf bounds are tc's and the kernel's, measured with iproute2 6.1 on kernel 6.18:
+- tc parses `burst` and `limit` as 32-bit byte counts ("tbf: illegal value for
+  "burst": "12500000000"" for 100tbit, whose 1 ms bucket is 12.5 GB);
+- tc hands the kernel the bucket as a time, burst / rate, in 32-bit scheduler ticks
+  (15.625 per microsecond: /proc/net/psched 000003e8 00000040): a bucket longer than
+  about 274.9 s wraps silently, and tc installs a different bucket than asked
+  (measured: 18028 bytes at 528bit is kept, at 520bit tc installs "burst 160b").
+The parameters checked are the ones the emulation installs (emulation/linkmodel.py
+`burst_bytes`, `queue_bytes`, as used by emulation/tc.py `tbf_params`).
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+
+from ..emulation.linkmodel import ETH_HEADER, LinkShape
+from ..errors import LabInputError
+from ..units import fmt_rate, parse_rate
+from .network import Link, Network
+from .schema import ExperimentBody
+
+TC_U32_MAX = 2**32 - 1
+#: the longest bucket time tc can pass: 2^32-1 ticks of 1/15.625 us
+TBF_MAX_BUCKET_SECONDS = (2**32 - 1) / 15.625 / 1e6
+
+
+def _rate(bps: int) -> str:
+    return f"{bps / 1e12:g}tbit" if bps >= 10**12 and bps % 10**9 == 0 else fmt_rate(bps)
+
+
+def _link_field(body: ExperimentBody, link: Link) -> str:
+    for ep in (link.a, link.b):
+        if str(ep) in body.links:
+            return f"links.{ep}"
+    return f"links.{link.a}"
+
+
+def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
+    """(sub-field, problem) when tbf cannot shape ``shape`` at ``mtu``, else None."""
+    if not shape.rate_bps:
+        if shape.queue is not None and shape.queue.seconds is not None:
+            return "queue", "a queue given as time needs the link's rate"
+        return None
+    rate = shape.rate_bps
+    burst = shape.burst_bytes(mtu)
+    limit = shape.queue_bytes(mtu)
+    if burst > TC_U32_MAX:
+        top = int(TC_U32_MAX * 8 / 1e-3)
+        return "rate", (f"{_rate(rate)} needs a tbf bucket of {burst} bytes (1 ms at the rate), more than the "
+                        f"{TC_U32_MAX} tc accepts: at most {fmt_rate(top - top % 1_000_000_000)} (34.3tbit)")
+    if burst * 8 / rate > TBF_MAX_BUCKET_SECONDS:
+        frames = 2 * (mtu + ETH_HEADER)
+        low = int(frames * 8 / TBF_MAX_BUCKET_SECONDS) + 1
+        return "rate", (f"{fmt_rate(rate)} is too slow for tbf at MTU {mtu}: a bucket of two full frames ({frames} "
+                        f"bytes) lasts {burst * 8 / rate:.0f} s, longer than the {TBF_MAX_BUCKET_SECONDS:.0f} s tc can "
+                        f"pass (its tick count wraps and it installs another bucket); the lowest rate is {low}bit")
+    if limit > TC_U32_MAX:
+        return "queue", f"a queue of {limit} bytes is more than the {TC_U32_MAX} tbf accepts"
+    return None
+
+
+def _owner_addresses(net: Network, node: str) -> set[IPv4Address]:
+    return {link.addr(ep).ip for ep, link in net.interfaces(node)}
+
+
+def check_network(net: Network, body: ExperimentBody, file: str) -> None:
+    """Raise LabInputError for the first problem the built network shows."""
+    _check_addresses(net, body, file)
+    for link in net.links:
+        bad = tbf_problem(link.shape, link.mtu)
+        if bad:
+            raise LabInputError(file, f"{_link_field(body, link)}.{bad[0]}", bad[1])
+    for k, ev in enumerate(body.traffic.events):
+        if ev.rate is not None and ev.link is not None and ev.action == "set_rate":
+            link = net.link_of(ev.link)
+            bad = tbf_problem(LinkShape(parse_rate(ev.rate), queue=link.shape.queue), link.mtu)
+            if bad:
+                raise LabInputError(file, f"traffic.events[{k}].rate", bad[1])
+    all_addrs = {link.addr(ep).ip for link in net.links for ep in (link.a, link.b)}
+    for fname, flow in body.traffic.flows.items():
+        if ":" in flow.server_address:
+            continue
+        if IPv4Address(flow.server_address) not in _owner_addresses(net, flow.server):
+            raise LabInputError(file, f"traffic.flows.{fname}.server_address",
+                                f"{flow.server_address} is not an address of {flow.server}")
+    for name, spec in body.nodes.items():
+        for j, e in enumerate(spec.mptcp.endpoints if spec.mptcp else []):
+            if ":" not in e.address and IPv4Address(e.address) not in _owner_addresses(net, name):
+                raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address",
+                                    f"{e.address} is not an address of {name}")
+    for k, ev in enumerate(body.traffic.events):
+        if ev.dst_address and ":" not in ev.dst_address and IPv4Address(ev.dst_address) not in all_addrs:
+            raise LabInputError(file, f"traffic.events[{k}].dst_address", f"{ev.dst_address} is no address of the lab")
+
+
+def _check_addresses(net: Network, body: ExperimentBody, file: str) -> None:
+    explicit = body.addressing.addresses
+
+    def field(link: Link) -> str:
+        for ep in (link.a, link.b):
+            if str(ep) in explicit:
+                return f"addressing.addresses.{ep}"
+        return "addressing.pool"
+
+    for link in net.links:
+        for ep in (link.a, link.b):
+            ip = link.addr(ep)
+            if ip.network.prefixlen < 31 and ip.ip in (ip.network.network_address, ip.network.broadcast_address):
+                raise LabInputError(file, f"addressing.addresses.{ep}",
+                                    f"{ip} is the subnet's network or broadcast address")
+        if link.addr_a.ip == link.addr_b.ip:
+            raise LabInputError(file, f"addressing.addresses.{link.b}", f"{link.addr_b.ip} is also {link.a}'s address")
+    for i, a in enumerate(net.links):
+        for b in net.links[i + 1:]:
+            if a.subnet.overlaps(b.subnet):
+                later = b if field(b) != "addressing.pool" or field(a) == "addressing.pool" else a
+                other = a if later is b else b
+                raise LabInputError(file, field(later), f"subnet {later.subnet} of link {later.name} overlaps "
+                                    f"{other.subnet} of link {other.name}")

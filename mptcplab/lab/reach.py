@@ -1,0 +1,62 @@
+"""Warnings `mptcplab validate` gives about subflows that cannot form: a client
+endpoint whose own path has no route to the address its subflow would join.
+
+Not an error: that is how such a network behaves, and a lab may show it on purpose.
+The warning says what would work instead.
+"""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Address
+
+from ..emulation.linkmodel import Endpoint
+from .loader import EXPERIMENT, Lab
+from .network import Network, build_network, path_reaches
+
+
+def _endpoint_of(net: Network, node: str, ref: str) -> Endpoint | None:
+    if ":" in ref:
+        return Endpoint.parse(ref)
+    ip = IPv4Address(ref)
+    for ep, link in net.interfaces(node):
+        if link.addr(ep).ip == ip:
+            return ep
+    return None
+
+
+def join_warnings(lab: Lab) -> list[str]:
+    """One line per distinct problem, naming the file, the field and the scenarios."""
+    file = str(lab.path / EXPERIMENT)
+    found: dict[tuple[str, str], list[str]] = {}
+    for sc in lab.scenarios:
+        body = sc.body
+        net = build_network(lab.topology, body, file)
+        for fname, flow in body.traffic.flows.items():
+            if not flow.mptcp:
+                continue
+            dst = net.address(flow.server_address)
+            server = body.nodes[flow.server].mptcp
+            signals = [net.address(e.address) for e in (server.endpoints if server else []) if "signal" in e.flags]
+            client = body.nodes[flow.client].mptcp
+            items: list[tuple[str, str]] = []
+            if flow.bind:
+                items.append((f"traffic.flows.{fname}.bind", flow.bind))
+            for j, e in enumerate(client.endpoints if client else []):
+                if "subflow" in e.flags or "fullmesh" in e.flags:
+                    items.append((f"nodes.{flow.client}.mptcp.endpoints[{j}].address", e.address))
+            for fld, ref in items:
+                ep = _endpoint_of(net, flow.client, ref)
+                if ep is None or path_reaches(net, ep, dst):
+                    continue
+                if fld.endswith(".address") and any(path_reaches(net, ep, s) for s in signals):
+                    continue  # the server announces an address this path reaches
+                nb = net.link_of(ep).other(ep).node
+                problem = (f"{ep}'s path (next hop {nb}) has no route to {dst} ({flow.server_address}), the address "
+                           f"its subflow would {'connect to' if fld.endswith('.bind') else 'join'}: announce the "
+                           "server's addresses with signal endpoints, or connect the paths")
+                found.setdefault((fld, problem), []).append(sc.name)
+    out = []
+    for (fld, problem), names in found.items():
+        where = "every scenario" if len(names) == len(lab.scenarios) else "scenario " + ", ".join(names)
+        out.append(f"{file}: {fld}: warning ({where}): {problem}")
+    return out

@@ -1,0 +1,176 @@
+"""What only the host can say about a lab, asked before anything is created.
+
+`mptcplab validate` checks everything the lab files alone can answer; this module
+checks what depends on the machine: the congestion controls and MPTCP schedulers the
+kernel has, the sysctls a fresh network namespace has, the tools on PATH, root, and
+whether the results directory can be created. `mptcplab run` (and its --dry-run) calls
+`preflight` after loading the lab and before the first namespace; `mptcplab validate
+--host` calls it too. Problems with a lab file's value are LabInputError naming the
+file and field (exit 2); problems of the host itself are HostNotReady (exit 3).
+
+The host is read once into `HostFacts`, so tests can ask the same questions of a
+made-up host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import HostNotReady, LabInputError
+from .lab.loader import EXPERIMENT, Lab, ScenarioRun
+from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
+
+PROC_SYS = Path("/proc/sys")
+#: tools every run executes, with the Debian package that has them
+TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps", "ping": "iputils-ping", "iperf3": "iperf3",
+         "tcpdump": "tcpdump", "tshark": "tshark", "nft": "nftables", "iptables": "iptables", "ethtool": "ethtool"}
+# interface-specific sysctl directories: the interface does not exist yet when the
+# preflight runs, so the key is checked under "default", which every interface copies
+_PER_IFACE = re.compile(r"^(net\.ipv[46]\.(?:conf|neigh))\.([^.]+)\.(.+)$")
+
+Problem = LabInputError | HostNotReady
+
+
+def _words(path: Path) -> frozenset[str] | None:
+    try:
+        return frozenset(path.read_text().split())
+    except OSError:
+        return None
+
+
+def _sysctl_names(fresh_namespace: bool) -> frozenset[str] | None:
+    """Every sysctl name visible in a new network namespace (`unshare --net`, which
+    leaves nothing behind: the namespace dies with the process), or in this one."""
+    argv = ["sysctl", "-a", "-N"]
+    if fresh_namespace:
+        argv = ["unshare", "--net", "--", *argv]
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    names = frozenset(line.strip() for line in p.stdout.splitlines() if line.strip())
+    return names or None
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    euid: int
+    congestion_controls: frozenset[str] | None  # None: could not be read, not checked
+    schedulers: frozenset[str] | None
+    sysctls: frozenset[str] | None
+    tools: frozenset[str] = field(default_factory=frozenset)  # those found on PATH
+
+    @classmethod
+    def read(cls) -> HostFacts:
+        euid = os.geteuid()
+        sysctls = _sysctl_names(fresh_namespace=euid == 0)
+        if sysctls is None and euid == 0:
+            sysctls = _sysctl_names(fresh_namespace=False)
+        return cls(
+            euid=euid,
+            congestion_controls=_words(PROC_SYS / "net/ipv4/tcp_available_congestion_control"),
+            schedulers=_words(PROC_SYS / "net/mptcp/available_schedulers"),
+            sysctls=sysctls,
+            tools=frozenset(t for t in {*TOOLS, "mptcpize", "unshare"} if shutil.which(t)),
+        )
+
+
+def sysctl_lookup_name(key: str) -> str:
+    """The name to look for in a fresh namespace: slashes as dots, an interface's
+    directory as 'default'."""
+    name = key.replace("/", ".")
+    m = _PER_IFACE.match(name)
+    if m and m.group(2) not in ("all", "default"):
+        name = f"{m.group(1)}.default.{m.group(3)}"
+    return name
+
+
+def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[Problem]:
+    body = sc.body
+    tag = f" (scenario {sc.name})"
+    for fname, flow in body.traffic.flows.items():
+        if flow.cc and facts.congestion_controls is not None and flow.cc not in facts.congestion_controls:
+            have = " ".join(sorted(facts.congestion_controls))
+            yield LabInputError(file, f"traffic.flows.{fname}.cc",
+                                f"congestion control {flow.cc!r} is not in this kernel "
+                                f"(tcp_available_congestion_control: {have}){tag}")
+    keyed: list[tuple[str, str]] = [(f"sysctls.{k}", k) for k in body.sysctls]
+    for name, spec in body.nodes.items():
+        keyed += [(f"nodes.{name}.sysctls.{k}", k) for k in spec.sysctls]
+        mp = spec.mptcp
+        if mp and mp.scheduler and facts.schedulers is not None and mp.scheduler not in facts.schedulers:
+            yield LabInputError(file, f"nodes.{name}.mptcp.scheduler",
+                                f"scheduler {mp.scheduler!r} is not in this kernel (net.mptcp.available_schedulers: "
+                                f"{' '.join(sorted(facts.schedulers))}){tag}")
+        if mp and mp.path_manager and facts.sysctls is not None and "net.mptcp.pm_type" not in facts.sysctls:
+            yield LabInputError(file, f"nodes.{name}.mptcp.path_manager",
+                                f"this kernel has no net.mptcp.pm_type to choose a path manager with{tag}")
+    if facts.sysctls is not None:
+        for fld, key in keyed:
+            if sysctl_lookup_name(key) not in facts.sysctls:
+                yield LabInputError(file, fld, f"no sysctl {key} in a network namespace of this kernel{tag}")
+
+
+def _results_problem(root: Path) -> Problem | None:
+    """Whether root (the --results directory) exists as a writable directory or can be
+    created: the nearest existing ancestor must be a writable directory."""
+    p = root
+    while not p.exists() and not p.is_symlink():
+        if p.parent == p:
+            break
+        p = p.parent
+    if p.is_symlink() and not p.exists():
+        return LabInputError("command line", "--results", f"{p} is a dangling symbolic link")
+    if not p.is_dir():
+        return LabInputError("command line", "--results", f"cannot create {root}: {p} is not a directory")
+    if not os.access(p, os.W_OK | os.X_OK):
+        what = "is not writable" if p == root else f"cannot be created: {p} is not writable"
+        return LabInputError("command line", "--results", f"results directory {root} {what}")
+    return None
+
+
+def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path | None = None,
+              dry_run: bool = False, facts: HostFacts | None = None) -> list[Problem]:
+    """Every problem the host shows for running ``scenarios`` of ``lab``, first the
+    lab's values, then the host's; empty when it can run. A dry run needs neither
+    root nor a results directory."""
+    facts = facts or HostFacts.read()
+    file = str(lab.path / EXPERIMENT)
+    problems: list[Problem] = []
+    seen: set[str] = set()
+    for sc in scenarios:
+        for p in _scenario_checks(file, sc, facts):
+            # the same base value fails in every scenario: report it once
+            key = f"{getattr(p, 'field', '')}|{getattr(p, 'problem', '').rsplit(' (scenario', 1)[0]}"
+            if key not in seen:
+                seen.add(key)
+                problems.append(p)
+    if facts.sysctls is not None:
+        for key in sorted({*BASE_SYSCTLS, *ROUTER_SYSCTLS}):
+            if sysctl_lookup_name(key) not in facts.sysctls:
+                problems.append(HostNotReady(f"this kernel has no sysctl {key}, which every lab sets"))
+    if not dry_run:
+        if facts.euid != 0:
+            problems.append(HostNotReady("mptcplab run creates network namespaces, qdiscs and firewall rules: "
+                                         "run as root"))
+        for tool, pkg in TOOLS.items():
+            if tool not in facts.tools:
+                problems.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg})"))
+        if results_root is not None:
+            bad = _results_problem(results_root) or _results_problem(results_root / lab.name)
+            if bad:
+                problems.append(bad)
+    return problems
+
+
+def check(lab: Lab, scenarios: Sequence[ScenarioRun], **kwargs: object) -> None:
+    """Raise the first problem `preflight` finds (lab-file problems first)."""
+    problems = preflight(lab, scenarios, **kwargs)  # type: ignore[arg-type]
+    if problems:
+        raise problems[0]

@@ -1,0 +1,126 @@
+"""A paper's findings as predicates on this run: holds, does not hold, or not measurable here.
+
+An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate with a
+constant, with another scenario's aggregate, or their difference or ratio with a constant
+(within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's
+capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every
+aggregate is aggregate.py's one definition, so a finding reads the same number as the
+summary and the report. A finding that needs what this lab
+cannot provide (another kernel) says so with its reason instead of a verdict.
+"""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+
+from ..lab.schema import CaptureFact, Expectation, Finding, Published
+from .aggregate import Value, scenario_value
+from .model import FindingRow, Repetition
+
+OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
+_EPS = 1e-6  # aggregates are floats: 0.1 + 0.2 == 0.3 must hold
+
+
+def _compare(x: float, op: str, target: float, tolerance: float) -> bool:
+    if op == "==":
+        return abs(x - target) <= tolerance + _EPS
+    if op == "!=":
+        return abs(x - target) > tolerance + _EPS
+    return bool(OPS[op](round(x, 6), target))
+
+
+def _describe(metric: str, path: str | None, scenario: str, v: Value, show_scenario: bool) -> str:
+    what = metric + (f" of path {path}" if path else "") + (f" in {scenario}" if show_scenario else "")
+    return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} rep{'' if v.n == 1 else 's'})"
+
+
+def _target(e: Expectation) -> str:
+    tol = f" ± {e.tolerance:g}" if e.tolerance else ""
+    return f"{e.op} {e.value:g}{tol}" if e.value is not None else e.op
+
+
+def check(e: Expectation, default_scenario: str | None,
+          reps: dict[str, list[Repetition]]) -> tuple[bool | None, str]:
+    """(holds, evidence) of one expectation; holds None when it cannot be measured here."""
+    left_name = e.scenario or default_scenario
+    if left_name is None:
+        return None, "no scenario of this lab to measure it on"
+    if left_name not in reps:
+        return None, f"scenario {left_name} not run"
+    left = scenario_value(reps[left_name], e.metric, e.path)
+    if left.value is None:
+        return None, f"no {e.metric} observed in {left_name}"
+    across = e.than is not None
+    lhs = _describe(e.metric, e.path, left_name, left, across)
+    if e.than is None:
+        assert e.value is not None  # the schema requires value without than
+        return _compare(left.value, e.op, e.value, e.tolerance), f"{lhs}; paper: {_target(e)}"
+    right_name = e.than.scenario
+    if right_name not in reps:
+        return None, f"{lhs}; scenario {right_name} not run"
+    r_metric = e.than.metric or e.metric
+    r_path = e.than.path if e.than.path is not None else e.path
+    right = scenario_value(reps[right_name], r_metric, r_path)
+    if right.value is None:
+        return None, f"{lhs}; no {r_metric} observed in {right_name}"
+    rhs = _describe(r_metric, r_path, right_name, right, True)
+    if e.by is None:
+        holds = _compare(left.value, e.op, right.value, e.tolerance)
+        return holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}"
+    assert e.value is not None  # the schema requires value with by
+    if e.by == "difference":
+        x, how = left.value - right.value, "difference"
+    else:
+        if right.value == 0:
+            return None, f"{lhs}; {rhs}: a ratio to zero is not defined"
+        x, how = left.value / right.value, "ratio"
+    holds = _compare(x, e.op, e.value, e.tolerance)
+    return holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e)}"
+
+
+def check_fact(c: CaptureFact, default_scenario: str | None,
+               reps: dict[str, list[Repetition]]) -> tuple[bool | None, str]:
+    """(holds, evidence) of a capture fact: true in every repetition of the scenario."""
+    name = c.scenario or default_scenario
+    if name is None:
+        return None, "no scenario of this lab to observe it in"
+    if name not in reps:
+        return None, f"scenario {name} not run"
+    want = f"contains {c.contains}" if c.contains is not None else f"= {c.equals}"
+    what = f"a subflow on path {c.path}" if c.path else "a subflow"
+
+    def seen(r: Repetition) -> bool:
+        for s in r.subflows_on(c.path):
+            v = getattr(s, c.fact)
+            if (c.contains in v) if c.contains is not None else v == c.equals:
+                return True
+        return False
+
+    n = sum(1 for r in reps[name] if seen(r))
+    total = len(reps[name])
+    holds = n == total
+    scenario = f" in {name}" if c.scenario else ""
+    return holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}"
+
+
+def evaluate(f: Finding, reps: dict[str, list[Repetition]]) -> FindingRow:
+    row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
+    if f.not_measurable:
+        return row.model_copy(update={"evidence": f"not measurable here: {f.not_measurable}"})
+    if not f.expectations:
+        return row.model_copy(update={"evidence": "not checkable automatically"})
+    results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps)
+               for e in f.expectations]
+    verdicts = [h for h, _ in results]
+    holds = False if False in verdicts else None if None in verdicts else True
+    return row.model_copy(update={"holds_here": holds, "evidence": "; and ".join(ev for _, ev in results)})
+
+
+def findings_table(pub: Published | None, records: Sequence[Repetition]) -> list[FindingRow]:
+    if pub is None:
+        return []
+    by_name: dict[str, list[Repetition]] = {}
+    for r in records:
+        by_name.setdefault(r.name, []).append(r)
+    return [evaluate(f, by_name) for f in pub.findings]

@@ -1,0 +1,430 @@
+"""The typed result model: what a run writes (summary.json, rep.json) and what every reader
+reads (report, figures, notebooks, the VM check). docs/results-format.md is its contract.
+
+One set of classes both writes and reads a file, so a field cannot mean one thing to the
+runner and another to the report. summary.json carries ``format_version``; a file without
+one (written before the model existed) is read through a documented compatibility path, a
+file from a newer engine is refused with one line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import LabInputError
+
+#: Bump on any change a reader of the previous version would misread (docs/results-format.md).
+FORMAT_VERSION = 1
+#: Code of a warning given as plain text (the runner's warnings before they had codes).
+UNCLASSIFIED = "unclassified"
+
+TIMESERIES_COLUMNS = ["t", "path", "subflow", "bytes", "mbps"]
+ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path"]
+
+
+class ResultsFormatError(LabInputError):
+    """A results file this engine cannot read: one line naming the file, the field and the
+    problem; the CLI exits 2 with it, like any other bad input."""
+
+
+class _Model(BaseModel):
+    # Readers ignore what they do not know (a newer minor addition); the runner's extra
+    # per-repetition facts (firewall counters, capture stats) are kept, see Repetition.
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+
+class Warning(_Model):  # noqa: A001 - the model's name in docs/results-format.md
+    """One problem, one line. ``code`` is stable and machine-readable (policy decides on it),
+    ``message`` is for people and carries the reason; ``path`` names the path it concerns."""
+
+    code: str = UNCLASSIFIED
+    message: str
+    path: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_text(cls, data: Any) -> Any:
+        # a plain string is today's runner warning: kept verbatim, code unknown
+        return {"code": UNCLASSIFIED, "message": data} if isinstance(data, str) else data
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class Subflow(_Model):
+    """One TCP subflow of the measured connection (mptcplab/analysis/model.py SubflowResult)."""
+
+    path: str | None = None
+    src: str | None = None
+    sport: int | None = None
+    dst: str | None = None
+    dport: int | None = None
+    initial: bool | None = None
+    established: bool | None = None
+    bytes: int | None = None
+    retrans_bytes: int | None = None
+    retransmissions: int | None = None
+    share: float | None = None
+    segments: int | None = None
+    median_seg: float | None = None
+    max_seg: int | None = None
+    max_frame: int | None = None
+    icmp_frag_needed: int = 0
+    icmp_first_t: float | None = None
+    icmp_mtus: list[int] = Field(default_factory=list)
+    first_data_t: float | None = None
+    last_data_t: float | None = None
+    syn_attempts: int | None = None
+    rst: bool | None = None
+    kind: str | None = None
+    point: str | None = None
+    acked_bytes: int | None = None
+    syn_answered: bool | None = None
+
+    @property
+    def ends(self) -> str:
+        return f"{self.src}:{self.sport} -> {self.dst}:{self.dport}"
+
+
+class MptcpVerdict(_Model):
+    requested: bool = False
+    negotiated: bool | None = None
+    fallback: bool = False
+    #: MPTCP negotiated and every expected path had an established subflow that carried data
+    verified: bool = False
+    subflows: int | None = None
+    expected_paths: list[str] = Field(default_factory=list)
+
+
+class Flow(_Model):
+    """The measured flow of a repetition: iperf3's numbers and the capture's verdict."""
+
+    goodput_mbps: float | None = None
+    sender_mbps: float | None = None
+    retransmits: int | None = None
+    duration_s: float | None = None
+    iperf3_error: str | None = None
+    cpu: dict[str, float | None] = Field(default_factory=dict)
+    mptcp: MptcpVerdict = Field(default_factory=MptcpVerdict)
+    subflows: list[Subflow] = Field(default_factory=list)
+    add_addrs: list[str] = Field(default_factory=list)
+
+
+class Repetition(Flow):
+    """One repetition of one scenario: the record runner.analyse() builds, rep.json.
+
+    Format 1 keeps the measured flow's fields at the top level (as the runner writes them);
+    other flows of the repetition are in ``other_flows_goodput_mbps``.
+    """
+
+    # runner-specific extras (firewall, capture_stats, delay_line_stats, ...) stay readable
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    name: str
+    rep: int = 1
+    dir: str | None = None
+    sweep: Any = None
+    warnings: list[Warning] = Field(default_factory=list)
+    calibration_ok: bool | None = None
+    other_flows_goodput_mbps: dict[str, float | None] = Field(default_factory=dict)
+    analysis_seconds: float | None = None
+    packets: int | None = None
+
+    @property
+    def flow(self) -> Flow:
+        return Flow.model_validate(self.model_dump(include=set(Flow.model_fields)))
+
+    def warning_codes(self) -> set[str]:
+        return {w.code for w in self.warnings}
+
+    def subflows_on(self, path: str | None) -> list[Subflow]:
+        return [s for s in self.subflows if path is None or s.path == path]
+
+    def rel_dir(self) -> str:
+        return self.dir or f"scenarios/{self.name}/rep{self.rep}"
+
+
+class PathAggregate(_Model):
+    """Per scenario and path, over the repetitions; definitions in mptcplab/results/aggregate.py."""
+
+    reps: int
+    share_mean_over_reps: float | None = None
+    share_std_over_reps: float | None = None
+    median_seg_median_over_reps: float | None = None
+    max_seg_max_over_reps: float | None = None
+    icmp_frag_needed_mean_over_reps: float | None = None
+    icmp_frag_needed_total: int | None = None
+    icmp_frag_needed_per_rep: list[int | None] = Field(default_factory=list)
+
+
+class ScenarioAggregate(_Model):
+    scenario: str
+    n: int
+    goodput_mean: float | None = None
+    goodput_std: float | None = None  # None with one repetition: there is no spread
+    goodput_min: float | None = None
+    goodput_max: float | None = None
+    mptcp_requested: bool = False
+    verified_reps: int = 0
+    fallback_reps: int = 0
+    warning_reps: int = 0
+    paths: dict[str, PathAggregate] = Field(default_factory=dict)
+
+
+class PublishedSource(_Model):
+    id: str | None = None
+    title: str | None = None
+    kernel: str | None = None
+
+
+class PublishedRow(_Model):
+    """One number of the paper next to the same aggregate on this run."""
+
+    id: str
+    scenario: str | None = None
+    metric: str
+    path: str | None = None
+    paper_value: float | None = None
+    unit: str | None = None
+    paper_kernel: str | None = None
+    where: str | None = None
+    note: str | None = None
+    #: this run's value of the metric's one aggregate (aggregate.METRICS), None when not run
+    this_value: float | None = None
+    #: which aggregate, e.g. "mean over reps", "median over reps"
+    this_statistic: str | None = None
+    #: standard deviation over reps, only for a mean with more than one repetition
+    this_std: float | None = None
+    this_n: int = 0
+    this_kernel: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version0(cls, data: Any) -> Any:
+        # format 0 named the value this_mean and always meant the mean over reps
+        if isinstance(data, dict) and "this_mean" in data and "this_value" not in data:
+            data = {**data, "this_value": data["this_mean"],
+                    "this_statistic": "mean over reps" if data.get("this_mean") is not None else None}
+        return data
+
+
+class FindingRow(_Model):
+    id: str
+    scenario: str | None = None
+    statement: str | None = None
+    where: str | None = None
+    #: True holds, False does not hold, None not measurable here (evidence says why)
+    holds_here: bool | None = None
+    evidence: str = ""
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+    @property
+    def verdict(self) -> str:
+        return "yes" if self.holds_here is True else "no" if self.holds_here is False else "unknown"
+
+
+class Summary(_Model):
+    """summary.json: the run's repetitions, their aggregates and the paper comparison."""
+
+    format_version: int = FORMAT_VERSION
+    lab: str
+    run_id: str
+    kernel: str | None = None
+    complete: bool = False
+    quick: bool = False
+    run_kind: str | None = None
+    run_kind_reason: str | None = None
+    valid: bool | None = None
+    invalid_reasons: list[str] = Field(default_factory=list)
+    timing_notes: list[str] = Field(default_factory=list)
+    repetitions: int | None = None
+    published_source: PublishedSource | None = None
+    scenarios: list[Repetition] = Field(default_factory=list)
+    aggregates: list[ScenarioAggregate] = Field(default_factory=list)
+    published: list[PublishedRow] = Field(default_factory=list)
+    findings: list[FindingRow] = Field(default_factory=list)
+
+    @classmethod
+    def coerce(cls, data: Summary | dict[str, Any]) -> Summary:
+        """A Summary from itself or from a summary.json dict (any readable version)."""
+        return data if isinstance(data, Summary) else parse_summary(data)
+
+    def to_json(self) -> dict[str, Any]:
+        # python mode: a runner extra of an unexpected type is left to store.write_json (default=str)
+        return self.model_dump()
+
+    def scenario_order(self) -> list[str]:
+        """Scenario names in the order the run lists them (the lab's order)."""
+        seen = dict.fromkeys(r.name for r in self.scenarios)
+        seen.update(dict.fromkeys(a.scenario for a in self.aggregates if a.scenario not in seen))
+        return list(seen)
+
+    def reps_of(self, scenario: str) -> list[Repetition]:
+        return [r for r in self.scenarios if r.name == scenario]
+
+    def aggregate(self, scenario: str) -> ScenarioAggregate | None:
+        return next((a for a in self.aggregates if a.scenario == scenario), None)
+
+
+class Git(_Model):
+    commit: str | None = None
+    dirty: bool | None = None
+
+
+class Manifest(_Model):
+    """manifest.json: what makes the run self-describing. Written by labrun at the start and
+    the end of a run; host facts (results/manifest.py host_facts) are at the top level."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True)
+
+    lab: str | None = None
+    run_id: str | None = None
+    complete: bool = False
+    incomplete_reason: str | None = None
+    quick: bool | None = None
+    repetitions: int | None = None
+    command_line: list[str] | None = None
+    started: str | None = None
+    finished: str | None = None
+    wall_seconds: float | None = None
+    traffic_seconds: float | None = None
+    kernel: str | None = None
+    kernel_version: str | None = None
+    machine: str | None = None
+    hostname: str | None = None
+    cpu_count: int | None = None
+    os_release: str | None = None
+    platform: dict[str, Any] | None = None
+    backend: str | None = None
+    link_emulation: str | None = None
+    tools: dict[str, str | None] = Field(default_factory=dict)
+    git: Git = Field(default_factory=Git)
+    lab_files_sha256: dict[str, str] = Field(default_factory=dict)
+    scenarios: list[str] = Field(default_factory=list)
+    #: {scenario: {node: {sysctl: value}}} as read back from each node
+    sysctls: dict[str, Any] = Field(default_factory=dict)
+    #: {scenario: {"rep<N>": [{"link", "configured", "checks": [...], "ok"}]}}
+    calibration: dict[str, Any] = Field(default_factory=dict)
+    #: False when the run had no manifest.json (the report says so)
+    present: bool = Field(default=True, exclude=True)
+
+
+# --------------------------------------------------------------------------- reading
+
+
+def parse_summary(data: dict[str, Any], source: str = "summary.json") -> Summary:
+    """A Summary from a summary.json dict.
+
+    Format 0 (no ``format_version``, written before this model): its repetitions and paper
+    rows are read as they are, its aggregates are recomputed from the repetitions with the
+    current definitions (format 0 defined median_seg differently). A newer format is refused.
+    """
+    if not isinstance(data, dict):
+        raise ResultsFormatError(source, "", "not a JSON object")
+    version = data.get("format_version", 0)
+    if not isinstance(version, int) or isinstance(version, bool) or version < 0:
+        raise ResultsFormatError(source, "format_version", f"{version!r} is not a version number")
+    if version > FORMAT_VERSION:
+        raise ResultsFormatError(source, "format_version", f"{version!r} is newer than this engine reads "
+                                 f"({FORMAT_VERSION}); update mptcplab")
+    try:
+        s = Summary.model_validate({k: v for k, v in data.items() if k != "aggregates"} if version == 0 else data)
+    except ValidationError as e:
+        raise ResultsFormatError(source, _where(e), f"not a readable summary: {e.errors()[0]['msg']}") from None
+    if version == 0:
+        from .aggregate import aggregates
+
+        s.aggregates = aggregates(s.scenarios)
+        s.format_version = FORMAT_VERSION  # upgraded in memory; the file is left as it was
+    return s
+
+
+def _where(e: ValidationError) -> str:
+    """The first bad field of a validation error, as a dotted path (scenarios.3.mptcp)."""
+    return ".".join(str(x) for x in e.errors()[0]["loc"])
+
+
+def load_summary(run_dir: str | Path) -> Summary:
+    """summary.json of a run directory; a clear error when it is not one."""
+    path = Path(run_dir) / "summary.json"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"{path}: no summary.json here; is {Path(run_dir)} a run directory "
+            "(results/<lab>/<run-id>/ or results/<lab>/latest)?"
+        )
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
+    return parse_summary(data, str(path))
+
+
+def load_manifest(run_dir: str | Path) -> Manifest:
+    """manifest.json; an empty Manifest with ``present`` False when the run has none."""
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        return Manifest(present=False)
+    try:
+        return Manifest.model_validate(json.loads(path.read_text()))
+    except json.JSONDecodeError as e:
+        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
+    except ValidationError as e:
+        raise ResultsFormatError(str(path), _where(e), f"not a readable manifest: {e.errors()[0]['msg']}") from None
+
+
+def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: str,
+                      columns: list[str]) -> pd.DataFrame:
+    run_dir = Path(run_dir)
+    summary = summary if summary is not None else load_summary(run_dir)
+    frames: list[pd.DataFrame] = []
+    missing: list[str] = []
+    for r in summary.scenarios:
+        path = run_dir / r.rel_dir() / filename
+        if not path.is_file():
+            missing.append(str(path.relative_to(run_dir)))
+            continue
+        df = pd.read_csv(path)
+        if df.empty:
+            continue
+        df.insert(0, "rep", r.rep)
+        df.insert(0, "scenario", r.name)
+        frames.append(df)
+    out = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=["scenario", "rep", *columns])
+    # Which files were absent is part of the result: the report lists them, it does not guess.
+    out.attrs["missing"] = missing
+    return out
+
+
+def bin_width(ts: pd.DataFrame) -> float:
+    """The time-series bin width, read off the data (0.1 s by contract)."""
+    t = pd.Series(sorted(pd.to_numeric(ts["t"], errors="coerce").dropna().unique()))
+    d = t.diff().dropna()
+    d = d[d > 1e-9]
+    return float(d.min()) if not d.empty else 0.1
+
+
+def load_timeseries(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All timeseries.csv of the run in one frame: scenario, rep, t, path, subflow, bytes, mbps."""
+    df = _load_per_rep_csv(run_dir, summary, "timeseries.csv", TIMESERIES_COLUMNS)
+    if not df.empty:
+        if "mbps" not in df.columns and "bytes" in df.columns:
+            df["mbps"] = df["bytes"] * 8 / bin_width(df) / 1e6
+        df["path"] = df["path"].astype(str)
+    return df
+
+
+def load_icmp(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ..., path."""
+    df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS)
+    if not df.empty and "path" in df.columns:
+        df["path"] = df["path"].fillna("?").astype(str)
+    return df

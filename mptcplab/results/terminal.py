@@ -1,0 +1,69 @@
+"""The short table printed at the end of `make lab-<name>`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
+from .model import Summary
+from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
+from .tables import aggregates_frame, path_stats, published_frame
+
+_SHORT = {"goodput_mbps": "goodput", "subflow_share": "share", "median_seg": "median seg",
+          "max_seg": "max seg", "icmp_frag_needed": "ICMP"}
+
+
+def print_table(summary: Summary | dict[str, Any]) -> str:
+    """scenario, goodput, MPTCP verified reps, per path share / median segment (median over
+    reps), and the paper's numbers for that scenario where it has any."""
+    s = Summary.coerce(summary)
+    agg = aggregates_frame(s)
+    ps = path_stats(s)
+    pub = published_frame(s)
+    paths = sorted(ps["path"].unique()) if not ps.empty else []
+    header = ["scenario", "goodput Mbit/s", "MPTCP"] + [f"{p}: share / seg" for p in paths] + ["paper"]
+    rows = []
+    for _, a in agg.iterrows():
+        name = a["scenario"]
+        mp = f"{a['verified_reps']}/{a['n']}" if a["mptcp_requested"] else "TCP"
+        if a["mptcp_requested"] and a["fallback_reps"]:
+            mp += " FALLBACK"
+        row = [name, fmt_mean_std(a["goodput_mean"], a["goodput_std"], "goodput_mbps"), mp]
+        for p in paths:
+            r = ps[(ps["scenario"] == name) & (ps["path"] == p)]
+            row.append(DASH if r.empty else
+                       f"{fmt_num(r['share_mean_over_reps'].iloc[0], 'subflow_share')} / "
+                       f"{fmt_num(r['median_seg_median_over_reps'].iloc[0], 'median_seg')}")
+        paper = []
+        for _, p in pub[pub["scenario"] == name].iterrows():
+            if missing(p["paper_value"]):
+                continue
+            what = _SHORT.get(p["metric"], p["metric"])
+            if text(p["path"]):
+                what = f"{p['path']} {what}"
+            paper.append(f"{what} {p['paper_value']:g}")
+        row.append("; ".join(paper) if paper else DASH)
+        rows.append(row)
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
+              for i, h in enumerate(header)]
+
+    def line(cells: Sequence[Any]) -> str:
+        return "  ".join(str(c).ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip()
+
+    state = ", ".join(["complete" if s.complete else "INCOMPLETE",
+                       "valid" if s.valid is not False else "INVALID",
+                       "QUICK" if s.quick else "full"])
+    out = [f"{s.lab} run {s.run_id} on kernel {s.kernel or '?'} ({state})"]
+    src = s.published_source
+    if src and src.kernel:
+        out.append(f"paper: {src.id or '?'} on {src.kernel}")
+    functional = functional_check_reason(s)
+    if functional:
+        out.append(f"{FUNCTIONAL}: {functional}")
+    out += ["", line(header), line(["-" * w for w in widths])]
+    out += [line(r) for r in rows]
+    n_warn = len(collect_warnings(s))
+    if n_warn:
+        out += ["", f"{n_warn} WARNING(S): see the WARNINGS section of report.md"]
+    return "\n".join(out) + "\n"
