@@ -169,7 +169,9 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
         raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
     em = _emulator(a.backend)
     if a.rate_in_delayline:
-        if em.name != "nfqueue":
+        from .emulation.nfqueue import NfqueueEmulator
+
+        if not isinstance(em, NfqueueEmulator):
             raise LabInputError("command line", "--rate-in-delayline", "needs the nfqueue emulation backend")
         em.rate_in_delayline = True
     print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"
