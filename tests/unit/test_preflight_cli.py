@@ -165,7 +165,7 @@ def test_report_mistakes(tmp_path: Path) -> None:
     _one_line(_cli("report", str(tmp_path / "nothing")), 2, "does not exist")
     _one_line(_cli("report", str(tmp_path)), 2, "is not a run directory")
     (tmp_path / "summary.json").write_text("{not json")
-    _one_line(_cli("report", str(tmp_path)), 2, "damaged JSON")
+    _one_line(_cli("report", str(tmp_path)), 2, "summary.json", "not JSON")
 
 
 def test_results_directory_that_cannot_be_created(tmp_path: Path) -> None:
