@@ -7,9 +7,13 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from . import __version__
 from .errors import HostNotReady, LabInputError, RunFailed
+
+if TYPE_CHECKING:
+    from .emulation.base import Emulator
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -62,43 +66,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _emulator(force: str | None):  # type: ignore[no-untyped-def]
-    from .emulation.backend import netem_available, select_emulator
+def _emulator(force: str | None) -> Emulator:
+    """The emulator of `calibrate` (a line of network namespaces)."""
+    from .emulation.hostprobe import netem_available
+    from .emulation.select import select_emulator
 
     return select_emulator(force, netem_available() if force != "nfqueue" else False)
 
 
-def _node_backend(choice: str, dry_run: bool) -> str:
-    """netns | containerlab; auto picks containerlab where it can deploy."""
-    from .backends.containerlab import containerlab_status
-
-    if choice == "netns":
-        return "netns"
-    ok, why = containerlab_status()
-    if choice == "auto":
-        return "containerlab" if ok else "netns"
-    if not ok and not dry_run:
-        raise HostNotReady(f"--backend containerlab: {why} (docs/appliance.md)")
-    return "containerlab"
-
-
-def _containerlab_emulator(force: str | None, needs_netem: bool, dry_run: bool):  # type: ignore[no-untyped-def]
-    """Links in containers are emulated with tc (netem, tbf): the NFQUEUE delay line
-    is not in the lab images."""
-    from .emulation.backend import netem_available
-    from .emulation.tc import NetemEmulator
-
-    if force == "nfqueue":
-        raise HostNotReady("the nfqueue link emulation cannot run on the containerlab backend (the delay line "
-                           "is not in the lab images); use netem (the appliance VM's kernel has it) or --backend netns")
-    # rate-only links are tbf alone, which needs no sch_netem; a dry run shows what would run
-    if dry_run or not needs_netem or netem_available():
-        return NetemEmulator()
-    raise HostNotReady("the containerlab backend emulates delay and loss with netem, and this kernel has no "
-                       "sch_netem; run in the appliance VM, or use --backend netns (NFQUEUE delay line)")
-
-
 def cmd_run(a: argparse.Namespace) -> int:
+    from . import backends
     from .doctor import checks, lab_needs
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
@@ -109,17 +86,13 @@ def cmd_run(a: argparse.Namespace) -> int:
     scenarios = select_scenarios(lab, a.scenario)
     # what only the host can answer, before anything is created (dry runs included)
     preflight(lab, scenarios, results_root=a.results, dry_run=a.dry_run)
-    backend = _node_backend(a.backend, a.dry_run)
+    backend = backends.resolve(a.backend, a.dry_run)
     opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,
-                      calibrate=not a.no_calibrate, backend=backend)
+                      calibrate=not a.no_calibrate, backend=backend.name)
     repetitions(lab, opts)
-    if backend == "containerlab":
-        needs_netem = any(link.delay or link.jitter or link.loss for sc in scenarios for link in sc.body.links.values())
-        emulator = _containerlab_emulator(a.emulation, needs_netem, a.dry_run)
-    else:
-        emulator = _emulator(a.emulation)
+    emulator = backend.choose_emulator(a.emulation, scenarios, a.dry_run)
     if a.dry_run:
-        dry_run(lab, emulator, opts)
+        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
         return 0
     problems = lab_needs(lab, checks())
     if problems:
@@ -161,14 +134,12 @@ def cmd_validate(a: argparse.Namespace) -> int:
 def cmd_clean(a: argparse.Namespace) -> int:
     if os.geteuid() != 0:
         raise HostNotReady("clean removes network namespaces and processes of runs: run as root")
-    from .backends.containerlab import clean as clab_clean
-    from .backends.netns import clean
+    from . import backends
 
-    removed = clean(all_runs=a.all)
-    print(f"removed {len(removed)} namespace(s)" + (": " + " ".join(removed) if removed else ""))
-    containers = clab_clean(all_runs=a.all)
-    if containers:
-        print(f"removed {len(containers)} container(s): " + " ".join(containers))
+    for name in backends.names():
+        cls = backends.get(name)
+        removed = cls.clean(all_runs=a.all)
+        print(f"removed {len(removed)} {cls.cleans}" + (": " + " ".join(removed) if removed else ""))
     from .results.store import mark_dead_runs
 
     for d in mark_dead_runs(a.results):
@@ -205,7 +176,9 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
         raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
     em = _emulator(a.backend)
     if a.rate_in_delayline:
-        if em.name != "nfqueue":
+        from .emulation.nfqueue import NfqueueEmulator
+
+        if not isinstance(em, NfqueueEmulator):
             raise LabInputError("command line", "--rate-in-delayline", "needs the nfqueue emulation backend")
         em.rate_in_delayline = True
     print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"

@@ -4,26 +4,23 @@ that prints every command and creates nothing."""
 from __future__ import annotations
 
 import os
-import shlex
 import signal
 import sys
 import time
 import traceback
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
+from . import backends
 from .backends.base import Backend
-from .backends.netns import NetnsBackend, clean
-from .capture import capture_command
-from .emulation.backend import Emulator
+from .emulation.base import Emulator
 from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
-from .lab.loader import TOPOLOGY, Lab, ScenarioRun, unsupported
-from .lab.network import Network
-from .linkcheck import ping_argv
+from .lab.loader import Lab, ScenarioRun, unsupported
 from .plan import build_plan
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
@@ -34,11 +31,11 @@ from .runner import (
     RepRunner,
     RunContext,
     analyse,
-    flow_duration,
     install_signal_handlers,
     restore_signal_handlers,
 )
-from .traffic import flow_commands
+from .steps import Rep, Teardown, measurement_steps
+from .steps import render as render_steps
 
 REPO = Path(__file__).resolve().parent.parent
 #: iperf3's own CPU accounting above this means the sender or receiver, not the link, set the rate
@@ -76,91 +73,41 @@ def repetitions(lab: Lab, opts: RunOptions) -> int:
     return lab.experiment.quick.repetitions if opts.quick else lab.experiment.repetitions
 
 
-def _containerlab_backend(lab: Lab, run_dir: Path, log: Callable[[str], None] | None = None,
-                          lab_name: str | None = None) -> Backend:
-    from .backends.containerlab import ContainerlabBackend
-
-    # the run directory is bound into every node at the same path: tcpdump in a node
-    # writes its capture where the runner expects it (the path must be absolute)
-    return ContainerlabBackend(lab.path / TOPOLOGY, lab_name=lab_name, workdir=run_dir / "clab",
-                               binds=[run_dir], log=log)
-
-
-def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print) -> None:
-    """Print, for each scenario, the exact commands a repetition runs. Runs none."""
-    ctx = RunContext(lab, emulator, opts.quick)
+def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
+            emulation_forced: bool = True) -> None:
+    """Print, for each scenario, the exact commands a repetition runs: the run's own
+    steps (steps.py), asked for their commands instead of run. Runs none, creates
+    nothing, needs no root."""
+    backend_cls = backends.get(opts.backend)
+    ctx = RunContext(lab, emulator, opts.quick, calibrate=opts.calibrate)
     reps = repetitions(lab, opts)
-    run_dir = (opts.results_root / lab.name).absolute() / "<run-id>"
-    backend: Backend
-    if opts.backend == "containerlab":
-        backend = _containerlab_backend(lab, run_dir, lab_name=f"mpl000000-{lab.name}")
-        naming = f"containerlab lab name is random per repetition (shown as mpl000000-{lab.name})"
-    else:
-        backend = NetnsBackend(prefix="mpl000000-")
-        naming = "namespace prefix is random per repetition (shown as mpl000000-)"
+    run_dir = _run_dir_form(opts.results_root / lab.name / "<run-id>", backend_cls)
+    backend, naming = backend_cls.for_dry_run(lab, run_dir)
+    how = "" if emulation_forced else \
+        f" (not probed: a dry run creates nothing; a run picks {backend_cls.emulator_rule()})"
     out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
-        f"backend: {backend.name}; link emulation: {emulator.name}; {naming}")
+        f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}")
     for sc in select_scenarios(lab, opts.scenarios):
-        wd = (run_dir if opts.backend == "containerlab" else Path("results") / lab.name / "<run-id>") \
-            / "scenarios" / sc.name / "rep1"
-        plan = build_plan(lab.topology, sc, emulator, backend, wd)
+        wd = run_dir / "scenarios" / sc.name / "rep1"
+        plan = build_plan(lab.topology, sc, emulator, backend, wd, file=str(lab.path / "experiment.yml"))
         out(f"\n## scenario {sc.name}" + (f": {sc.description}" if sc.description else ""))
-        if opts.backend == "containerlab":
-            _print_topology_copy(backend, plan.net, out)
-        for title, cmds in plan.stages_before_daemons():
-            out(f"# {title}")
-            for c in cmds:
-                out(backend.render(c) + (f"    # {c.why}" if c.why else ""))
-        if plan.daemons:
-            out("# link-emulation daemons (started and waited for before packets are steered to them)")
-            for d in plan.daemons:
-                out(backend.render_argv(d.node, d.argv) + f" &    # {d.name}")
-        for title, cmds in plan.stages_after_daemons():
-            out(f"# {title}")
-            for c in cmds:
-                out(backend.render(c) + (f"    # {c.why}" if c.why else ""))
-        if sc.body.calibration.enabled:
-            out("# link calibration (RTT on every repetition; rate once per run per distinct link configuration)")
-            for link in plan.net.links:
-                if link.shape.impaired:
-                    src, dst = str(link.addr(link.a).ip), str(link.addr(link.b).ip)
-                    out(backend.render_argv(link.a.node, ping_argv(dst, src, 10, 0.01)))
-        if opts.backend == "containerlab":
-            from .backends.containerlab import PID_WRAPPER
-
-            out(f"# background processes (&) start as: docker exec <c> sh -c {shlex.quote(PID_WRAPPER)} sh "
-                f"/tmp/mptcplab-<id>-<n>.pid <argv...>, and are signalled as: docker exec <c> kill -<SIG> <pid>")
-        out("# capture")
-        for cp in sc.body.capture:
-            cc = capture_command(cp, wd)
-            out(backend.render_argv(cc.node, cc.argv) + " &")
-        out("# traffic")
-        for name, flow in sc.body.traffic.flows.items():
-            fc = flow_commands(flow, plan.net, flow_duration(ctx, sc.body, flow))
-            out(backend.render_argv(fc.server_node, fc.server_argv) + " &")
-            out(backend.render_argv(fc.client_node, fc.client_argv) + f"    # flow {name} ({flow.role})")
-        out("# teardown: stop processes, then")
-        for c in backend.teardown_cmds(plan.net):
-            out(backend.render(c))
+        for line in backend.dry_run_notes(plan.net):
+            out(line)
+        rep = Rep(ctx, sc, wd, backend, plan)
+        for line in render_steps(rep, [*measurement_steps(), Teardown()]):
+            out(line)
 
 
-def _print_topology_copy(backend: Backend, net: Network, out: Callable[[str], None]) -> None:
-    import yaml
-
-    from .backends.containerlab import ContainerlabBackend
-
-    assert isinstance(backend, ContainerlabBackend)
-    out(f"# topology deployed: {backend.topology_file} (written before deploy; the lab's file is unchanged)")
-    for line in yaml.safe_dump(backend.clab_topology(net), sort_keys=False).splitlines():
-        out(f"#   {line}")
+def _run_dir_form(run_dir: Path, backend_cls: type[Backend]) -> Path:
+    # bound into the nodes: paths in node commands must be absolute there
+    return run_dir.absolute() if backend_cls.absolute_paths else run_dir
 
 
 def _clean_all(backend: str) -> None:
-    clean()
-    if backend == "containerlab":
-        from .backends.containerlab import clean as clab_clean
-
-        clab_clean()
+    """What killed runs left: namespaces always (host probes make them on every
+    backend), plus the backend's own."""
+    for cls in dict.fromkeys([backends.get("netns"), backends.get(backend)]):
+        cls.clean()
 
 
 def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
@@ -170,6 +117,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
     store.mark_dead_runs(opts.results_root)  # runs a kill -9 ended before they could say so
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
+    backend_cls = backends.get(opts.backend)
     manifest: dict[str, Any] = {
         "lab": lab.name, "run_id": None, "complete": False, "quick": opts.quick, "repetitions": reps,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -184,11 +132,9 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str],
 
     # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
     run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
-    if opts.backend == "containerlab":
-        run_dir = run_dir.absolute()  # bound into the nodes: paths in node commands must be absolute
-    ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate)
-    if opts.backend == "containerlab":
-        ctx.make_backend = lambda cmdlog: _containerlab_backend(lab, run_dir, cmdlog)
+    run_dir = _run_dir_form(run_dir, backend_cls)
+    ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
+                     make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog))
     records: list[dict[str, Any]] = []
     complete = False
     interrupted: str | None = None

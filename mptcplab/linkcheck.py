@@ -9,17 +9,24 @@ interval of the configured probability.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from .commands import Cmd, cmd
 from .emulation.linkmodel import ETH_HEADER, LinkShape
 
 RTT_REL_TOL = 0.02
 RTT_ABS_TOL_S = 0.3e-3
 RATE_MIN_FRACTION = 0.93
 PING_PAYLOAD = 56  # bytes; 84 on the wire at IP level
+PING_COUNT = 10
+#: the rate check's congestion control: the check must not depend on the host's default
+#: algorithm (namespaces inherit it; BBR under-fills a tbf link with jumbo frames)
+RATE_CHECK_CC = "cubic"
+RATE_CHECK_PORT = 5299
 
 
 def expected_rtt_s(shape: LinkShape) -> float:
@@ -35,6 +42,44 @@ def ping_argv(dst: str, src: str, count: int, interval_s: float) -> list[str]:
     # receiver's PREROUTING hook where the NFQUEUE delay line holds it, so kernel
     # timestamps would miss one direction's delay (and are no better with netem).
     return ["ping", "-U", "-n", "-q", "-c", str(count), "-i", f"{interval_s:g}", "-W", "3", "-I", src, dst]
+
+
+def ping_interval_s(shape: LinkShape) -> float:
+    """Pings 10 ms apart, or 50 ms on long links (fewer pings in flight at once)."""
+    return 0.01 if shape.delay_s < 0.05 else 0.05
+
+
+def ping_cmd(node: str, dst: str, src: str, shape: LinkShape, count: int = PING_COUNT) -> Cmd:
+    return cmd(*ping_argv(dst, src, count, ping_interval_s(shape)), node=node, check=False,
+               why="RTT of the link against its configuration")
+
+
+@dataclass(frozen=True)
+class RateCheckCmds:
+    """One TCP flow over a link: the one implementation of the rate check (the run's
+    link check uses it; calibrate.py and emulation/testline.py are to follow)."""
+
+    server: Cmd   # started in the background, waited for with ``listening``
+    listening: Cmd  # non-empty output once the server listens
+    client: Cmd   # its stdout is iperf3's JSON (parse_rate_mbps)
+
+
+def rate_check_cmds(server_node: str, client_node: str, src: str, dst: str, seconds: float,
+                    port: int = RATE_CHECK_PORT) -> RateCheckCmds:
+    # -O 1: slow start is not the link's rate; the seconds after it are.
+    return RateCheckCmds(
+        server=cmd("iperf3", "-s", "-1", "-p", port, node=server_node, why="rate check: one TCP flow"),
+        listening=cmd("ss", "-Hltn", f"sport = :{port}", node=server_node, check=False),
+        client=cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{seconds:g}", "-O", "1",
+                   "-C", RATE_CHECK_CC, "-J", node=client_node, check=False))
+
+
+def parse_rate_mbps(iperf3_json: str) -> float | None:
+    """The receiver's goodput in Mbit/s from iperf3 -J output (None when it failed)."""
+    try:
+        return float(json.loads(iperf3_json)["end"]["sum_received"]["bits_per_second"]) / 1e6
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 _RTT = re.compile(r"= ([0-9.]+)/([0-9.]+)/([0-9.]+)/([0-9.]+) ms")

@@ -17,8 +17,8 @@ from .commands import Cmd
 
 if TYPE_CHECKING:
     from .backends.base import Backend
-    from .emulation.supervise import Supervisor
-from .emulation.backend import Daemon, Emulator
+    from .supervise import Supervisor
+from .emulation.base import Daemon, Emulator
 from .lab.loader import ScenarioRun
 from .lab.network import Network, build_network
 from .lab.schema import ClabTopology
@@ -71,7 +71,7 @@ def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network
     return net
 
 
-def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, backend: "Backend",
+def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, backend: Backend,
                workdir: Path, file: str = "experiment.yml") -> Plan:
     """The backend gives the host commands that make the nodes and links, and says
     how routers get their routes (``ip route``, or FRR static routes in containers);
@@ -82,7 +82,7 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
     routes_by: RouterRoutes = "frr" if backend.router_routes == "frr" else "ip"
     plan.namespaces = [c for c in created if c.argv[:2] in _NODE_CREATORS]
     plan.links = [c for c in created if c.argv[:2] not in _NODE_CREATORS]
-    for name, node in net.nodes.items():
+    for node in net.nodes.values():
         plan.sysctls += sysctl_cmds(node)
     for name, node in net.nodes.items():
         plan.config += interface_cmds(net, name)
@@ -103,12 +103,17 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
     return plan
 
 
-def bring_up(backend: "Backend", plan: Plan, supervisor: "Supervisor") -> None:
+def bring_up(backend: Backend, plan: Plan, supervisor: Supervisor) -> None:
     """Execute a plan in its order: ownership first, daemons before the rules that
-    steer packets to them. The caller tears down (backend.destroy, supervisor.close)."""
-    backend.begin(list(plan.net.nodes))
+    steer packets to them, the backend's hooks around it all. The caller tears down
+    (backend.destroy, supervisor.close)."""
+    backend.begin(plan.net)
+    backend.pre_start(plan.net)
     for _, cmds in plan.stages_before_daemons():
         backend.run(cmds)
-    supervisor.start_all(plan.daemons)
+    for d in plan.daemons:
+        backend.log(backend.render(Cmd(d.argv, node=d.node)) + " &")
+        supervisor.start(d)
     for _, cmds in plan.stages_after_daemons():
         backend.run(cmds)
+    backend.post_start(plan.net)

@@ -38,7 +38,6 @@ container still carrying the lab's ``containerlab=<lab>`` label.
 from __future__ import annotations
 
 import copy
-import json
 import os
 import re
 import secrets
@@ -47,16 +46,22 @@ import shutil
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable, Sequence
+from typing import IO, TYPE_CHECKING, Any
 
 import yaml
 
 from ..commands import Cmd, cmd
+from ..errors import HostNotReady
 from ..lab.network import Network
-from .base import CommandFailed, ip_batches
-from .state import STATE_DIR, owner_live, run_states
+from ..runstate import owner_live, run_states
+from .base import CAP_PRECREATED, Backend, Log, state_path
+
+if TYPE_CHECKING:
+    from ..emulation.base import Emulator
+    from ..lab.loader import Lab, ScenarioRun
 
 #: lab names of runs (new_lab_name): what `clean` may remove without a state file
 RUN_LAB_RE = re.compile(r"^mpl[0-9a-f]{6}-")
@@ -70,6 +75,15 @@ PID_WRAPPER = 'echo $$ > "$1"; shift; exec "$@"'
 NODE_TIMEOUT_S = 120.0     # one command on a node (a ping, an iperf3 rate check)
 HOST_TIMEOUT_S = 600.0     # containerlab deploy/destroy
 PID_WAIT_S = 5.0           # until a spawned process has written its PID file
+
+
+def _for_lab(lab: Lab, run_dir: Path, log: Log | None, lab_name: str | None = None) -> ContainerlabBackend:
+    from ..lab.loader import TOPOLOGY
+
+    # the run directory is bound into every node at the same path: tcpdump in a node
+    # writes its capture where the runner expects it (the path must be absolute)
+    return ContainerlabBackend(lab.path / TOPOLOGY, lab_name=lab_name, workdir=run_dir / "clab",
+                               binds=[run_dir], log=log)
 
 
 def new_lab_name(lab: str) -> str:
@@ -89,18 +103,24 @@ class _Spawned:
     pid: int | None = None
 
 
-class ContainerlabBackend:
+class ContainerlabBackend(Backend):
     name = "containerlab"
     #: routers run FRR (images/router): the plan gives them FRR static routes
     router_routes = "frr"
+    #: links are emulated with tc: the NFQUEUE delay line is not in the lab images
+    emulators = ("netem",)
+    cleans = "container(s)"
+    capabilities = frozenset({CAP_PRECREATED})
+    absolute_paths = True
 
     def __init__(self, topology: Path, *, lab_name: str | None = None, workdir: Path | None = None,
-                 binds: Sequence[Path] = (), log: Callable[[str], None] | None = None, deploy: bool = True,
+                 binds: Sequence[Path] = (), log: Log | None = None, deploy: bool = True,
                  docker: str = "docker", containerlab: str = "containerlab") -> None:
         """``topology``: the lab's topology.clab.yml. ``workdir``: where the topology copy
         (and containerlab's lab directory next to it) go; required with ``deploy``.
         ``binds``: host directories mounted at the same path in every node (the run
         directory). ``deploy=False``: the lab is pre-created (tests): no deploy/destroy."""
+        super().__init__(log)
         self.source = Path(topology)
         self._raw: dict[str, Any] = yaml.safe_load(self.source.read_text())
         self.lab = lab_name or new_lab_name(str(self._raw["name"]))
@@ -111,14 +131,56 @@ class ContainerlabBackend:
         self.deploy = deploy
         self.docker = docker
         self.containerlab = containerlab
-        self._log = log
         self._net: Network | None = None
         self._nodes: list[str] = []
         self._began = False
         self._spawned: dict[int, _Spawned] = {}
         self._token = secrets.token_hex(4)
         self._seq = 0
-        self._state = STATE_DIR / f"clab-{self.lab}.json"
+        self._state = state_path(f"clab-{self.lab}")
+
+    # ---------------------------------------------------------------- registry side
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        return containerlab_status()
+
+    @classmethod
+    def for_run(cls, lab: Lab, run_dir: Path, log: Log | None) -> ContainerlabBackend:
+        return _for_lab(lab, run_dir, log)
+
+    @classmethod
+    def for_dry_run(cls, lab: Lab, run_dir: Path) -> tuple[ContainerlabBackend, str]:
+        name = f"mpl000000-{lab.name}"
+        return (_for_lab(lab, run_dir, None, lab_name=name),
+                f"containerlab lab name is random per repetition (shown as {name})")
+
+    @classmethod
+    def clean(cls, all_runs: bool = False) -> list[str]:
+        return clean(all_runs)
+
+    @classmethod
+    def choose_emulator(cls, force: str | None, scenarios: Sequence[ScenarioRun], dry_run: bool) -> Emulator:
+        """Links in containers are emulated with tc (netem, tbf): the NFQUEUE delay line
+        is not in the lab images. Rate-only links are tbf alone, which needs no sch_netem."""
+        from ..emulation import hostprobe
+        from ..emulation.tc import NetemEmulator
+
+        if force == "nfqueue":
+            raise HostNotReady("the nfqueue link emulation cannot run on the containerlab backend (the delay line "
+                               "is not in the lab images); use netem (the appliance VM's kernel has it) or "
+                               "--backend netns")
+        needs_netem = any(link.delay or link.jitter or link.loss for sc in scenarios for link in sc.body.links.values())
+        if dry_run or not needs_netem or hostprobe.netem_available():
+            return NetemEmulator()
+        raise HostNotReady("the containerlab backend emulates delay and loss with netem, and this kernel has no "
+                           "sch_netem; run in the appliance VM, or use --backend netns (NFQUEUE delay line)")
+
+    def dry_run_notes(self, net: Network) -> list[str]:
+        out = [f"# topology deployed: {self.topology_file} (written before deploy; the lab's file is unchanged)"]
+        out += [f"#   {line}" for line in yaml.safe_dump(self.clab_topology(net), sort_keys=False).splitlines()]
+        out.append(f"# background processes (&) start as: docker exec <c> sh -c {shlex.quote(PID_WRAPPER)} sh "
+                   f"/tmp/mptcplab-<id>-<n>.pid <argv...>, and are signalled as: docker exec <c> kill -<SIG> <pid>")
+        return out
 
     # ---------------------------------------------------------------- naming
     @property
@@ -132,14 +194,6 @@ class ContainerlabBackend:
 
     def node_argv(self, node: str, argv: Sequence[str]) -> list[str]:
         return [self.docker, "exec", self.container(node), *argv]
-
-    def render_argv(self, node: str, argv: Sequence[str]) -> str:
-        return self.render(Cmd(tuple(argv), node=node))
-
-    def render(self, c: Cmd) -> str:
-        if c.node is None:
-            return shlex.join(c.argv)
-        return shlex.join(self.node_argv(c.node, c.argv))
 
     # ---------------------------------------------------------------- topology
     def clab_topology(self, net: Network) -> dict[str, Any]:
@@ -169,7 +223,6 @@ class ContainerlabBackend:
 
     # ---------------------------------------------------------------- lifecycle
     def create_cmds(self, net: Network) -> list[Cmd]:
-        self._net = net  # begin() writes the topology copy for this network
         if not self.deploy:
             return []
         return [cmd(self.containerlab, "deploy", "-t", str(self.topology_file),
@@ -180,17 +233,21 @@ class ContainerlabBackend:
             return []
         return [cmd(self.containerlab, "destroy", "-t", str(self.topology_file), "--cleanup")]
 
-    def begin(self, nodes: Sequence[str]) -> None:
-        """Record ownership before anything exists, then write the topology copy
-        (deploy), or check that the pre-created containers exist."""
-        self._nodes = list(nodes)
+    def begin(self, net: Network) -> None:
+        """Record ownership before anything exists."""
+        self._net = net
+        self._nodes = list(net.nodes)
         self._began = True
-        self._write_state()
+        self.write_state(self._state, {
+            "lab": self.lab, "owned": self.deploy, "nodes": self._nodes,
+            "containers": [self.container(n) for n in self._nodes],
+            "topology": str(self.topology_file) if self.deploy else None})
+
+    def pre_start(self, net: Network) -> None:
+        """Write the topology copy (deploy), or check that the pre-created containers exist."""
         if self.deploy:
-            if self._net is None:
-                raise RuntimeError("create_cmds() must run before begin(): the topology copy needs the network")
             self.topology_file.parent.mkdir(parents=True, exist_ok=True)
-            self.topology_file.write_text(yaml.safe_dump(self.clab_topology(self._net), sort_keys=False))
+            self.topology_file.write_text(yaml.safe_dump(self.clab_topology(net), sort_keys=False))
             return
         names = [self.container(n) for n in self._nodes]
         p = subprocess.run([self.docker, "inspect", "-f", "{{.Name}} {{.State.Running}}", *names],
@@ -200,23 +257,13 @@ class ContainerlabBackend:
         if missing:
             raise RuntimeError(f"pre-created lab {self.lab}: container(s) not running: {', '.join(missing)}")
 
-    def _write_state(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = self._state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({
-            "lab": self.lab, "pid": os.getpid(), "owned": self.deploy, "nodes": self._nodes,
-            "containers": [self.container(n) for n in self._nodes],
-            "topology": str(self.topology_file) if self.deploy else None, "created": time.time()}))
-        tmp.replace(self._state)
-
     def destroy(self) -> None:
         """Stop every process spawned here, then (deploy) destroy the lab. Every exit path."""
         for rec in list(self._spawned.values()):
             self._stop(rec)
         if self._began and self.deploy:
-            if self._log:
-                for c in self.teardown_cmds(self._net) if self._net else []:
-                    self._log(self.render(c))
+            for c in self.teardown_cmds(self._net) if self._net else []:
+                self.log(self.render(c))
             remove_lab(self.lab, self.topology_file, docker=self.docker, containerlab=self.containerlab)
         elif self._began:
             self._remove_pidfiles()
@@ -233,50 +280,12 @@ class ContainerlabBackend:
             subprocess.run(self.node_argv(node, ["rm", "-f", *files]), capture_output=True, timeout=60)
 
     # ---------------------------------------------------------------- execution
-    def run(self, cmds: Sequence[Cmd]) -> list[subprocess.CompletedProcess[str]]:
-        """Run commands in order; consecutive checked `ip` commands on one node go
-        through one ``docker exec -i <c> ip -batch -`` (one exec per command would
-        cost a round trip to the Docker daemon each)."""
-        return [self._batch(run) if len(run) > 1 else self._one(run[0]) for run in ip_batches(cmds, _batchable)]
+    def command_timeout(self, c: Cmd) -> float:
+        return HOST_TIMEOUT_S if c.node is None else NODE_TIMEOUT_S
 
-    def _one(self, c: Cmd) -> subprocess.CompletedProcess[str]:
-        argv = list(c.argv) if c.node is None else self.node_argv(c.node, c.argv)
-        if self._log:
-            self._log(self.render(c))
-        timeout = HOST_TIMEOUT_S if c.node is None else NODE_TIMEOUT_S
-        try:
-            p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
-        except subprocess.TimeoutExpired:
-            raise CommandFailed(c, self.render(c), -1, f"no answer within {timeout:g} s") from None
-        if c.check and p.returncode != 0:
-            raise CommandFailed(c, self.render(c), p.returncode, p.stderr or p.stdout)
-        return p
-
-    def batch_argv(self, node: str) -> list[str]:
+    def batch_argv(self, node: str | None) -> list[str]:
+        assert node is not None  # host commands are never batched here (batchable)
         return [self.docker, "exec", "-i", self.container(node), "ip", "-batch", "-"]
-
-    @staticmethod
-    def batch_script(cmds: Sequence[Cmd]) -> str:
-        return "".join(shlex.join(c.argv[1:]) + "\n" for c in cmds)
-
-    def _batch(self, cmds: list[Cmd]) -> subprocess.CompletedProcess[str]:
-        if len(cmds) == 1:
-            return self._one(cmds[0])
-        for c in cmds:
-            if self._log:
-                self._log(self.render(c))
-        node = cmds[0].node
-        assert node is not None
-        try:
-            p = subprocess.run(self.batch_argv(node), input=self.batch_script(cmds), capture_output=True, text=True,
-                               timeout=NODE_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise CommandFailed(cmds[0], self.render(cmds[0]), -1, "ip -batch did not finish") from None
-        if p.returncode != 0:
-            m = re.search(r"Command failed -:(\d+)", p.stderr)
-            bad = cmds[int(m.group(1)) - 1] if m else cmds[0]
-            raise CommandFailed(bad, self.render(bad), p.returncode, p.stderr)
-        return p
 
     def spawn_argv(self, node: str, pidfile: str, argv: Sequence[str]) -> list[str]:
         return self.node_argv(node, ["sh", "-c", PID_WRAPPER, "sh", pidfile, *argv])
@@ -286,8 +295,7 @@ class ContainerlabBackend:
         self._seq += 1
         pidfile = f"/tmp/mptcplab-{self._token}-{self._seq}.pid"
         full = self.spawn_argv(node, pidfile, argv)
-        if self._log:
-            self._log(shlex.join(full) + " &")
+        self.log(shlex.join(full) + " &")
         # its own session: a Ctrl-C at the terminal reaches the runner, which decides
         p = subprocess.Popen(full, stdout=stdout, stderr=stderr, stdin=subprocess.DEVNULL, start_new_session=True)
         self._spawned[id(p)] = _Spawned(p, node, pidfile)
@@ -336,10 +344,6 @@ class ContainerlabBackend:
                 continue
         _killpg(rec.p, signal.SIGKILL)  # the Docker daemon does not answer: at least the client goes
         rec.p.wait(timeout=5)
-
-
-def _batchable(c: Cmd) -> bool:
-    return c.node is not None and c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns"
 
 
 def _killpg(p: subprocess.Popen[bytes], sig: int) -> None:

@@ -8,38 +8,72 @@ Names carry a per-run prefix ``mpl<6 hex>-`` so two runs coexist. A state file i
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import secrets
 import shlex
+import shutil
 import signal
 import subprocess
 import time
-from typing import IO, Callable, Sequence
+from collections.abc import Sequence
+from pathlib import Path
+from typing import IO, TYPE_CHECKING
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
-from .base import CommandFailed, ip_batches
-from .state import STATE_DIR, owner_live, run_states
+from ..runstate import owner_live, run_states
+from .base import CAP_DELAY_LINE, CAP_NODE_PIDS, Backend, Log, state_path
+
+if TYPE_CHECKING:
+    from ..lab.loader import Lab
 
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
+DRY_RUN_PREFIX = "mpl000000-"
+#: the throwaway probe namespaces of versions before the probes were recorded
+#: (emulation/hostprobe.py): nobody owns them, so clean removes them once they are
+#: older than any probe takes
+LEGACY_PROBE_RE = re.compile(r"^mpltprobe[0-9a-f]{8}$")
+LEGACY_PROBE_MAX_AGE_S = 60.0
 
 
 def new_prefix() -> str:
     return f"mpl{secrets.token_hex(3)}-"
 
 
-class NetnsBackend:
+class NetnsBackend(Backend):
     name = "netns"
     router_routes = "ip"
+    emulators = ("netem", "nfqueue")
+    cleans = "namespace(s)"
+    capabilities = frozenset({CAP_NODE_PIDS, CAP_DELAY_LINE})
 
-    def __init__(self, prefix: str | None = None, log: Callable[[str], None] | None = None) -> None:
+    def __init__(self, prefix: str | None = None, log: Log | None = None) -> None:
+        super().__init__(log)
         self.prefix = prefix or new_prefix()
-        self._log = log
         self._procs: list[subprocess.Popen[bytes]] = []
         self._nodes: list[str] = []
-        self._state = STATE_DIR / f"{self.prefix.rstrip('-')}.json"
+        self._state = state_path(self.prefix.rstrip("-"))
+
+    # ---------------------------------------------------------------- registry side
+    @classmethod
+    def available(cls) -> tuple[bool, str]:
+        # root is checked with the rest of the host (doctor.py), not here
+        if shutil.which("ip") is None:
+            return False, "no ip (iproute2) on PATH"
+        return True, "network namespaces and veth pairs"
+
+    @classmethod
+    def for_run(cls, lab: Lab, run_dir: Path, log: Log | None) -> NetnsBackend:
+        return cls(log=log)
+
+    @classmethod
+    def for_dry_run(cls, lab: Lab, run_dir: Path) -> tuple[NetnsBackend, str]:
+        return cls(prefix=DRY_RUN_PREFIX), f"namespace prefix is random per repetition (shown as {DRY_RUN_PREFIX})"
+
+    @classmethod
+    def clean(cls, all_runs: bool = False) -> list[str]:
+        return clean(all_runs)
 
     # ---------------------------------------------------------------- naming
     def ns(self, node: str) -> str:
@@ -48,15 +82,17 @@ class NetnsBackend:
     def node_argv(self, node: str, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.ns(node), *argv]
 
-    def render_argv(self, node: str, argv: Sequence[str]) -> str:
-        return self.render(Cmd(tuple(argv), node=node))
+    def batch_argv(self, node: str | None) -> list[str]:
+        return ["ip", *(["-n", self.ns(node)] if node else []), "-batch", "-"]
+
+    def batchable(self, c: Cmd) -> bool:
+        # host-side `ip link add … netns …` (the veth pairs) batch too
+        return c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns"
 
     def render(self, c: Cmd) -> str:
-        if c.node is None:
-            return shlex.join(c.argv)
-        if c.argv[0] == "ip":
+        if c.node is not None and c.argv[0] == "ip":
             return shlex.join(["ip", "-n", self.ns(c.node), *c.argv[1:]])
-        return shlex.join(self.node_argv(c.node, c.argv))
+        return super().render(c)
 
     # ---------------------------------------------------------------- lifecycle
     def create_cmds(self, net: Network) -> list[Cmd]:
@@ -67,18 +103,22 @@ class NetnsBackend:
                            why=f"link {link.name}"))
         return out
 
-    def begin(self, nodes: Sequence[str]) -> None:
+    def begin(self, net: Network) -> None:
         """Record ownership before anything exists, so a kill at any later point
         leaves a state file that ``clean`` can act on."""
-        self._nodes = list(nodes)
-        self._write_state()
+        self._nodes = list(net.nodes)
+        self.write_state(self._state, {"prefix": self.prefix, "nodes": self._nodes,
+                                       "namespaces": [self.ns(n) for n in self._nodes]})
 
     def create(self, net: Network) -> None:
-        self.begin(list(net.nodes))
+        self.begin(net)
         self.run(self.create_cmds(net))
 
     def teardown_cmds(self, net: Network) -> list[Cmd]:
-        return [cmd("ip", "netns", "del", self.ns(n)) for n in net.nodes]
+        # the processes still in a namespace are killed first (destroy): a namespace
+        # with a live process would outlive `ip netns del`
+        return [c for n in net.nodes for c in (cmd("ip", "netns", "pids", self.ns(n), check=False),
+                                               cmd("ip", "netns", "del", self.ns(n), check=False))]
 
     def signal(self, p: subprocess.Popen[bytes], sig: int) -> None:
         # `ip netns exec` execs the command, so the pid is the process itself; its own
@@ -89,64 +129,25 @@ class NetnsBackend:
             except ProcessLookupError:
                 pass
 
-    def _write_state(self) -> None:
-        STATE_DIR.mkdir(parents=True, exist_ok=True)
-        tmp = self._state.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"prefix": self.prefix, "pid": os.getpid(), "nodes": self._nodes,
-                                   "namespaces": [self.ns(n) for n in self._nodes], "created": time.time()}))
-        tmp.replace(self._state)
-
     def destroy(self) -> None:
         for p in self._procs:
             _stop(p)
         self._procs.clear()
         for n in self._nodes:
+            for c in (cmd("ip", "netns", "pids", self.ns(n)), cmd("ip", "netns", "del", self.ns(n))):
+                self.log(self.render(c))
             _delete_namespace(self.ns(n))
         self._nodes = []
         self._state.unlink(missing_ok=True)
 
     # ---------------------------------------------------------------- execution
-    def run(self, cmds: Sequence[Cmd]) -> list[subprocess.CompletedProcess[str]]:
-        """Run commands in order; consecutive checked `ip` commands on one node go
-        through one `ip -batch` process (deploying a lab is hundreds of them)."""
-        return [self._batch(run) if len(run) > 1 else self._one(run[0]) for run in ip_batches(cmds, _batchable)]
-
-    def _one(self, c: Cmd) -> subprocess.CompletedProcess[str]:
-        argv = list(c.argv) if c.node is None else self.node_argv(c.node, c.argv)
-        if self._log:
-            self._log(self.render(c))
-        p = subprocess.run(argv, capture_output=True, text=True)
-        if c.check and p.returncode != 0:
-            raise CommandFailed(c, self.render(c), p.returncode, p.stderr)
-        return p
-
-    def _batch(self, cmds: list[Cmd]) -> subprocess.CompletedProcess[str]:
-        for c in cmds:
-            if self._log:
-                self._log(self.render(c))
-        node = cmds[0].node
-        head = ["ip"] + (["-n", self.ns(node)] if node else []) + ["-batch", "-"]
-        script = "".join(shlex.join(c.argv[1:]) + "\n" for c in cmds)
-        p = subprocess.run(head, input=script, capture_output=True, text=True)
-        if p.returncode != 0:
-            m = re.search(r"Command failed -:(\d+)", p.stderr)
-            bad = cmds[int(m.group(1)) - 1] if m else cmds[0]
-            raise CommandFailed(bad, self.render(bad), p.returncode, p.stderr)
-        return p
-
     def spawn(self, node: str, argv: Sequence[str], stdout: IO[bytes] | int | None = None,
               stderr: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
-        if self._log:
-            self._log(self.render(Cmd(tuple(argv), node=node)) + " &")
+        self.log(self.render(Cmd(tuple(argv), node=node)) + " &")
         p = subprocess.Popen(self.node_argv(node, argv), stdout=stdout, stderr=stderr,
                              stdin=subprocess.DEVNULL, start_new_session=True)
         self._procs.append(p)
         return p
-
-
-def _batchable(c: Cmd) -> bool:
-    # `ip netns …` runs alone (it manages namespaces, it does not run in one)
-    return c.argv[0] == "ip" and c.check and len(c.argv) > 1 and c.argv[1] != "netns"
 
 
 def _stop(p: subprocess.Popen[bytes], grace: float = 2.0) -> None:
@@ -190,13 +191,24 @@ def clean(all_runs: bool = False) -> list[str]:
     listing = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     for line in listing.splitlines():
         ns = line.split()[0] if line.split() else ""
+        if ns in owned_alive or ns in removed:
+            continue
         m = PREFIX_RE.match(ns)
-        if not m or ns in owned_alive or ns in removed:
-            continue
-        # a run that started after the state files above were read: its state file
-        # was written before this namespace existed, so it is there now
-        if not all_runs and owner_live(m.group(0).rstrip("-")):
-            continue
-        _delete_namespace(ns)
-        removed.append(ns)
+        if m:
+            # a run that started after the state files above were read: its state file
+            # was written before this namespace existed, so it is there now
+            if not all_runs and owner_live(m.group(0).rstrip("-")):
+                continue
+            _delete_namespace(ns)
+            removed.append(ns)
+        elif LEGACY_PROBE_RE.match(ns) and _age_s(ns) > LEGACY_PROBE_MAX_AGE_S:
+            _delete_namespace(ns)
+            removed.append(ns)
     return removed
+
+
+def _age_s(ns: str) -> float:
+    try:
+        return time.time() - (Path("/run/netns") / ns).stat().st_mtime
+    except OSError:
+        return 0.0

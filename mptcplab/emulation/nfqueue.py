@@ -48,7 +48,7 @@ from typing import Any, Literal
 
 from ..commands import Cmd, cmd
 from . import tc
-from .backend import Daemon, delayline_binary
+from .base import Daemon, delayline_binary
 from .linkmodel import DirectedLink, LinkShape
 
 Firewall = Literal["iptables", "nft"]

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from ..commands import Cmd, cmd
 from ..units import fmt_rate, fmt_time_tc
-from .backend import Daemon
+from .base import Daemon
 from .linkmodel import ETH_HEADER, DirectedLink, LinkShape
 
 ROOT_HANDLE = "1:"

@@ -26,13 +26,12 @@ def netns() -> set[str]:
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("results")
-    before = netns()
     rc = main(["run", str(REPO / "labs/mtu"), "--quick", "--results", str(root)])
-    # this run's namespaces (by the prefixes it logged): other runs may exist meanwhile
-    prefixes = {m for log in root.rglob("commands.log")
-                for m in re.findall(r"\bip netns add (mpl[0-9a-f]{6}-)", log.read_text())}
-    assert prefixes and not {n for n in netns() - before if n.startswith(tuple(prefixes))}, \
-        "the run left namespaces behind"
+    # this run's namespaces, from its command logs (other runs on a shared host come and go)
+    made = {m for log in root.glob("mtu/*/scenarios/*/rep*/commands.log")
+            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
+    assert len(made) == 5 * 10, made  # 5 nodes x 10 scenarios: the logs name them all
+    assert netns() & made == set(), "the run left namespaces behind"
     assert rc in (0, 1), rc  # 1: a run judged invalid still writes complete results
     latest = root / "mtu" / "latest"
     assert latest.is_symlink()

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 import yaml
 
+from mptcplab import runstate
 from mptcplab.backends import containerlab as clab
-from mptcplab.backends import state
 from mptcplab.backends.base import CommandFailed
 from mptcplab.backends.containerlab import PID_WRAPPER, ContainerlabBackend
 from mptcplab.commands import cmd
@@ -50,8 +50,7 @@ class Recorder:
 @pytest.fixture
 def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     d = tmp_path / "state"
-    monkeypatch.setattr(clab, "STATE_DIR", d)
-    monkeypatch.setattr(state, "STATE_DIR", d)  # what clean() reads
+    monkeypatch.setattr(runstate, "STATE_DIR", d)  # what the backends write and clean() reads
     return d
 
 
@@ -96,7 +95,8 @@ def test_topology_copy(tmp_path: Path, state_dir: Path) -> None:
     be = backend(tmp_path)
     plan = plan_for(be)
     original = TOPO.read_text()
-    be.begin(list(plan.net.nodes))
+    be.begin(plan.net)
+    be.pre_start(plan.net)
     topo = yaml.safe_load(be.topology_file.read_text())
     assert TOPO.read_text() == original  # the lab's own file (and its hash) is untouched
     assert topo["name"] == LAB
@@ -276,7 +276,8 @@ def test_destroy_stops_processes_then_destroys_the_lab(tmp_path: Path, monkeypat
     lines: list[str] = []
     be = backend(tmp_path, log=lines.append)
     plan = plan_for(be)
-    be.begin(list(plan.net.nodes))
+    be.begin(plan.net)
+    be.pre_start(plan.net)
     be.spawn("server", ["iperf3", "-s"])
     be.destroy()
     argvs = rec.argvs
@@ -297,13 +298,15 @@ def test_pre_created_lab_is_checked_and_left_in_place(tmp_path: Path, monkeypatc
     monkeypatch.setattr(clab.subprocess, "run", rec)
     be = ContainerlabBackend(TOPO, lab_name=LAB, binds=[tmp_path], deploy=False)
     plan = plan_for(be)
-    be.begin(list(plan.net.nodes))
+    be.begin(plan.net)
+    be.pre_start(plan.net)
     assert json.loads((state_dir / f"clab-{LAB}.json").read_text())["owned"] is False
     be.destroy()
     assert not any(a[0] == "containerlab" or a[:2] == ["docker", "rm"] for a in rec.argvs)
     rec.answers = {("docker", "inspect"): (1, "/" + names[0] + " true\n", "No such object")}
+    be.begin(plan.net)
     with pytest.raises(RuntimeError, match="not running: clab-mpl0a1b2c-mtu-server"):
-        be.begin(list(plan.net.nodes))
+        be.pre_start(plan.net)
     be.destroy()
 
 

@@ -6,7 +6,21 @@ from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
+from mptcplab.linkcheck import parse_rate_mbps, rate_check_cmds
 from mptcplab.plan import build_plan
+from mptcplab.steps import (
+    SYSCTL_READBACK,
+    FirewallCounters,
+    LinkCheck,
+    Rep,
+    RunContext,
+    StartOffsets,
+    SysctlReadback,
+    Teardown,
+    Traffic,
+    measurement_steps,
+    render,
+)
 from mptcplab.traffic import flow_commands
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
@@ -72,7 +86,8 @@ def test_rate_only_links_need_no_daemon_and_shape_both_directions():
 def test_iperf3_commands_follow_the_scenario():
     be, plan, sc = plan_for("tcp-b")
     fc = flow_commands(sc.body.traffic.flows["main"], plan.net, 3.0)
-    assert fc.client_argv[-2:] == ("-B", "10.0.2.2") or "-B" in fc.client_argv
+    argv = list(fc.client_argv)
+    assert argv[argv.index("-B") + 1] == "10.0.2.2"  # tcp-b binds path B's client address
     assert "mptcpize" not in fc.client_argv and "-m" not in fc.client_argv
     be, plan, sc = plan_for("mptcp-bottleneck")
     fc = flow_commands(sc.body.traffic.flows["main"], plan.net, 3.0)
@@ -83,3 +98,87 @@ def test_iperf3_commands_follow_the_scenario():
 def test_netem_emulator_plan_when_kernel_has_it():
     be, plan, _ = plan_for("mptcp-bottleneck", NetemEmulator())
     assert plan.daemons == [] and plan.emulation
+
+
+def rep_for(name: str, lab_name: str = "mtu", calibrate: bool = True) -> Rep:
+    lab = load_lab(LABS / lab_name)
+    sc = {s.name: s for s in lab.scenarios}[name]
+    be = NetnsBackend(prefix="mplabcdef-")
+    em = NfqueueEmulator(binary=Path("/bin/true"))
+    plan = build_plan(lab.topology, sc, em, be, Path("/tmp/x"))
+    return Rep(RunContext(lab, em, quick=True, calibrate=calibrate), sc, Path("/tmp/x"), be, plan)
+
+
+def lines(rep: Rep, step) -> list[str]:  # type: ignore[no-untyped-def]
+    return [rep.backend.render(p.cmd) + (" &" if p.background else "") for p in step.commands(rep)]
+
+
+def test_link_check_lists_ping_and_the_rate_check():
+    rep = rep_for("blackhole-probing-1")
+    out = lines(rep, LinkCheck())
+    assert "ip netns exec mplabcdef-client ping -U -n -q -c 10 -i 0.01 -W 3 -I 10.0.1.2 10.0.1.1" in out
+    assert "ip netns exec mplabcdef-ra iperf3 -s -1 -p 5299 &" in out
+    assert ("ip netns exec mplabcdef-client iperf3 -c 10.0.1.1 -B 10.0.1.2 -p 5299 -t 2 -O 1 -C cubic -J") in out
+    assert lines(rep_for("blackhole-probing-1", calibrate=False), LinkCheck()) == []  # --no-calibrate
+
+
+def test_long_links_ping_less_often():
+    from mptcplab.emulation.linkmodel import LinkShape
+    from mptcplab.linkcheck import ping_cmd
+
+    rep = rep_for("mptcp-paper", "sndbuf")
+    pings = [line for line in lines(rep, LinkCheck()) if " ping " in line]
+    assert pings and all(" -i 0.01 " in line for line in pings)  # 40 ms: below the 50 ms threshold
+    assert ping_cmd("a", "10.0.0.1", "10.0.0.2", LinkShape.parse(delay="60ms")).argv[7] == "0.05"
+
+
+def test_rate_check_is_one_generator_and_one_parser():
+    rc = rate_check_cmds("b", "a", "10.0.0.1", "10.0.0.2", 2.0)
+    assert rc.server.node == "b" and rc.client.node == "a" and rc.listening.argv == ("ss", "-Hltn", "sport = :5299")
+    assert parse_rate_mbps('{"end": {"sum_received": {"bits_per_second": 95500000.0}}}') == 95.5
+    assert parse_rate_mbps('{"error": "unable to connect"}') is None and parse_rate_mbps("") is None
+
+
+def test_sysctl_read_back_is_data_plus_the_labs_own():
+    rep = rep_for("blackhole-probing-1")
+    cmds = SysctlReadback()._cmds(rep)
+    assert [c.node for c in cmds] == list(rep.plan.net.nodes)
+    client = next(c for c in cmds if c.node == "client")
+    assert client.argv[:2] == ("sysctl", "-e")
+    assert set(SYSCTL_READBACK) <= set(client.argv) and "net.ipv4.tcp_mtu_probing" in client.argv
+    assert len(client.argv) == len(set(client.argv))  # each key once
+
+
+def test_firewall_counters_only_on_black_hole_routers():
+    assert lines(rep_for("blackhole-probing-1"), FirewallCounters()) == \
+        ["ip netns exec mplabcdef-rb1 nft -j list table inet mptcplab_fw"]
+    assert lines(rep_for("mptcp-bottleneck"), FirewallCounters()) == []
+
+
+def test_traffic_lists_servers_polls_and_clients_in_start_order():
+    rep = rep_for("mptcp-bottleneck")
+    out = lines(rep, Traffic())
+    assert out[0].endswith("iperf3 --help")
+    server = next(i for i, line in enumerate(out) if " -s -1 -p 5201 -J" in line)
+    poll = out.index("ip netns exec mplabcdef-server ss -Hltn 'sport = :5201'")
+    client = next(i for i, line in enumerate(out) if "iperf3 -c 10.0.5.2" in line)
+    assert server < poll < client and out[client].endswith(" &")
+
+
+def test_start_offsets():
+    rep = rep_for("mptcp-bottleneck")
+    flows = rep.body.traffic.flows
+    late = flows["main"].model_copy(update={"start": "2s"})
+    early = flows["main"].model_copy(update={"start": "0s"})
+    s = StartOffsets({"late": late, "early": early})
+    assert s.due(0.0) == ["early"] and s.due(1.9) == [] and not s.done
+    assert s.due(2.0) == ["late"] and s.done
+
+
+def test_dry_run_lines_cover_every_step_and_end_with_teardown():
+    rep = rep_for("blackhole-probing-1")
+    out = render(rep, [*measurement_steps(), Teardown()])
+    titles = [line for line in out if line.startswith("# step: ")]
+    assert len(titles) == len(measurement_steps()) + 1
+    assert out[-1] == "ip netns del mplabcdef-rb2"
+    assert "ip netns pids mplabcdef-client" in out

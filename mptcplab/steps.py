@@ -1,0 +1,505 @@
+"""The steps of one repetition, each with ``commands()`` (what it will run) and
+``run()`` (running it). The run executes the steps in order; ``--dry-run`` walks the
+same steps and prints their ``commands()``: the dry run is the run minus execution,
+so the two cannot drift apart (tests/integration/test_dry_run_matches_run.py holds
+them to it against a real run's commands.log).
+
+Order (why: docs/architecture.md): deploy, link check, sysctl read-back, capture,
+traffic, stop captures, stop daemons, firewall counters, teardown. Teardown also
+runs when an earlier step fails (RepRunner). Probes, timeline events and
+controllers will be further steps.
+"""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .backends.base import Backend
+from .capture import CaptureCommand, capture_command, parse_tcpdump_stats
+from .commands import Cmd, cmd
+from .lab.network import Link
+from .lab.schema import ExperimentBody, Flow
+from .linkcheck import Check, parse_rate_mbps, ping_cmd, rate_check, rate_check_cmds, rtt_checks
+from .netconfig import firewall_counter_cmd
+from .plan import Plan, bring_up
+from .traffic import IPERF3_HELP, FlowCommands, flow_commands, help_has_multipath
+from .units import parse_time
+
+if TYPE_CHECKING:
+    from .emulation.base import Emulator
+    from .lab.loader import Lab, ScenarioRun
+    from .supervise import Supervisor
+
+# An upper bound on waiting for a server or a capture to be ready, not a delay: each probe
+# is a command in the node (a `docker exec` on containerlab), which under a software-emulated
+# CPU takes seconds, and 5 s timed out there (make test-vm, iperf3 in a container).
+READY_TIMEOUT_S = 30.0
+#: clients still running this long after their planned end fail the repetition
+CLIENT_GRACE_S = 30.0
+
+#: read back on every node after configuration (plus the sysctls the lab sets): what
+#: decides MPTCP, TCP and forwarding behaviour, recorded in the manifest
+SYSCTL_READBACK: tuple[str, ...] = (
+    "net.mptcp.enabled", "net.mptcp.scheduler", "net.mptcp.pm_type", "net.ipv4.tcp_congestion_control",
+    "net.ipv4.tcp_mtu_probing", "net.ipv4.tcp_base_mss", "net.ipv4.tcp_wmem", "net.ipv4.tcp_rmem",
+    "net.ipv4.tcp_no_metrics_save", "net.ipv4.ip_forward", "net.ipv4.conf.all.rp_filter",
+)
+
+
+def _default_backend(log: Callable[[str], None]) -> Backend:
+    from .backends.netns import NetnsBackend
+
+    return NetnsBackend(log=log)
+
+
+@dataclass
+class RunContext:
+    lab: Lab
+    emulator: Emulator
+    quick: bool
+    log: Callable[[str], None] = print
+    calibrate: bool = True
+    #: rate checks already made in this run, by (link, shape, mtu): a link configured
+    #: identically in several scenarios is rate-checked once (RTT is checked every time)
+    rate_cache: dict[tuple[str, str, int], Check] = field(default_factory=dict)
+    #: the backend of each repetition, given the command-log writer
+    make_backend: Callable[[Callable[[str], None]], Backend] = _default_backend
+
+
+@dataclass
+class Rep:
+    """What the steps of one repetition share: inputs, and what they found."""
+
+    ctx: RunContext
+    sc: ScenarioRun
+    out: Path
+    backend: Backend
+    plan: Plan
+    supervisor: Supervisor | None = None  # None in a dry run
+    warnings: list[str] = field(default_factory=list)
+    calibration: list[dict[str, Any]] = field(default_factory=list)
+    sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
+    captures: list[tuple[CaptureCommand, subprocess.Popen[bytes], Path]] = field(default_factory=list)
+    servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
+    multipath: dict[str, bool] = field(default_factory=dict)
+
+    @property
+    def body(self) -> ExperimentBody:
+        return self.sc.body
+
+    @property
+    def running(self) -> Supervisor:
+        assert self.supervisor is not None, "a dry run executes no step"
+        return self.supervisor
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One command a step runs: in the background (``&``) or to completion; ``note``
+    is printed beside it by the dry run; ``stage`` heads a group of commands."""
+
+    cmd: Cmd
+    background: bool = False
+    note: str = ""
+    stage: str = ""
+
+
+class Step(ABC):
+    title: str
+
+    @abstractmethod
+    def commands(self, rep: Rep) -> list[Planned]:
+        """Every command run() will run, in order (a command repeated until a
+        condition holds appears once, with a note)."""
+
+    @abstractmethod
+    def run(self, rep: Rep) -> None: ...
+
+
+def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return
+        time.sleep(0.02)
+    raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
+
+
+def _file_has(path: Path, text: str) -> bool:
+    try:
+        return text in path.read_text(errors="replace")
+    except OSError:
+        return False
+
+
+def _answers(backend: Backend, c: Cmd) -> bool:
+    return bool(backend.run([c])[0].stdout.strip())
+
+
+def listening_cmd(node: str, port: int) -> Cmd:
+    return cmd("ss", "-Hltn", f"sport = :{port}", node=node, check=False)
+
+
+UNTIL_READY = "repeated until it answers"
+
+
+# ------------------------------------------------------------------ deploy
+class Deploy(Step):
+    title = "deploy"
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        plan = rep.plan
+        out = [Planned(c, note=c.why, stage=t) for t, cmds in plan.stages_before_daemons() for c in cmds]
+        out += [Planned(Cmd(d.argv, node=d.node), background=True, note=d.name,
+                        stage="link-emulation daemons (started and waited for before packets are steered to them)")
+                for d in plan.daemons]
+        out += [Planned(c, note=c.why, stage=t) for t, cmds in plan.stages_after_daemons() for c in cmds]
+        return out
+
+    def run(self, rep: Rep) -> None:
+        bring_up(rep.backend, rep.plan, rep.running)
+
+
+# ------------------------------------------------------------------ link check
+def _shape_dict(shape: Any, mtu: int) -> dict[str, Any]:
+    return {"rate_bps": shape.rate_bps, "delay_s": shape.delay_s, "jitter_s": shape.jitter_s, "loss": shape.loss,
+            "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
+
+
+class LinkCheck(Step):
+    """RTT on every repetition; rate (one TCP flow, linkcheck.rate_check_cmds) once per
+    run for each distinct link configuration, the result shared by every scenario."""
+
+    title = "link checks (RTT on every repetition; rate once per run per distinct link configuration)"
+
+    @staticmethod
+    def _enabled(rep: Rep) -> bool:
+        return rep.ctx.calibrate and rep.body.calibration.enabled
+
+    @staticmethod
+    def _links(rep: Rep) -> list[Link]:
+        return [link for link in rep.plan.net.links if link.shape.impaired]
+
+    @staticmethod
+    def _ends(link: Link) -> tuple[str, str]:
+        return str(link.addr(link.a).ip), str(link.addr(link.b).ip)
+
+    def _rate_cmds(self, rep: Rep, link: Link) -> Any:
+        src, dst = self._ends(link)
+        return rate_check_cmds(link.b.node, link.a.node, src, dst, parse_time(rep.body.calibration.rate_seconds))
+
+    def _wants_rate(self, rep: Rep, link: Link) -> bool:
+        return bool(rep.body.calibration.rate_check and link.shape.rate_bps)
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        out: list[Planned] = []
+        if not self._enabled(rep):
+            return out
+        for link in self._links(rep):
+            src, dst = self._ends(link)
+            out.append(Planned(ping_cmd(link.a.node, dst, src, link.shape), note=f"link {link.name}: RTT"))
+            if self._wants_rate(rep, link):
+                rc = self._rate_cmds(rep, link)
+                out += [Planned(rc.server, background=True, note=f"link {link.name}: rate (once per run)"),
+                        Planned(rc.listening, note=UNTIL_READY), Planned(rc.client)]
+        return out
+
+    def run(self, rep: Rep) -> None:
+        if not self._enabled(rep):
+            return
+        for link in self._links(rep):
+            src, dst = self._ends(link)
+            p = rep.backend.run([ping_cmd(link.a.node, dst, src, link.shape)])[0]
+            checks: list[Check] = rtt_checks(link.shape, p.stdout)
+            rate_measured_here = False
+            if self._wants_rate(rep, link):
+                key = (link.name, repr(link.shape), link.mtu)
+                if key not in rep.ctx.rate_cache:
+                    rep.ctx.rate_cache[key] = rate_check(link.shape, self._rate(rep, link))
+                    rate_measured_here = True
+                checks.append(rep.ctx.rate_cache[key])
+            entry = {"link": link.name, "configured": _shape_dict(link.shape, link.mtu),
+                     "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
+                     "rate_measured_in_this_rep": rate_measured_here}
+            if not entry["ok"]:
+                bad = "; ".join(f"{c.quantity} {c.measured} vs {c.configured} ({c.tolerance})"
+                                for c in checks if not c.ok)
+                rep.warnings.append(f"link {link.name} out of tolerance: {bad}")
+            rep.calibration.append(entry)
+
+    def _rate(self, rep: Rep, link: Link) -> float | None:
+        rc = self._rate_cmds(rep, link)
+        backend = rep.backend
+        assert rc.server.node is not None
+        srv = backend.spawn(rc.server.node, rc.server.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_for(lambda: _answers(backend, rc.listening), READY_TIMEOUT_S, f"iperf3 on {rc.server.node}")
+            return parse_rate_mbps(backend.run([rc.client])[0].stdout)
+        finally:
+            backend.signal(srv, signal.SIGTERM)
+            srv.wait(timeout=5)
+
+
+# ------------------------------------------------------------------ sysctl read-back
+class SysctlReadback(Step):
+    title = "sysctl read-back"
+
+    @staticmethod
+    def _cmds(rep: Rep) -> list[Cmd]:
+        return [cmd("sysctl", "-e", *dict.fromkeys([*node.sysctls, *SYSCTL_READBACK]), node=name, check=False)
+                for name, node in rep.plan.net.nodes.items()]
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return [Planned(c) for c in self._cmds(rep)]
+
+    def run(self, rep: Rep) -> None:
+        for c in self._cmds(rep):
+            assert c.node is not None
+            p = rep.backend.run([c])[0]
+            vals = {}
+            for line in p.stdout.splitlines():
+                k, _, v = line.partition(" = ")
+                vals[k.strip()] = " ".join(v.split())
+            rep.sysctls[c.node] = vals
+            for k, v in rep.plan.net.nodes[c.node].sysctls.items():
+                if " ".join(str(v).split()) != vals.get(k):
+                    rep.warnings.append(f"{c.node}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
+
+
+# ------------------------------------------------------------------ capture
+class Capture(Step):
+    title = "capture"
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return [Planned(Cmd(cc.argv, node=cc.node), background=True) for cc in self._cmds(rep)]
+
+    @staticmethod
+    def _cmds(rep: Rep) -> list[CaptureCommand]:
+        return [capture_command(cp, rep.out) for cp in rep.body.capture]
+
+    def run(self, rep: Rep) -> None:
+        for cc in self._cmds(rep):
+            err = rep.out / (cc.path.stem + ".tcpdump.log")
+            p = rep.backend.spawn(cc.node, cc.argv, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
+            rep.captures.append((cc, p, err))
+        for cc, p, err in rep.captures:
+            wait_for(lambda err=err, p=p: _file_has(err, "listening on") or p.poll() is not None,  # type: ignore[misc]
+                     READY_TIMEOUT_S, f"tcpdump on {cc.node}:{cc.iface}")
+            if p.poll() is not None:
+                raise RuntimeError(f"tcpdump on {cc.node}:{cc.iface} failed: {err.read_text().strip()}")
+
+
+class StopCaptures(Step):
+    title = "stop captures (SIGINT: tcpdump flushes and prints its counters)"
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return []
+
+    def run(self, rep: Rep) -> None:
+        stats = {}
+        # a capture that ended before we stop it (killed, crashed) holds part of the run
+        # only: it must not pass as evidence (issue 12: tests/faults found it did)
+        died = {cc.path: p.poll() for cc, p, _ in rep.captures}
+        for _, p, _ in rep.captures:
+            rep.backend.signal(p, signal.SIGINT)
+        for cc, p, err in rep.captures:
+            try:
+                p.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                rep.backend.signal(p, signal.SIGKILL)
+                p.wait(timeout=5)
+            s = parse_tcpdump_stats(err.read_text(errors="replace"))
+            if died[cc.path] is not None:
+                s["died"] = died[cc.path]
+                rep.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
+                                    f"(exit status {died[cc.path]}): the capture is incomplete")
+            stats[f"{cc.node}:{cc.iface}"] = s
+            if s.get("dropped"):
+                rep.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: "
+                                    "segment statistics are incomplete")
+        rep.extra["capture_stats"] = stats
+
+
+# ------------------------------------------------------------------ traffic
+def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
+    return parse_time(body.quick.duration) if ctx.quick else parse_time(flow.duration)
+
+
+class StartOffsets:
+    """When each flow starts, relative to the first: a start-offset scheduler the
+    timeline of typed events will replace."""
+
+    def __init__(self, flows: dict[str, Flow]) -> None:
+        self.pending = sorted(((parse_time(f.start), name) for name, f in flows.items()))
+
+    def due(self, elapsed_s: float) -> list[str]:
+        out = []
+        while self.pending and elapsed_s >= self.pending[0][0]:
+            out.append(self.pending.pop(0)[1])
+        return out
+
+    @property
+    def done(self) -> bool:
+        return not self.pending
+
+
+class Traffic(Step):
+    """iperf3 servers (waited for), then the clients at their start offsets."""
+
+    title = "traffic"
+
+    @staticmethod
+    def _nodes(rep: Rep) -> list[str]:
+        flows = rep.body.traffic.flows.values()
+        return list(dict.fromkeys(n for f in flows for n in (f.server, f.client)))
+
+    @staticmethod
+    def help_cmd(node: str) -> Cmd:
+        return cmd(*IPERF3_HELP, node=node, check=False, why="does this iperf3 have -m (else mptcpize)?")
+
+    def _flow(self, rep: Rep, flow: Flow, node: str | None = None) -> FlowCommands:
+        # the dry run asks the host's iperf3 (node None), the run each node's
+        mp = rep.multipath.get(node) if node else None
+        return flow_commands(flow, rep.plan.net, flow_duration(rep.ctx, rep.body, flow), mp)
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        flows = rep.body.traffic.flows
+        out = [Planned(self.help_cmd(n), note="does this iperf3 have -m (else mptcpize)?") for n in self._nodes(rep)]
+        for flow in flows.values():
+            fc = self._flow(rep, flow)
+            out.append(Planned(Cmd(fc.server_argv, node=fc.server_node), background=True))
+        out += [Planned(listening_cmd(f.server, f.port), note=UNTIL_READY) for f in flows.values()]
+        for name, flow in sorted(flows.items(), key=lambda kv: parse_time(kv[1].start)):
+            fc = self._flow(rep, flow)
+            out.append(Planned(Cmd(fc.client_argv, node=fc.client_node), background=True,
+                               note=f"flow {name} ({flow.role}), at +{parse_time(flow.start):g} s"))
+        return out
+
+    def run(self, rep: Rep) -> None:
+        backend, body = rep.backend, rep.body
+        for n in self._nodes(rep):
+            helped = backend.run([self.help_cmd(n)])[0]
+            rep.multipath[n] = help_has_multipath(helped.stdout + helped.stderr)
+        for name, flow in body.traffic.flows.items():
+            fc = self._flow(rep, flow, flow.server)
+            path = rep.out / f"iperf3-server-{name}.json"
+            rep.servers[name] = (backend.spawn(fc.server_node, fc.server_argv, stdout=path.open("wb"),
+                                               stderr=subprocess.STDOUT), path)
+        for name, flow in body.traffic.flows.items():
+            listening = listening_cmd(flow.server, flow.port)
+            wait_for(lambda c=listening: _answers(backend, c), READY_TIMEOUT_S,  # type: ignore[misc]
+                     f"iperf3 server of flow {name}")
+        self._run_clients(rep)
+        rep.running.check()  # a delay line that died invalidates the run: fail loudly
+        for name, (server, _) in rep.servers.items():
+            try:
+                server.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                rep.warnings.append(f"iperf3 server of flow {name} did not exit")
+
+    def _run_clients(self, rep: Rep) -> None:
+        flows = rep.body.traffic.flows
+        started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
+        schedule = StartOffsets(flows)
+        longest = max(parse_time(f.start) + flow_duration(rep.ctx, rep.body, f) for f in flows.values())
+        t0 = time.monotonic()
+        deadline = t0 + longest + CLIENT_GRACE_S
+        while not schedule.done or any(p.poll() is None for p, _, _ in started.values()):
+            now = time.monotonic()
+            for name in schedule.due(now - t0):
+                flow = flows[name]
+                fc = self._flow(rep, flow, flow.client)
+                path = rep.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
+                err = rep.out / f"iperf3-{name}.stderr"
+                started[name] = (rep.backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"),
+                                                   stderr=err.open("wb")), path, time.time())
+            rep.running.check()
+            if now > deadline:
+                raise RuntimeError(f"iperf3 clients did not finish {CLIENT_GRACE_S:g} s after their duration")
+            time.sleep(0.05)
+        rep.clients = {name: {"path": path, "started": ts, "rc": p.returncode}
+                       for name, (p, path, ts) in started.items()}
+
+
+# ------------------------------------------------------------------ after traffic
+class StopDaemons(Step):
+    title = "stop link-emulation daemons (SIGTERM: they write their statistics)"
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return []
+
+    def run(self, rep: Rep) -> None:
+        rep.extra["delay_line_stats"] = rep.running.stop_all()
+
+
+class FirewallCounters(Step):
+    title = "firewall counters (packets the PMTUD black hole dropped)"
+
+    @staticmethod
+    def _cmds(rep: Rep) -> list[Cmd]:
+        return [firewall_counter_cmd(name) for name, spec in rep.body.nodes.items() if spec.drop_icmp_frag_needed]
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return [Planned(c) for c in self._cmds(rep)]
+
+    def run(self, rep: Rep) -> None:
+        out = {}
+        for c in self._cmds(rep):
+            assert c.node is not None
+            p = rep.backend.run([c])[0]
+            try:
+                rules = [x["rule"] for x in json.loads(p.stdout)["nftables"] if "rule" in x]
+                out[c.node] = sum(e["counter"]["packets"] for r in rules for e in r["expr"] if "counter" in e)
+            except (ValueError, KeyError):
+                out[c.node] = -1
+        rep.extra["firewall"] = out
+
+
+class Teardown(Step):
+    """Every exit path (RepRunner runs it in ``finally``)."""
+
+    title = "teardown: stop every process of the run, then"
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        return [Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)]
+
+    def run(self, rep: Rep) -> None:
+        try:
+            rep.backend.pre_stop()
+        finally:
+            if rep.supervisor is not None:
+                rep.supervisor.close()
+            rep.backend.destroy()
+        rep.backend.post_stop()
+
+
+def measurement_steps() -> list[Step]:
+    """The steps before teardown, in order."""
+    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), Traffic(), StopCaptures(), StopDaemons(),
+            FirewallCounters()]
+
+
+def render(rep: Rep, steps: list[Step]) -> list[str]:
+    """The dry run's lines for these steps: the exact host command of each, ``&`` for
+    background ones, notes as comments."""
+    lines: list[str] = []
+    for step in steps:
+        lines.append(f"# step: {step.title}")
+        stage = ""
+        for p in step.commands(rep):
+            if p.stage and p.stage != stage:
+                stage = p.stage
+                lines.append(f"#   {stage}")
+            line = rep.backend.render(p.cmd) + (" &" if p.background else "")
+            lines.append(line + (f"    # {p.note}" if p.note else ""))
+    return lines
