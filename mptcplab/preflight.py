@@ -137,7 +137,8 @@ def _results_problem_at(root: Path) -> Problem | None:
     if not p.is_dir():
         return LabInputError("command line", "--results", f"cannot create {root}: {p} is not a directory")
     if not os.access(p, os.W_OK | os.X_OK):
-        what = "is not writable" if p == root else f"cannot be created: {p} is not writable"
+        why = "Read-only file system" if os.statvfs(p).f_flag & os.ST_RDONLY else "not writable"
+        what = f"is not writable ({why})" if p == root else f"cannot be created: {p} is not writable ({why})"
         return LabInputError("command line", "--results", f"results directory {root} {what}")
     return None
 
