@@ -9,7 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("MPTCPLAB_CACHE", "/var/cache/mptcplab"))
 PRODUCT_IMAGES = ("mptcplab/host:latest", "mptcplab/router:latest", "mptcplab/jupyter:latest")

@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from appliance_support import (BASE_IMAGE, PRODUCT_IMAGES, REPO, Resources, docker, docker_ok, remove_stale,
-                               run)
+from appliance_support import BASE_IMAGE, PRODUCT_IMAGES, REPO, Resources, docker, docker_ok, remove_stale, run
 
 
 def pytest_configure(config: pytest.Config) -> None:

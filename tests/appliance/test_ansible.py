@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from appliance_support import CACHE, REPO, docker, privileged_args, run
 
 ANSIBLE_ENV = {"ANSIBLE_CONFIG": str(REPO / "ansible/ansible.cfg"), "ANSIBLE_NOCOLOR": "1",

@@ -10,7 +10,6 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from appliance_support import REPO, docker, privileged_args, run
 
 pytestmark = pytest.mark.usefixtures("built_images")
