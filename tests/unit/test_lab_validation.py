@@ -30,7 +30,9 @@ def test_mtu_lab_is_valid_and_expands_sweeps():
     assert bh.body.nodes["rb1"].drop_icmp_frag_needed
     # the override replaced the endpoint list of the reverse scenario, not appended to it
     rev = {s.name: s for s in lab.scenarios}["mptcp-reverse"]
-    assert [e.address for e in rev.body.nodes["client"].mptcp.endpoints] == ["client:eth1"]
+    rev_mptcp = rev.body.nodes["client"].mptcp
+    assert rev_mptcp is not None
+    assert [e.address for e in rev_mptcp.endpoints] == ["client:eth1"]
     assert set(lab.file_hashes) == {"topology.clab.yml", "experiment.yml", "published.yml"}
 
 

@@ -14,6 +14,7 @@ from mptcplab.steps import (
     LinkCheck,
     Rep,
     RunContext,
+    Step,
     StartOffsets,
     SysctlReadback,
     Teardown,
@@ -109,7 +110,7 @@ def rep_for(name: str, lab_name: str = "mtu", calibrate: bool = True) -> Rep:
     return Rep(RunContext(lab, em, quick=True, calibrate=calibrate), sc, Path("/tmp/x"), be, plan)
 
 
-def lines(rep: Rep, step) -> list[str]:  # type: ignore[no-untyped-def]
+def lines(rep: Rep, step: Step) -> list[str]:
     return [rep.backend.render(p.cmd) + (" &" if p.background else "") for p in step.commands(rep)]
 
 
