@@ -201,13 +201,13 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
             raise LabInputError(str(file), f"scenarios[{i}].sweep", f"expands to {count + len(runs)} scenarios in all; "
                                 f"a lab may define at most {MAX_SCENARIOS}")
         merged = deep_merge(base, sc.override)
-        axes = [list(zip(s.values, s.labels or [str(v) for v in s.values])) for s in sc.sweep]
+        axes = [list(zip(s.values, s.labels or [str(v) for v in s.values], strict=True)) for s in sc.sweep]
         points = list(itertools.product(*axes)) if sc.sweep else [()]
         for point_vals in points:
             values = [v for v, _ in point_vals]
             data = copy.deepcopy(merged)
             point: dict[str, Any] = {}
-            for sw, val in zip(sc.sweep, values):
+            for sw, val in zip(sc.sweep, values, strict=True):
                 try:
                     _set_path(data, sw.path, val)
                 except KeyError:

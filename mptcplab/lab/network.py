@@ -125,7 +125,7 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
     roles = {n: s.role for n, s in body.nodes.items()}
     explicit = body.addressing.addresses
     out = []
-    for i, link in enumerate(topo.topology.links):
+    for link in topo.topology.links:
         a, b = link.endpoints
         if a in explicit or b in explicit:
             ia, ib = explicit.get(a), explicit.get(b)
@@ -151,7 +151,7 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
 def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experiment.yml") -> Network:
     nodes = {name: Node(name, spec.role) for name, spec in body.nodes.items()}
     links: list[Link] = []
-    for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file))):
+    for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file), strict=True)):
         a, b = (Endpoint.parse(e) for e in clab_link.endpoints)
         spec = body.links.get(str(a)) or body.links.get(str(b))
         mtu = (spec.mtu if spec and spec.mtu else None) or clab_link.mtu or DEFAULT_MTU

@@ -241,7 +241,7 @@ def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> Non
     finally:
         live.send_signal(signal.SIGKILL)
         live.wait()
-        for lab, state in zip((dead_lab, live_lab), states):
+        for lab, state in zip((dead_lab, live_lab), states, strict=True):
             remove_lab(lab)
             state.unlink(missing_ok=True)
     assert leftovers(dead_lab) == [] and leftovers(live_lab) == []

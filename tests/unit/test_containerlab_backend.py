@@ -102,7 +102,7 @@ def test_topology_copy(tmp_path: Path, state_dir: Path) -> None:
     assert topo["name"] == LAB
     assert topo["topology"]["links"] == yaml.safe_load(original)["topology"]["links"]
     run = str((tmp_path / "run").absolute())
-    for name, node in topo["topology"]["nodes"].items():
+    for node in topo["topology"]["nodes"].values():
         assert node["network-mode"] == "none"
         assert node["binds"] == [f"{run}:{run}"]
         # what a new interface copies is set when Docker creates the namespace

@@ -42,7 +42,7 @@ def test_routes_go_through_routers_only_and_are_shortest():
     assert routes(net, "client")["10.0.5.0/24"] == ("10.0.1.1", "eth1")
     # hosts never forward: no route of a router points at a host as next hop
     host_addrs = {str(l.addr(ep).ip) for l in net.links for ep in (l.a, l.b) if net.nodes[ep.node].role == "host"}
-    for name, node in net.nodes.items():
+    for node in net.nodes.values():
         if node.role == "router":
             assert not {str(r.via) for r in node.routes} & host_addrs
 
