@@ -157,9 +157,9 @@ def test_roles_converge_twice_with_no_change_the_second_time(target):
     # container detection and the limited roles (see the module docstring)
     assert "kernel" in out1 and "has MPTCP" in out1, out1[-4000:]
     second, out2, t2 = converge(target)
-    changed = [l for l in out2.splitlines() if l.startswith("changed:")]
+    changed = [line for line in out2.splitlines() if line.startswith("changed:")]
     assert second["changed"] == 0, f"second run changed {second['changed']} task(s): {changed}\n{out2[-6000:]}"
-    slowest = [l for l in out1.splitlines() if re.search(r"-+ \d+\.\d+s$", l)][:8]
+    slowest = [line for line in out1.splitlines() if re.search(r"-+ \d+\.\d+s$", line)][:8]
     print(f"\nconverge 1: {t1:.0f} s {first}; converge 2: {t2:.0f} s {second}\nslowest tasks of run 1:\n"
           + "\n".join(slowest))
 
@@ -235,7 +235,7 @@ def test_kernel_source_path_prepares_the_patched_tree_idempotently(target):
         assert p.returncode == 0 and r["failed"] == 0, out[-8000:]
         outs.append((r, out))
     assert outs[0][0]["changed"] > 0
-    assert outs[1][0]["changed"] == 0, [l for l in outs[1][1].splitlines() if l.startswith("changed:")]
+    assert outs[1][0]["changed"] == 0, [line for line in outs[1][1].splitlines() if line.startswith("changed:")]
 
     tree = "/usr/src/mptcplab/linux-source-6.1"
     src = docker("exec", target["name"], "grep", "-c", "icsk->icsk_mtup.enabled = true;",

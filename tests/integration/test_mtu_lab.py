@@ -20,7 +20,7 @@ pytestmark = pytest.mark.netns
 
 def netns() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {l.split()[0] for l in out.splitlines() if l.strip()}
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 @pytest.fixture(scope="module")
