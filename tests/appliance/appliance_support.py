@@ -21,7 +21,7 @@ def run(cmd: list[str] | str, *, check: bool = True, timeout: float = 600, env: 
     """Run a command, capturing its output; on failure the output is in the assertion."""
     full_env = {**os.environ, **(env or {})}
     p = subprocess.run(cmd, shell=isinstance(cmd, str), cwd=cwd, env=full_env, input=input,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd!r} exited {p.returncode}\n--- stdout\n{p.stdout[-6000:]}\n"
                              f"--- stderr\n{p.stderr[-6000:]}")

@@ -52,8 +52,8 @@ def test_kernel_role_rejects_an_unknown_kernel_choice(tmp_path):
     play = tmp_path / "play.yml"
     play.write_text(
         "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
-        "  vars: {kernel_mode: bogus, mptcplab_in_container: true, mptcplab_repo: %s}\n"
-        "  roles: [kernel]\n" % REPO)
+        "  vars: {kernel_mode: bogus, mptcplab_in_container: true, mptcplab_repo: " + str(REPO) + "}\n"
+        "  roles: [kernel]\n")
     p = run(["ansible-playbook", "-i", "localhost,", str(play)], env={**ANSIBLE_ENV,
             "ANSIBLE_ROLES_PATH": str(REPO / "ansible/roles")}, check=False)
     assert p.returncode != 0 and "kernel_mode must be stock, backports, mainline or source" in p.stdout, p.stdout

@@ -16,7 +16,7 @@ pytestmark = pytest.mark.usefixtures("built_images")
 
 
 def ip_of(container: str, network: str) -> str:
-    fmt = '{{(index .NetworkSettings.Networks "%s").IPAddress}}' % network
+    fmt = '{{(index .NetworkSettings.Networks "' + network + '").IPAddress}}'
     return docker("inspect", "-f", fmt, container).stdout.strip()
 
 
