@@ -116,10 +116,12 @@ BASE_SYSCTLS = {
 ROUTER_SYSCTLS = {"net.ipv4.ip_forward": "1"}
 
 
-def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tuple[IPv4Network, IPv4Interface, IPv4Interface]]:
+def _addresses(topo: ClabTopology, body: ExperimentBody,
+               file: str) -> list[tuple[IPv4Network, IPv4Interface, IPv4Interface]]:
     pool = body.addressing.pool
     if body.addressing.prefixlen < pool.prefixlen:
-        raise LabInputError(file, "addressing.prefixlen", f"/{body.addressing.prefixlen} is larger than the pool {pool}")
+        raise LabInputError(file, "addressing.prefixlen",
+                            f"/{body.addressing.prefixlen} is larger than the pool {pool}")
     subnets = pool.subnets(new_prefix=body.addressing.prefixlen)
     next(subnets)  # keep the pool's first subnet free: x.x.0.0 looks like a network id to students
     roles = {n: s.role for n, s in body.nodes.items()}
@@ -130,7 +132,8 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
         if a in explicit or b in explicit:
             ia, ib = explicit.get(a), explicit.get(b)
             if ia is None or ib is None:
-                raise LabInputError(file, f"addressing.addresses.{b if ia else a}", "give both ends of a link an address, or neither")
+                raise LabInputError(file, f"addressing.addresses.{b if ia else a}",
+                                    "give both ends of a link an address, or neither")
             if ia.network != ib.network:
                 raise LabInputError(file, f"addressing.addresses.{b}", f"{ib} is not in the same subnet as {a}'s {ia}")
             out.append((ia.network, ia, ib))
@@ -138,7 +141,8 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
         try:
             net = next(subnets)
         except StopIteration:
-            raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets for {len(topo.topology.links)} links") from None
+            raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets "
+                                f"for {len(topo.topology.links)} links") from None
         # the first two host addresses, without listing a /8's sixteen million (net.hosts())
         hosts = [net.network_address + 1, net.network_address + 2]
         # routers take .1, hosts .2, so the gateway address is predictable

@@ -28,7 +28,8 @@ def run(cmd: list[str] | str, *, check: bool = True, timeout: float = 600, env: 
     return p
 
 
-def docker(*args: str, check: bool = True, timeout: float = 600, input: str | None = None) -> subprocess.CompletedProcess:
+def docker(*args: str, check: bool = True, timeout: float = 600,
+           input: str | None = None) -> subprocess.CompletedProcess:
     return run(["docker", *args], check=check, timeout=timeout, input=input)
 
 
@@ -92,7 +93,8 @@ class Resources:
                          ("volume", ["volume", "ls", "-q", "--filter", f"name={self.prefix}"])):
             ids = run(["docker", *ls], check=False).stdout.split()
             if ids:
-                rm = {"container": ["rm", "-f", "-v"], "network": ["network", "rm"], "volume": ["volume", "rm", "-f"]}[kind]
+                rm = {"container": ["rm", "-f", "-v"], "network": ["network", "rm"],
+                      "volume": ["volume", "rm", "-f"]}[kind]
                 run(["docker", *rm, *ids], check=False)
         images = run(["docker", "images", "-q", "--filter", f"reference={self.prefix}*"], check=False).stdout.split()
         if images:

@@ -241,7 +241,8 @@ def test_kernel_source_path_prepares_the_patched_tree_idempotently(target):
     src = docker("exec", target["name"], "grep", "-c", "icsk->icsk_mtup.enabled = true;",
                  f"{tree}/net/ipv4/tcp_output.c").stdout.strip()
     assert src == "1"
-    assert docker("exec", target["name"], "grep", "-c", "mptcplab: subflow", f"{tree}/net/ipv4/tcp_output.c").stdout.strip() == "2"
+    assert docker("exec", target["name"], "grep", "-c", "mptcplab: subflow",
+                  f"{tree}/net/ipv4/tcp_output.c").stdout.strip() == "2"
     config = docker("exec", target["name"], "cat", f"{tree}/.config").stdout
     for line in ("CONFIG_MPTCP=y", "CONFIG_NET_SCH_NETEM=m", "CONFIG_IFB=m", "CONFIG_NETFILTER_NETLINK_QUEUE=m",
                  "CONFIG_BPF_SYSCALL=y", "CONFIG_TRACEPOINTS=y", 'CONFIG_LOCALVERSION="-mptcplab"',

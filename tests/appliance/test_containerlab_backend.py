@@ -202,13 +202,15 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
         log = (out / "commands.log").read_text()
         assert f"docker exec {container_name(prefix, 'rb1')} vtysh -c 'configure terminal'" in log
         assert f"docker exec {container_name(prefix, 'rb1')} ip route add" not in log
-        assert f"docker exec {container_name(prefix, 'client')} ip route add default via 10.0.2.1 dev eth2 table 101" in log
+        assert (f"docker exec {container_name(prefix, 'client')} ip route add default via 10.0.2.1 dev eth2 table 101"
+                in log)
 
         # teardown: no process of the run is left in any container, nor a PID file, nor the state file
         for node in topo["topology"]["nodes"]:
             ps = in_container(container_name(prefix, node), "ps", "-eo", "comm").split()
             assert not {"iperf3", "tcpdump", "ping"} & set(ps), (node, ps)
-            assert in_container(container_name(prefix, node), "sh", "-c", "ls /tmp | grep -c mptcplab- || true").strip() == "0"
+            assert in_container(container_name(prefix, node), "sh", "-c",
+                                "ls /tmp | grep -c mptcplab- || true").strip() == "0"
         assert not (runstate.STATE_DIR / f"clab-{prefix}.json").exists()
         assert len(backends) == 1
     finally:

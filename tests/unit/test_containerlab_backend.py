@@ -338,5 +338,6 @@ def test_clean_removes_dead_runs_labs_and_orphans_only(tmp_path: Path, monkeypat
     removed = clab.clean()
     assert sorted(removed) == ["clab-mpl111111-mtu-a", "clab-mpl333333-mtu-a"]
     rms = [a for a in rec.argvs if a[:2] == ["docker", "rm"]]
-    assert rms == [["docker", "rm", "-f", "-v", "clab-mpl111111-mtu-a"], ["docker", "rm", "-f", "-v", "clab-mpl333333-mtu-a"]]
+    assert rms == [["docker", "rm", "-f", "-v", "clab-mpl111111-mtu-a"],
+                   ["docker", "rm", "-f", "-v", "clab-mpl333333-mtu-a"]]
     assert sorted(p.name for p in state_dir.iterdir()) == ["clab-mpl222222-mtu.json"]
