@@ -5,7 +5,7 @@ VENV := .venv
 MPTCPLAB := $(VENV)/bin/mptcplab
 RUN_ARGS ?=
 
-.PHONY: bootstrap bootstrap-test native test test-unit test-integration lab-% dry-run-% doctor clean bench
+.PHONY: bootstrap bootstrap-test native lint test test-unit test-integration lab-% dry-run-% doctor clean bench
 
 bootstrap:
 	@scripts/bootstrap.sh
@@ -38,7 +38,12 @@ dry-run-%: bootstrap
 doctor: bootstrap
 	$(MPTCPLAB) doctor
 
-test: bootstrap-test
+# ruff and mypy, configured in pyproject.toml ([tool.ruff], [tool.mypy]: mptcplab, bench, tests)
+lint: bootstrap-test
+	$(VENV)/bin/ruff check
+	$(VENV)/bin/mypy
+
+test: bootstrap-test lint
 	$(VENV)/bin/python -m pytest -q -rs tests/unit tests/integration tests/faults
 
 test-unit: bootstrap-test

@@ -44,10 +44,11 @@ def main() -> None:
             t2 = time.perf_counter()
             deploy.append(t1 - t0)
             teardown.append(t2 - t1)
-    total = [d + t for d, t in zip(deploy, teardown)]
+    total = [d + t for d, t in zip(deploy, teardown, strict=True)]
     print(f"{a.lab} {a.scenario}: emulation {em.name}, n={a.n}")
     for name, xs in (("deploy", deploy), ("teardown", teardown), ("total", total)):
-        print(f"  {name:9} median {statistics.median(xs) * 1e3:7.1f} ms   min {min(xs) * 1e3:7.1f}   max {max(xs) * 1e3:7.1f}")
+        print(f"  {name:9} median {statistics.median(xs) * 1e3:7.1f} ms"
+              f"   min {min(xs) * 1e3:7.1f}   max {max(xs) * 1e3:7.1f}")
 
 
 if __name__ == "__main__":

@@ -43,5 +43,5 @@ class CmdList:
     def add(self, *argv: str | int | float, node: str | None = None, check: bool = True, why: str = "") -> None:
         self.cmds.append(cmd(*argv, node=node, check=check, why=why))
 
-    def extend(self, cmds: "list[Cmd] | CmdList") -> None:
+    def extend(self, cmds: list[Cmd] | CmdList) -> None:
         self.cmds.extend(cmds.cmds if isinstance(cmds, CmdList) else cmds)

@@ -63,16 +63,18 @@ def checks() -> list[Item]:
                        detail="iperf3 has -m; not needed" if mp else ""))
     items.append(Item("iperf3 -m (multipath)", mp, "yes" if mp else "no: iperf3 < 3.19, MPTCP through mptcpize",
                       required=False))
-    tbf = _probe_ns(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "10mbit", "burst", "32k", "limit", "64k"])
+    tbf = _probe_ns(["tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate", "10mbit", "burst", "32k",
+                     "limit", "64k"])
     items.append(Item("tc tbf (rate)", tbf, "works" if tbf else "unknown qdisc", "a kernel with CONFIG_NET_SCH_TBF"))
     htb = _probe_ns(["tc", "qdisc", "add", "dev", "lo", "root", "handle", "1:", "htb"])
     items.append(Item("tc htb", htb, "works" if htb else "unknown qdisc", required=False))
     netem = netem_available()
-    items.append(Item("tc netem (delay)", netem, "works" if netem else "not in this kernel: delay by the NFQUEUE delay line",
-                      required=False))
-    nfq = _probe_ns(["iptables", "-t", "mangle", "-A", "PREROUTING", "-i", "lo", "-j", "NFQUEUE", "--queue-num", "7"])
-    items.append(Item("NFQUEUE", nfq, "works" if nfq else "not available", "a kernel with CONFIG_NETFILTER_NETLINK_QUEUE "
-                      "and xt_NFQUEUE", required=not netem))
+    items.append(Item("tc netem (delay)", netem,
+                      "works" if netem else "not in this kernel: delay by the NFQUEUE delay line", required=False))
+    nfq = _probe_ns(["iptables", "-t", "mangle", "-A", "PREROUTING", "-i", "lo", "-j", "NFQUEUE",
+                     "--queue-num", "7"])
+    items.append(Item("NFQUEUE", nfq, "works" if nfq else "not available",
+                      "a kernel with CONFIG_NETFILTER_NETLINK_QUEUE and xt_NFQUEUE", required=not netem))
     try:
         dl = delayline_binary()
         dl_ok, dl_detail = True, str(dl)

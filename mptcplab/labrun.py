@@ -110,7 +110,8 @@ def _clean_all(backend: str) -> None:
         cls.clean()
 
 
-def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions, log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
+def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
+            log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
     unsupported(lab)
     scenarios = select_scenarios(lab, opts.scenarios)
     reps = repetitions(lab, opts)

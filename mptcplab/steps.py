@@ -319,10 +319,11 @@ class StopCaptures(Step):
                 rep.backend.signal(p, signal.SIGKILL)
                 p.wait(timeout=5)
             s = parse_tcpdump_stats(err.read_text(errors="replace"))
-            if died[cc.path] is not None:
-                s["died"] = died[cc.path]
+            exit_status = died[cc.path]
+            if exit_status is not None:
+                s["died"] = exit_status
                 rep.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
-                                    f"(exit status {died[cc.path]}): the capture is incomplete")
+                                    f"(exit status {exit_status}): the capture is incomplete")
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):
                 rep.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: "

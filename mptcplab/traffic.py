@@ -17,7 +17,6 @@ from .lab.network import Network
 from .lab.schema import Flow
 from .units import parse_size, parse_time
 
-
 IPERF3_HELP = ("iperf3", "--help")
 
 

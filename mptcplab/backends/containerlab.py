@@ -387,7 +387,8 @@ def lab_containers(lab: str | None = None, docker: str = "docker") -> list[tuple
     return [(n, lb) for n, _, lb in (line.partition("\t") for line in p.stdout.splitlines()) if n]
 
 
-def remove_lab(lab: str, topology: Path | None, docker: str = "docker", containerlab: str = "containerlab") -> list[str]:
+def remove_lab(lab: str, topology: Path | None, docker: str = "docker",
+               containerlab: str = "containerlab") -> list[str]:
     """containerlab destroy (when it and the topology copy exist), then remove any
     container still labelled with the lab (a half-done deploy, or no containerlab).
     Returns the containers that existed."""

@@ -24,7 +24,7 @@ class QueueLimit:
     seconds: float | None = None
 
     @classmethod
-    def parse(cls, value: str | int | float) -> "QueueLimit":
+    def parse(cls, value: str | int | float) -> QueueLimit:
         if is_time(value):
             return cls(seconds=parse_time(value))
         return cls(bytes=parse_size(value))
@@ -55,7 +55,7 @@ class LinkShape:
         jitter: str | float | None = None,
         loss: str | float | None = None,
         queue: str | int | None = None,
-    ) -> "LinkShape":
+    ) -> LinkShape:
         return cls(
             rate_bps=parse_rate(rate) if rate is not None else None,
             delay_s=parse_time(delay) if delay is not None else 0.0,
@@ -107,7 +107,7 @@ class Endpoint:
         return f"{self.node}:{self.iface}"
 
     @classmethod
-    def parse(cls, text: str) -> "Endpoint":
+    def parse(cls, text: str) -> Endpoint:
         node, sep, iface = text.partition(":")
         if not sep or not node or not iface:
             raise ValueError(f"expected 'node:interface', got {text!r}")

@@ -67,7 +67,8 @@ class TwoNodeLine:
     def host_argv(self, node: str, argv: Sequence[str]) -> list[str]:
         return ["ip", "netns", "exec", self.ns[node], *argv]
 
-    def sh(self, node: str | None, *argv: str, check: bool = True, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    def sh(self, node: str | None, *argv: str, check: bool = True,
+           timeout: float = 60) -> subprocess.CompletedProcess[str]:
         full = self.host_argv(node, argv) if node else list(argv)
         p = subprocess.run(full, capture_output=True, text=True, timeout=timeout, check=False)
         if check and p.returncode != 0:
@@ -160,7 +161,8 @@ class TwoNodeLine:
     # -- teardown ----------------------------------------------------------
     def close(self) -> None:
         for ns in list(self._created):
-            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout.split()
+            pids = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True,
+                                  check=False).stdout.split()
             for pid in pids:
                 subprocess.run(["kill", "-9", pid], capture_output=True, check=False)
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)

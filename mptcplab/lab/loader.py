@@ -201,17 +201,18 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
             raise LabInputError(str(file), f"scenarios[{i}].sweep", f"expands to {count + len(runs)} scenarios in all; "
                                 f"a lab may define at most {MAX_SCENARIOS}")
         merged = deep_merge(base, sc.override)
-        axes = [list(zip(s.values, s.labels or [str(v) for v in s.values])) for s in sc.sweep]
+        axes = [list(zip(s.values, s.labels or [str(v) for v in s.values], strict=True)) for s in sc.sweep]
         points = list(itertools.product(*axes)) if sc.sweep else [()]
         for point_vals in points:
             values = [v for v, _ in point_vals]
             data = copy.deepcopy(merged)
             point: dict[str, Any] = {}
-            for sw, val in zip(sc.sweep, values):
+            for sw, val in zip(sc.sweep, values, strict=True):
                 try:
                     _set_path(data, sw.path, val)
                 except KeyError:
-                    raise LabInputError(str(file), f"scenarios[{i}].sweep.path", f"{'.'.join(sw.path)} does not lead to a field") from None
+                    raise LabInputError(str(file), f"scenarios[{i}].sweep.path",
+                                        f"{'.'.join(sw.path)} does not lead to a field") from None
                 point[".".join(sw.path)] = val
             name = sc.name + "".join(f"-{label}" for _, label in point_vals)
             if not SCENARIO_NAME.fullmatch(name):
@@ -286,8 +287,10 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
                 fail(f"traffic.flows.{fname}.{role}", f"{n!r} is a router; traffic runs between hosts")
         if flow.client == flow.server:
             fail(f"traffic.flows.{fname}.server", f"{flow.server!r} is also the client; a flow runs between two hosts")
-        if ":" in flow.server_address and (flow.server_address not in eps or not flow.server_address.startswith(flow.server + ":")):
-            fail(f"traffic.flows.{fname}.server_address", f"{flow.server_address!r} is not an interface of {flow.server}")
+        if ":" in flow.server_address and (flow.server_address not in eps
+                                           or not flow.server_address.startswith(flow.server + ":")):
+            fail(f"traffic.flows.{fname}.server_address",
+                 f"{flow.server_address!r} is not an interface of {flow.server}")
         if flow.bind and (flow.bind not in eps or not flow.bind.startswith(flow.client + ":")):
             fail(f"traffic.flows.{fname}.bind", f"{flow.bind!r} is not an interface of {flow.client}")
     measured = [f for f in body.traffic.flows.values() if f.role == "measured"]
@@ -325,7 +328,8 @@ def _check_topology(topo: ClabTopology, file: Path) -> None:
             if node not in topo.topology.nodes:
                 raise LabInputError(str(file), f"topology.links[{i}].endpoints", f"node {node!r} is not defined")
             if ep in seen:
-                raise LabInputError(str(file), f"topology.links[{i}].endpoints", f"{ep} already used by links[{seen[ep]}]")
+                raise LabInputError(str(file), f"topology.links[{i}].endpoints",
+                                    f"{ep} already used by links[{seen[ep]}]")
             seen[ep] = i
 
 
@@ -351,9 +355,11 @@ def unsupported(lab: Lab) -> None:
     for sc in lab.scenarios:
         b = sc.body
         if b.traffic.events:
-            raise LabInputError(file, f"scenario {sc.name}: traffic.events", "timed events are not supported by this engine version yet")
+            raise LabInputError(file, f"scenario {sc.name}: traffic.events",
+                                "timed events are not supported by this engine version yet")
         if b.probes.tcp_probe or b.probes.ss_interval is not None:
-            raise LabInputError(file, f"scenario {sc.name}: probes", "kernel probes are not supported by this engine version yet")
+            raise LabInputError(file, f"scenario {sc.name}: probes",
+                                "kernel probes are not supported by this engine version yet")
 
 
 def sha256(path: Path) -> str:

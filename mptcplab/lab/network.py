@@ -116,21 +116,24 @@ BASE_SYSCTLS = {
 ROUTER_SYSCTLS = {"net.ipv4.ip_forward": "1"}
 
 
-def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tuple[IPv4Network, IPv4Interface, IPv4Interface]]:
+def _addresses(topo: ClabTopology, body: ExperimentBody,
+               file: str) -> list[tuple[IPv4Network, IPv4Interface, IPv4Interface]]:
     pool = body.addressing.pool
     if body.addressing.prefixlen < pool.prefixlen:
-        raise LabInputError(file, "addressing.prefixlen", f"/{body.addressing.prefixlen} is larger than the pool {pool}")
+        raise LabInputError(file, "addressing.prefixlen",
+                            f"/{body.addressing.prefixlen} is larger than the pool {pool}")
     subnets = pool.subnets(new_prefix=body.addressing.prefixlen)
     next(subnets)  # keep the pool's first subnet free: x.x.0.0 looks like a network id to students
     roles = {n: s.role for n, s in body.nodes.items()}
     explicit = body.addressing.addresses
     out = []
-    for i, link in enumerate(topo.topology.links):
+    for link in topo.topology.links:
         a, b = link.endpoints
         if a in explicit or b in explicit:
             ia, ib = explicit.get(a), explicit.get(b)
             if ia is None or ib is None:
-                raise LabInputError(file, f"addressing.addresses.{b if ia else a}", "give both ends of a link an address, or neither")
+                raise LabInputError(file, f"addressing.addresses.{b if ia else a}",
+                                    "give both ends of a link an address, or neither")
             if ia.network != ib.network:
                 raise LabInputError(file, f"addressing.addresses.{b}", f"{ib} is not in the same subnet as {a}'s {ia}")
             out.append((ia.network, ia, ib))
@@ -138,7 +141,8 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
         try:
             net = next(subnets)
         except StopIteration:
-            raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets for {len(topo.topology.links)} links") from None
+            raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets "
+                                f"for {len(topo.topology.links)} links") from None
         # the first two host addresses, without listing a /8's sixteen million (net.hosts())
         hosts = [net.network_address + 1, net.network_address + 2]
         # routers take .1, hosts .2, so the gateway address is predictable
@@ -151,7 +155,7 @@ def _addresses(topo: ClabTopology, body: ExperimentBody, file: str) -> list[tupl
 def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experiment.yml") -> Network:
     nodes = {name: Node(name, spec.role) for name, spec in body.nodes.items()}
     links: list[Link] = []
-    for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file))):
+    for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file), strict=True)):
         a, b = (Endpoint.parse(e) for e in clab_link.endpoints)
         spec = body.links.get(str(a)) or body.links.get(str(b))
         mtu = (spec.mtu if spec and spec.mtu else None) or clab_link.mtu or DEFAULT_MTU

@@ -320,9 +320,11 @@ class Probes(Strict):
 
 
 class Sweep(Strict):
-    path: list[str] = Field(min_length=1, description="keys into experiment.yml, e.g. [nodes, client, sysctls, net.ipv4.tcp_mtu_probing]")
+    path: list[str] = Field(min_length=1, description="keys into experiment.yml, "
+                            "e.g. [nodes, client, sysctls, net.ipv4.tcp_mtu_probing]")
     values: list[Any] = Field(min_length=1)
-    labels: list[str] | None = Field(default=None, description="names of the values in scenario names (default: the values)")
+    labels: list[str] | None = Field(default=None,
+                                     description="names of the values in scenario names (default: the values)")
 
     @model_validator(mode="after")
     def _labels_match(self) -> Sweep:

@@ -9,7 +9,6 @@ import subprocess
 import time
 from pathlib import Path
 
-
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("MPTCPLAB_CACHE", "/var/cache/mptcplab"))
 PRODUCT_IMAGES = ("mptcplab/host:latest", "mptcplab/router:latest", "mptcplab/jupyter:latest")
@@ -22,14 +21,15 @@ def run(cmd: list[str] | str, *, check: bool = True, timeout: float = 600, env: 
     """Run a command, capturing its output; on failure the output is in the assertion."""
     full_env = {**os.environ, **(env or {})}
     p = subprocess.run(cmd, shell=isinstance(cmd, str), cwd=cwd, env=full_env, input=input,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout)
+                       capture_output=True, text=True, timeout=timeout)
     if check and p.returncode != 0:
         raise AssertionError(f"{cmd!r} exited {p.returncode}\n--- stdout\n{p.stdout[-6000:]}\n"
                              f"--- stderr\n{p.stderr[-6000:]}")
     return p
 
 
-def docker(*args: str, check: bool = True, timeout: float = 600, input: str | None = None) -> subprocess.CompletedProcess:
+def docker(*args: str, check: bool = True, timeout: float = 600,
+           input: str | None = None) -> subprocess.CompletedProcess:
     return run(["docker", *args], check=check, timeout=timeout, input=input)
 
 
@@ -93,7 +93,8 @@ class Resources:
                          ("volume", ["volume", "ls", "-q", "--filter", f"name={self.prefix}"])):
             ids = run(["docker", *ls], check=False).stdout.split()
             if ids:
-                rm = {"container": ["rm", "-f", "-v"], "network": ["network", "rm"], "volume": ["volume", "rm", "-f"]}[kind]
+                rm = {"container": ["rm", "-f", "-v"], "network": ["network", "rm"],
+                      "volume": ["volume", "rm", "-f"]}[kind]
                 run(["docker", *rm, *ids], check=False)
         images = run(["docker", "images", "-q", "--filter", f"reference={self.prefix}*"], check=False).stdout.split()
         if images:

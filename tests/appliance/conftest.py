@@ -16,9 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
-
-from appliance_support import (BASE_IMAGE, PRODUCT_IMAGES, REPO, Resources, docker, docker_ok, remove_stale,
-                               run)
+from appliance_support import BASE_IMAGE, PRODUCT_IMAGES, REPO, Resources, docker, docker_ok, remove_stale, run
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -100,7 +98,8 @@ def built_images(docker_daemon) -> dict[str, float]:
         assert any(line.startswith(("built: " + img, "up to date: " + img)) for line in lines), p.stdout
         labels = docker("image", "inspect", "-f", "{{json .Config.Labels}}", img).stdout
         assert "org.mptcplab.build-hash" in labels
-    base = docker("image", "inspect", "-f", "{{index .Config.Labels \"org.mptcplab.base\"}}", PRODUCT_IMAGES[0]).stdout.strip()
+    base = docker("image", "inspect", "-f", "{{index .Config.Labels \"org.mptcplab.base\"}}",
+                  PRODUCT_IMAGES[0]).stdout.strip()
     assert base == BASE_IMAGE, f"built FROM {base}, not the bootstrapped base"
     print(f"\nimages/build.sh --offline: {took:.0f} s\n{p.stdout}")
     return {"seconds": took}

@@ -24,7 +24,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from appliance_support import CACHE, REPO, docker, privileged_args, run
 
 ANSIBLE_ENV = {"ANSIBLE_CONFIG": str(REPO / "ansible/ansible.cfg"), "ANSIBLE_NOCOLOR": "1",
@@ -53,8 +52,8 @@ def test_kernel_role_rejects_an_unknown_kernel_choice(tmp_path):
     play = tmp_path / "play.yml"
     play.write_text(
         "- hosts: localhost\n  connection: local\n  gather_facts: false\n"
-        "  vars: {kernel_mode: bogus, mptcplab_in_container: true, mptcplab_repo: %s}\n"
-        "  roles: [kernel]\n" % REPO)
+        "  vars: {kernel_mode: bogus, mptcplab_in_container: true, mptcplab_repo: " + str(REPO) + "}\n"
+        "  roles: [kernel]\n")
     p = run(["ansible-playbook", "-i", "localhost,", str(play)], env={**ANSIBLE_ENV,
             "ANSIBLE_ROLES_PATH": str(REPO / "ansible/roles")}, check=False)
     assert p.returncode != 0 and "kernel_mode must be stock, backports, mainline or source" in p.stdout, p.stdout
@@ -158,9 +157,9 @@ def test_roles_converge_twice_with_no_change_the_second_time(target):
     # container detection and the limited roles (see the module docstring)
     assert "kernel" in out1 and "has MPTCP" in out1, out1[-4000:]
     second, out2, t2 = converge(target)
-    changed = [l for l in out2.splitlines() if l.startswith("changed:")]
+    changed = [line for line in out2.splitlines() if line.startswith("changed:")]
     assert second["changed"] == 0, f"second run changed {second['changed']} task(s): {changed}\n{out2[-6000:]}"
-    slowest = [l for l in out1.splitlines() if re.search(r"-+ \d+\.\d+s$", l)][:8]
+    slowest = [line for line in out1.splitlines() if re.search(r"-+ \d+\.\d+s$", line)][:8]
     print(f"\nconverge 1: {t1:.0f} s {first}; converge 2: {t2:.0f} s {second}\nslowest tasks of run 1:\n"
           + "\n".join(slowest))
 
@@ -236,13 +235,14 @@ def test_kernel_source_path_prepares_the_patched_tree_idempotently(target):
         assert p.returncode == 0 and r["failed"] == 0, out[-8000:]
         outs.append((r, out))
     assert outs[0][0]["changed"] > 0
-    assert outs[1][0]["changed"] == 0, [l for l in outs[1][1].splitlines() if l.startswith("changed:")]
+    assert outs[1][0]["changed"] == 0, [line for line in outs[1][1].splitlines() if line.startswith("changed:")]
 
     tree = "/usr/src/mptcplab/linux-source-6.1"
     src = docker("exec", target["name"], "grep", "-c", "icsk->icsk_mtup.enabled = true;",
                  f"{tree}/net/ipv4/tcp_output.c").stdout.strip()
     assert src == "1"
-    assert docker("exec", target["name"], "grep", "-c", "mptcplab: subflow", f"{tree}/net/ipv4/tcp_output.c").stdout.strip() == "2"
+    assert docker("exec", target["name"], "grep", "-c", "mptcplab: subflow",
+                  f"{tree}/net/ipv4/tcp_output.c").stdout.strip() == "2"
     config = docker("exec", target["name"], "cat", f"{tree}/.config").stdout
     for line in ("CONFIG_MPTCP=y", "CONFIG_NET_SCH_NETEM=m", "CONFIG_IFB=m", "CONFIG_NETFILTER_NETLINK_QUEUE=m",
                  "CONFIG_BPF_SYSCALL=y", "CONFIG_TRACEPOINTS=y", 'CONFIG_LOCALVERSION="-mptcplab"',

@@ -27,6 +27,7 @@ from typing import Any
 
 import pytest
 
+from mptcplab import runstate
 from mptcplab.backends import containerlab as clab
 from mptcplab.backends.containerlab import LAB_LABEL, ContainerlabBackend, container_name
 from mptcplab.emulation.tc import NetemEmulator
@@ -201,14 +202,16 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
         log = (out / "commands.log").read_text()
         assert f"docker exec {container_name(prefix, 'rb1')} vtysh -c 'configure terminal'" in log
         assert f"docker exec {container_name(prefix, 'rb1')} ip route add" not in log
-        assert f"docker exec {container_name(prefix, 'client')} ip route add default via 10.0.2.1 dev eth2 table 101" in log
+        assert (f"docker exec {container_name(prefix, 'client')} ip route add default via 10.0.2.1 dev eth2 table 101"
+                in log)
 
         # teardown: no process of the run is left in any container, nor a PID file, nor the state file
         for node in topo["topology"]["nodes"]:
             ps = in_container(container_name(prefix, node), "ps", "-eo", "comm").split()
             assert not {"iperf3", "tcpdump", "ping"} & set(ps), (node, ps)
-            assert in_container(container_name(prefix, node), "sh", "-c", "ls /tmp | grep -c mptcplab- || true").strip() == "0"
-        assert not (clab.STATE_DIR / f"clab-{prefix}.json").exists()
+            assert in_container(container_name(prefix, node), "sh", "-c",
+                                "ls /tmp | grep -c mptcplab- || true").strip() == "0"
+        assert not (runstate.STATE_DIR / f"clab-{prefix}.json").exists()
         assert len(backends) == 1
     finally:
         remove_lab(prefix)
@@ -225,9 +228,9 @@ def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> Non
     dead = subprocess.Popen(["true"])
     dead.wait()
     live = subprocess.Popen(["sleep", "300"])
-    states = [clab.STATE_DIR / f"clab-{dead_lab}.json", clab.STATE_DIR / f"clab-{live_lab}.json"]
+    states = [runstate.STATE_DIR / f"clab-{dead_lab}.json", runstate.STATE_DIR / f"clab-{live_lab}.json"]
     try:
-        clab.STATE_DIR.mkdir(parents=True, exist_ok=True)
+        runstate.STATE_DIR.mkdir(parents=True, exist_ok=True)
         for lab, pid, state in ((dead_lab, dead.pid, states[0]), (live_lab, live.pid, states[1])):
             sh(["docker", "run", "-d", "--name", container_name(lab, "h"), "--network", "none",
                 "--label", f"{LAB_LABEL}={lab}", IMAGES[0], "sleep", "infinity"])
@@ -240,7 +243,7 @@ def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> Non
     finally:
         live.send_signal(signal.SIGKILL)
         live.wait()
-        for lab, state in zip((dead_lab, live_lab), states):
+        for lab, state in zip((dead_lab, live_lab), states, strict=True):
             remove_lab(lab)
             state.unlink(missing_ok=True)
     assert leftovers(dead_lab) == [] and leftovers(live_lab) == []

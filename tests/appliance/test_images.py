@@ -10,14 +10,13 @@ import urllib.error
 import urllib.request
 
 import pytest
-
 from appliance_support import REPO, docker, privileged_args, run
 
 pytestmark = pytest.mark.usefixtures("built_images")
 
 
 def ip_of(container: str, network: str) -> str:
-    fmt = '{{(index .NetworkSettings.Networks "%s").IPAddress}}' % network
+    fmt = '{{(index .NetworkSettings.Networks "' + network + '").IPAddress}}'
     return docker("inspect", "-f", fmt, container).stdout.strip()
 
 
@@ -62,7 +61,7 @@ def test_router_frr_installs_static_route(resources):
         if "198.51.100.0/24" in routes and "203.0.113.0/24" in routes:
             break
         time.sleep(0.5)
-    line = next(l for l in routes.splitlines() if l.startswith("198.51.100.0/24"))
+    line = next(route for route in routes.splitlines() if route.startswith("198.51.100.0/24"))
     assert f"via {gw}" in line and "proto static" in line, routes
     assert "blackhole 203.0.113.0/24 proto static" in routes, routes
     shown = docker("exec", r, "vtysh", "-c", "show ip route static").stdout
@@ -124,7 +123,7 @@ def test_hosts_exchange_iperf3_over_mptcp_with_two_subflows(resources):
     # (payload from the client) on both subflows
     fields = docker("exec", cli, "tshark", "-r", "/tmp/cap.pcap", "-Y", "tcp.options.mptcp.subtype",
                     "-T", "fields", "-e", "ip.src", "-e", "ip.dst", "-e", "tcp.options.mptcp.subtype").stdout
-    rows = [l.split("\t") for l in fields.splitlines() if l.strip()]
+    rows = [line.split("\t") for line in fields.splitlines() if line.strip()]
     assert any(r[1] == srv_a and "0" in r[2].split(",") for r in rows), "no MP_CAPABLE to " + srv_a
     assert any(r[0] == cli_b and r[1] == srv_b and "1" in r[2].split(",") for r in rows), "no MP_JOIN on network B"
     conv = docker("exec", cli, "tshark", "-r", "/tmp/cap.pcap", "-Y", "tcp.len > 0 && tcp.dstport == 5201",

@@ -11,7 +11,6 @@ from __future__ import annotations
 import shutil
 
 import pytest
-
 from appliance_support import REPO, run
 
 pytestmark = pytest.mark.skipif(shutil.which("vagrant") is None, reason="vagrant not installed (make appliance-deps)")

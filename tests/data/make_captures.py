@@ -219,6 +219,7 @@ def run(sc: Scenario, outdir: Path, rate: str = RATE) -> dict:
                           str(f), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
             dumps.append((p, f))
         for p, _ in dumps:   # wait until each tcpdump says it is listening
+            assert p.stderr is not None  # stderr=PIPE
             line = p.stderr.readline().decode()
             if "listening" not in line:
                 raise RuntimeError(f"tcpdump did not start: {line}")
@@ -237,6 +238,7 @@ def run(sc: Scenario, outdir: Path, rate: str = RATE) -> dict:
             os.killpg(p.pid, signal.SIGINT)
             p.wait(timeout=5)
             # tcpdump's exit statistics: "N packets dropped by kernel" must be 0
+            assert p.stderr is not None  # stderr=PIPE
             stats = p.stderr.read().decode()
             drops[pt] = next((int(ln.split()[0]) for ln in stats.splitlines()
                               if "dropped by kernel" in ln), None)

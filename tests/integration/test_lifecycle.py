@@ -22,7 +22,7 @@ pytestmark = pytest.mark.netns
 
 def netns() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {l.split()[0] for l in out.splitlines() if l.strip()}
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 def test_dry_run_prints_commands_and_runs_none(tmp_path: Path) -> None:

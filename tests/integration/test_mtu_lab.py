@@ -20,7 +20,7 @@ pytestmark = pytest.mark.netns
 
 def netns() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {l.split()[0] for l in out.splitlines() if l.strip()}
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
 @pytest.fixture(scope="module")
@@ -162,6 +162,7 @@ def test_notebook_executes_against_the_run(quick_run: Path, tmp_path: Path) -> N
     for cell in nb.cells:
         if "parameters" in cell.get("metadata", {}).get("tags", []):
             cell.source += f"\nresults_dir = {str(quick_run)!r}\nrun_lab = False\n"
-    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    NotebookClient(nb, timeout=300, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
     outputs = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
     assert "mptcp-bottleneck" in outputs

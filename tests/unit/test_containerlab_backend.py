@@ -21,7 +21,7 @@ from mptcplab.backends.containerlab import PID_WRAPPER, ContainerlabBackend
 from mptcplab.commands import cmd
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import build_plan
+from mptcplab.plan import Plan, build_plan
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 TOPO = LABS / "mtu" / "topology.clab.yml"
@@ -58,7 +58,7 @@ def backend(tmp_path: Path, **kw: Any) -> ContainerlabBackend:
     return ContainerlabBackend(TOPO, lab_name=LAB, workdir=tmp_path / "clab", binds=[tmp_path / "run"], **kw)
 
 
-def plan_for(be: ContainerlabBackend, scenario: str = "mptcp-bottleneck"):  # type: ignore[no-untyped-def]
+def plan_for(be: ContainerlabBackend, scenario: str = "mptcp-bottleneck") -> Plan:
     lab = load_lab(LABS / "mtu")
     sc = {s.name: s for s in lab.scenarios}[scenario]
     return build_plan(lab.topology, sc, NetemEmulator(), be, Path("/tmp/x"))
@@ -102,7 +102,7 @@ def test_topology_copy(tmp_path: Path, state_dir: Path) -> None:
     assert topo["name"] == LAB
     assert topo["topology"]["links"] == yaml.safe_load(original)["topology"]["links"]
     run = str((tmp_path / "run").absolute())
-    for name, node in topo["topology"]["nodes"].items():
+    for node in topo["topology"]["nodes"].values():
         assert node["network-mode"] == "none"
         assert node["binds"] == [f"{run}:{run}"]
         # what a new interface copies is set when Docker creates the namespace
@@ -328,7 +328,8 @@ def test_clean_removes_dead_runs_labs_and_orphans_only(tmp_path: Path, monkeypat
         rows = [r for r in listing.splitlines() if lab is None or r.endswith("\t" + lab)]
         return 0, "".join(r + "\n" for r in rows), ""
 
-    answers = {("docker", "ps", "-a", "--filter", "label=containerlab"): ps(None)}
+    answers: dict[tuple[str, ...], tuple[int, str, str]] = {
+        ("docker", "ps", "-a", "--filter", "label=containerlab"): ps(None)}
     for lab in ("mpl111111-mtu", "mpl333333-mtu"):
         answers[("docker", "ps", "-a", "--filter", f"label=containerlab={lab}")] = ps(lab)
     rec = Recorder(answers)
@@ -337,5 +338,6 @@ def test_clean_removes_dead_runs_labs_and_orphans_only(tmp_path: Path, monkeypat
     removed = clab.clean()
     assert sorted(removed) == ["clab-mpl111111-mtu-a", "clab-mpl333333-mtu-a"]
     rms = [a for a in rec.argvs if a[:2] == ["docker", "rm"]]
-    assert rms == [["docker", "rm", "-f", "-v", "clab-mpl111111-mtu-a"], ["docker", "rm", "-f", "-v", "clab-mpl333333-mtu-a"]]
+    assert rms == [["docker", "rm", "-f", "-v", "clab-mpl111111-mtu-a"],
+                   ["docker", "rm", "-f", "-v", "clab-mpl333333-mtu-a"]]
     assert sorted(p.name for p in state_dir.iterdir()) == ["clab-mpl222222-mtu.json"]

@@ -80,7 +80,8 @@ def test_dry_run_prints_docker_and_containerlab_commands(capsys: pytest.CaptureF
     assert f"containerlab destroy -t '{copy}' --cleanup" in out
     assert "#   name: mpl000000-mtu" in out and "#         network-mode: none" in out
     assert "docker exec clab-mpl000000-mtu-client sysctl -q -w " in out
-    assert "docker exec clab-mpl000000-mtu-rb1 vtysh -c 'configure terminal' -c 'ip route 10.0.1.0/24 10.0.3.2 eth2'" in out
+    assert ("docker exec clab-mpl000000-mtu-rb1 vtysh -c 'configure terminal' -c 'ip route 10.0.1.0/24 10.0.3.2 eth2'"
+            in out)
     assert "docker exec clab-mpl000000-mtu-client ip rule add from 10.0.2.2 table 101 priority 101" in out
     assert "docker exec clab-mpl000000-mtu-client tc qdisc replace dev eth1 root handle 1: tbf rate 100mbit" in out
     cap = f"{tmp_path}/mtu/<run-id>/scenarios/mptcp-bottleneck/rep1/capture-client-eth1.pcap"

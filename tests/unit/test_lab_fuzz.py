@@ -72,7 +72,8 @@ def mutated(draw: st.DrawFn, lab: str) -> dict[str, Any]:
         paths = _paths(docs[f])[1:]
         # half the edits go where lab values reach commands: sysctls, link shapes, addresses
         hot = [p for p in paths if any(str(k) in HOT for k in p)]
-        path = draw(st.sampled_from(hot if hot and draw(st.booleans()) else paths))
+        use_hot = bool(hot) and draw(st.booleans())
+        path = draw(st.sampled_from(hot if use_hot else paths))
         parent, key = _at(docs[f], path[:-1]), path[-1]
         op = draw(st.sampled_from(["set", "set", "delete", "insert", "rename"]))
         if op == "set":

@@ -30,7 +30,9 @@ def test_mtu_lab_is_valid_and_expands_sweeps():
     assert bh.body.nodes["rb1"].drop_icmp_frag_needed
     # the override replaced the endpoint list of the reverse scenario, not appended to it
     rev = {s.name: s for s in lab.scenarios}["mptcp-reverse"]
-    assert [e.address for e in rev.body.nodes["client"].mptcp.endpoints] == ["client:eth1"]
+    rev_mptcp = rev.body.nodes["client"].mptcp
+    assert rev_mptcp is not None
+    assert [e.address for e in rev_mptcp.endpoints] == ["client:eth1"]
     assert set(lab.file_hashes) == {"topology.clab.yml", "experiment.yml", "published.yml"}
 
 
@@ -38,19 +40,24 @@ CASES = [
     ("experiment.yml", lambda d: d["links"]["client:eth1"].update(rate="fast"), "links.client:eth1.rate", "rate"),
     ("experiment.yml", lambda d: d["links"].update({"nosuch:eth9": {"rate": "1mbit"}}), "links.nosuch:eth9", "no link"),
     ("experiment.yml", lambda d: d["nodes"]["client"].update(colour="red"), "nodes.client.colour", "unknown field"),
-    ("experiment.yml", lambda d: d["traffic"]["flows"]["main"].update(duration="-3s"), "traffic.flows.main.duration", "time"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"]["main"].update(duration="-3s"),
+     "traffic.flows.main.duration", "time"),
     ("experiment.yml", lambda d: d["nodes"]["ra"].update(role="switch"), "nodes.ra.role", "must be"),
-    ("experiment.yml", lambda d: d["traffic"]["flows"]["main"].update(client="ra"), "traffic.flows.main.client", "router"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"]["main"].update(client="ra"),
+     "traffic.flows.main.client", "router"),
     ("experiment.yml", lambda d: d["scenarios"][2]["override"]["links"]["rb1:eth2"].update(mtu=20),
      "scenarios[2] (mptcp-uniform): links.rb1:eth2.mtu", "greater than or equal to 68"),
     ("experiment.yml", lambda d: d["scenarios"][5]["sweep"][0].update(path=["nodes", "client", "sysctls", "x", "y"]),
      "scenarios[5].sweep.path", "does not lead"),
-    ("experiment.yml", lambda d: d["addressing"].update({"pool": "10.0.0.0/30"}) if "addressing" in d else d.update(addressing={"pool": "10.0.0.0/29", "prefixlen": 30}),
+    ("experiment.yml",
+     lambda d: (d["addressing"].update({"pool": "10.0.0.0/30"}) if "addressing" in d
+                else d.update(addressing={"pool": "10.0.0.0/29", "prefixlen": 30})),
      "addressing.pool", "too few"),
     ("topology.clab.yml", lambda d: d["topology"]["links"][0].update(endpoints=["client:eth1", "ghost:eth1"]),
      "topology.links[0].endpoints", "not defined"),
     ("topology.clab.yml", lambda d: d["topology"]["links"][0].update(mtu=100000), "topology.links[0].mtu", "less than"),
-    ("published.yml", lambda d: d["values"][0].update(scenario="no-such-scenario"), "values[0].scenario", "no scenario"),
+    ("published.yml", lambda d: d["values"][0].update(scenario="no-such-scenario"),
+     "values[0].scenario", "no scenario"),
 ]
 
 

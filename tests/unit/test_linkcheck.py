@@ -3,7 +3,15 @@
 import pytest
 
 from mptcplab.emulation.linkmodel import LinkShape
-from mptcplab.linkcheck import binomial_interval, expected_rtt_s, loss_check, parse_ping, ping_argv, rate_check, rtt_checks
+from mptcplab.linkcheck import (
+    binomial_interval,
+    expected_rtt_s,
+    loss_check,
+    parse_ping,
+    ping_argv,
+    rate_check,
+    rtt_checks,
+)
 
 PING = """--- 10.0.1.1 ping statistics ---
 50 packets transmitted, 50 received, 0% packet loss, time 980ms

@@ -41,8 +41,9 @@ def test_routes_go_through_routers_only_and_are_shortest():
     # main table of the client: the server is closer through A
     assert routes(net, "client")["10.0.5.0/24"] == ("10.0.1.1", "eth1")
     # hosts never forward: no route of a router points at a host as next hop
-    host_addrs = {str(l.addr(ep).ip) for l in net.links for ep in (l.a, l.b) if net.nodes[ep.node].role == "host"}
-    for name, node in net.nodes.items():
+    host_addrs = {str(link.addr(ep).ip) for link in net.links for ep in (link.a, link.b)
+                  if net.nodes[ep.node].role == "host"}
+    for node in net.nodes.values():
         if node.role == "router":
             assert not {str(r.via) for r in node.routes} & host_addrs
 
@@ -61,9 +62,9 @@ def test_multihomed_host_has_per_source_tables():
 
 def test_every_subnet_reachable_from_every_node():
     net = mtu_net()
-    subnets = {l.subnet for l in net.links}
+    subnets = {link.subnet for link in net.links}
     for name in net.nodes:
-        local = {l.subnet for _, l in net.interfaces(name)}
+        local = {link.subnet for _, link in net.interfaces(name)}
         assert subnets - local == {r.dst for r in net.nodes[name].routes if r.table is None}, name
 
 

@@ -15,6 +15,7 @@ from mptcplab.steps import (
     Rep,
     RunContext,
     StartOffsets,
+    Step,
     SysctlReadback,
     Teardown,
     Traffic,
@@ -53,7 +54,7 @@ def test_node_configuration_commands():
     assert "ip -n mplabcdef-client rule add from 10.0.2.2 table 101 priority 101" in lines
     assert "ip -n mplabcdef-client route add default via 10.0.2.1 dev eth2 table 101" in lines
     assert "ip netns exec mplabcdef-client ethtool -K eth1 tso off gso off gro off" in lines
-    sysctl = [l for l in rendered(be, plan.sysctls) if "mplabcdef-client " in l][0]
+    sysctl = [line for line in rendered(be, plan.sysctls) if "mplabcdef-client " in line][0]
     assert "net.ipv4.tcp_mtu_probing=0" in sysctl and "net.mptcp.enabled=1" in sysctl
 
 
@@ -70,17 +71,17 @@ def test_black_hole_only_in_black_hole_scenarios():
     be, plan, _ = plan_for("blackhole-probing-1")
     lines = rendered(be, plan.config)
     assert any("mplabcdef-rb1 nft add rule inet mptcplab_fw output icmp type destination-unreachable icmp code "
-               "frag-needed counter drop" in l for l in lines)
+               "frag-needed counter drop" in line for line in lines)
     be, plan, _ = plan_for("mptcp-bottleneck")
-    assert not any("mptcplab_fw" in l for l in rendered(be, plan.config))
+    assert not any("mptcplab_fw" in line for line in rendered(be, plan.config))
 
 
 def test_rate_only_links_need_no_daemon_and_shape_both_directions():
     be, plan, _ = plan_for("mptcp-bottleneck")
     assert plan.daemons == []
-    tbf = [l for l in rendered(be, plan.emulation) if " tbf " in l]
+    tbf = [line for line in rendered(be, plan.emulation) if " tbf " in line]
     # two shaped links, each shaped in both directions
-    assert len(tbf) == 4 and all("rate 100000000bit" in l or "rate 100mbit" in l for l in tbf), tbf
+    assert len(tbf) == 4 and all("rate 100000000bit" in line or "rate 100mbit" in line for line in tbf), tbf
 
 
 def test_iperf3_commands_follow_the_scenario():
@@ -109,7 +110,7 @@ def rep_for(name: str, lab_name: str = "mtu", calibrate: bool = True) -> Rep:
     return Rep(RunContext(lab, em, quick=True, calibrate=calibrate), sc, Path("/tmp/x"), be, plan)
 
 
-def lines(rep: Rep, step) -> list[str]:  # type: ignore[no-untyped-def]
+def lines(rep: Rep, step: Step) -> list[str]:
     return [rep.backend.render(p.cmd) + (" &" if p.background else "") for p in step.commands(rep)]
 
 

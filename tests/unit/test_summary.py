@@ -2,6 +2,7 @@
 (rendering and arithmetic only; real measurements are in tests/integration)."""
 
 import json
+from typing import Any
 
 import pytest
 
@@ -175,8 +176,9 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
     bad_links = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": False, "cpu": {"client": 97.0}}
     dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
                "capture_stats": {"client:eth1": {"dropped": 5}}}
-    lab = SimpleNamespace(name="lab", published=PUB)
-    opts = SimpleNamespace(quick=True)
+    # stand-ins for Lab and RunOptions: _summary reads these attributes only
+    lab: Any = SimpleNamespace(name="lab", published=PUB)
+    opts: Any = SimpleNamespace(quick=True)
     kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
     tcg = {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
 

@@ -1,6 +1,6 @@
 import pytest
 
-from mptcplab.units import UnitError, parse_fraction, parse_rate, parse_size, parse_time, is_time
+from mptcplab.units import UnitError, is_time, parse_fraction, parse_rate, parse_size, parse_time
 
 
 @pytest.mark.parametrize("text,bps", [("100mbit", 100_000_000), ("8Mbit", 8_000_000), ("400mbit", 400_000_000),
