@@ -223,6 +223,11 @@ def main(argv: list[str] | None = None) -> int:
     except RunFailed as e:
         print(f"mptcplab: run failed: {e}", file=sys.stderr)
         return 1
+    except KeyboardInterrupt:
+        # Ctrl-C outside a run's own handling (e.g. while its report is written): the run
+        # directory keeps its owner record, so `mptcplab clean` or the next run marks it
+        print("mptcplab: interrupted", file=sys.stderr)
+        return 130
     except OSError as e:
         from .results.store import STORAGE_ERRNOS
 

@@ -257,7 +257,7 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
     log(f"{rec['name']} rep {rec['rep']}/{reps}: {rec['goodput_mbps']:.1f} Mbit/s, {verdict}, "
         f"measured in {seconds:.1f} s, analysed in {rec['analysis_seconds']:.1f} s{flag}")
     for w in rec["warnings"]:
-        log(f"    ! {w}")
+        log(f"    ! {w['message'] if isinstance(w, dict) else w}")
 
 
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,

@@ -26,7 +26,7 @@ from .lab.network import Network
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
-from .results.model import Repetition
+from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measurement_steps
 from .supervise import Supervisor
 from .traffic import read_iperf3
@@ -162,10 +162,11 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     body, net, out = job.body, job.net, job.out
     flow = body.traffic.flows[job.measured]
     clients = job.clients
-    warnings = list(job.warnings)
+    # coded warnings (docs/results-format.md): the steps' own are plain text (unclassified)
+    warnings: list[dict[str, Any]] = [_coded(UNCLASSIFIED, w) for w in job.warnings]
     iperf = read_iperf3(clients[job.measured]["path"])
     if iperf.error:
-        warnings.append(f"iperf3 reported an error: {iperf.error}")
+        warnings.append(_coded("iperf3-error", f"iperf3 reported an error: {iperf.error}"))
     path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
@@ -179,19 +180,20 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     pd.DataFrame(subflows).to_csv(out / "subflows.csv", index=False)
     if flow.mptcp:
         if not fa.mptcp_negotiated:
-            warnings.append("MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)")
+            warnings.append(_coded("mptcp-fallback",
+                                   "MPTCP requested but NOT negotiated: this is a plain TCP result (fallback)"))
         elif fa.fallback:
-            warnings.append("MPTCP fell back to TCP during the connection")
+            warnings.append(_coded("mptcp-fallback", "MPTCP fell back to TCP during the connection"))
     failed = transfer_failure(iperf.error, iperf.goodput_mbps, clients[job.measured].get("rc"))
     if failed is not None:
         # a transfer that failed verifies nothing, whatever the capture shows
         fa.verified = False
         fa.findings.insert(0, failed)
-        warnings.append(failed.message)
-    warnings += fa.diagnostics
-    warnings += getattr(fa, "warnings", [])
+    # the verification rule's findings keep their codes (join-unreachable, weak-subflow, ...)
+    warnings += [_coded(f.code, f.message, f.path) for f in fa.findings]
+    warnings += [_coded(UNCLASSIFIED, w) for w in getattr(fa, "warnings", [])]
     if flow.mptcp and not fa.verified:
-        warnings += config_diagnostics(body, flow)
+        warnings += [_coded("mptcp-limits", w) for w in config_diagnostics(body, flow)]
     others = {n: read_iperf3(c["path"]).goodput_mbps for n, c in clients.items() if n != job.measured}
     record = {
         "name": job.scenario, "rep": job.rep, "dir": None,
@@ -222,3 +224,8 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     return record
 
 
+
+
+def _coded(code: str, message: str, path: str | None = None) -> dict[str, Any]:
+    """A warning as the result model holds it (results/model.py Warning)."""
+    return {"code": code, "message": message, "path": path}
