@@ -22,6 +22,7 @@ from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
 from .lab.loader import Lab, ScenarioRun, unsupported
 from .plan import build_plan
+from .progress import Progress
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
 from .results.summary import build_summary, summary_rows
@@ -158,10 +159,13 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
 
     try:
+        progress = Progress(len(scenarios) * reps, log=log)
         for sc in scenarios:
             for rep in range(1, reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
+                progress.begin(sc.name, rep, reps)
                 m = RepRunner(ctx, sc, rep, outdir).measure()
+                progress.finished()
                 if m.job.calibration:
                     manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = m.job.calibration
                 if m.sysctls and rep == 1:
