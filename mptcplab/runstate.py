@@ -81,7 +81,7 @@ def recorded_namespaces(name: str, namespaces: list[str]) -> Iterator[None]:
     """Own short-lived namespaces (e.g. a host probe's) the way a run owns its nodes:
     the state file exists before they do and goes after them, so a kill in between
     leaves something ``clean`` removes (a dead owner's state names them)."""
-    write_state(STATE_DIR / f"{name}.json", {"prefix": name, "namespaces": namespaces})
+    write_state(STATE_DIR / f"{name}.json", {"prefix": name, "namespaces": namespaces, "probe": True})
     try:
         yield
     finally:

@@ -30,10 +30,10 @@ if TYPE_CHECKING:
 
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
 DRY_RUN_PREFIX = "mpl000000-"
-#: the throwaway probe namespaces of versions before the probes were recorded
+#: the throwaway probe namespaces (kernel probes, doctor) of versions before the probes were recorded
 #: (emulation/hostprobe.py): nobody owns them, so clean removes them once they are
 #: older than any probe takes
-LEGACY_PROBE_RE = re.compile(r"^mpltprobe[0-9a-f]{8}$")
+LEGACY_PROBE_RE = re.compile(r"^(mpltprobe[0-9a-f]{8}|mpltdoc[0-9a-f]{6})$")
 LEGACY_PROBE_MAX_AGE_S = 60.0
 
 
