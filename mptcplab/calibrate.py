@@ -20,7 +20,7 @@ from typing import Any
 from .backends.netns import NetnsBackend, clean
 from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
-from .emulation.backend import Emulator
+from .emulation.base import Emulator
 from .emulation.linkmodel import LinkShape, QueueLimit
 from .emulation.nfqueue import delayline_problems, max_lateness_p99_us
 from .emulation.supervise import Supervisor

@@ -9,10 +9,11 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from .backends.state import recorded_namespaces
-from .emulation.backend import delayline_binary, netem_available
+from .emulation.base import delayline_binary
+from .emulation.hostprobe import netem_available
 from .errors import HostNotReady
 from .lab.loader import Lab
+from .runstate import recorded_namespaces
 from .traffic import iperf3_has_multipath
 
 TRACEFS = Path("/sys/kernel/tracing")
