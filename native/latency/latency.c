@@ -584,7 +584,8 @@ static int run_server(struct opts *o)
 	}
 	if (fd < 0 && !stop_flag)
 		die("accept: %s", strerror(errno));
-	close(lfd);
+	/* the listener stays open until the end: MPTCP joins (MP_JOIN SYNs to this
+	 * port) are answered by it, closing it would leave the connection one subflow */
 
 	struct lat_reasm r;
 	lat_reasm_init(&r);
@@ -643,6 +644,7 @@ static int run_server(struct opts *o)
 	close_json(f, o->json_path);
 	if (fd >= 0)
 		close(fd);
+	close(lfd);
 	return 0;
 }
 

@@ -186,3 +186,31 @@ def test_loopback_without_shaping_counts_every_block(binaries: tuple[Path, Path]
     assert r.client.blocks == r.server.blocks == len(r.blocks) == 1001
     assert r.server.bytes == 1001 * 1000
     assert r.delay.min_ms >= 0
+
+
+def test_second_subflow_is_reported(line: TwoNodeLine, binaries: tuple[Path, Path], tmp_path: Path) -> None:
+    """A second address on the client as a `subflow` endpoint: the join is answered (the
+    server keeps its listener open for it), both ends' MPTCP_INFO count two subflows and
+    the per-subflow TCP_INFO lists both, with the data spread over them."""
+    extra = "10.77.0.3"
+    line.sh("a", "ip", "addr", "add", f"{extra}/24", "dev", "eth0")
+    line.sh("a", "ip", "mptcp", "endpoint", "add", extra, "dev", "eth0", "subflow")
+    for n in ("a", "b"):
+        line.sh(n, "ip", "mptcp", "limits", "set", "subflows", "2")
+    p = LatencyParams(server_address=ADDR["b"], bind=ADDR["a"], port=5415, duration_s=2.0)
+    files = LatencyFiles.in_dir(tmp_path, "two")
+    try:
+        out = run_pair(p, files, _in(line, "b"), _in(line, "a"), binary=binaries[1])
+    finally:
+        line.sh("a", "ip", "mptcp", "endpoint", "flush")
+    assert out.ok, (out.server_stderr, out.client_stderr)
+    r = analyse(files)
+    for end in (r.client, r.server):
+        assert end.subflow_count == 2 and len(end.subflows) == 2, end.raw
+    assert {sf.local.rsplit(":", 1)[0] for sf in r.client.subflows} == {ADDR["a"], extra}
+    assert {sf.remote.rsplit(":", 1)[0] for sf in r.server.subflows} == {ADDR["a"], extra}
+    # the subflows' acknowledged bytes cover the connection's data (MPTCP-level retransmissions
+    # can only add); and the receiver got every block
+    assert sum(sf.tcp_info["bytes_acked"] for sf in r.client.subflows) >= r.client.bytes
+    assert r.server.blocks == r.client.blocks == len(r.blocks) > 0
+    assert r.delay.min_ms >= ONE_WAY_MS - 0.2, r.delay
