@@ -214,3 +214,26 @@ def test_second_subflow_is_reported(line: TwoNodeLine, binaries: tuple[Path, Pat
     assert sum(sf.tcp_info["bytes_acked"] for sf in r.client.subflows) >= r.client.bytes
     assert r.server.blocks == r.client.blocks == len(r.blocks) > 0
     assert r.delay.min_ms >= ONE_WAY_MS - 0.2, r.delay
+
+
+def test_fallback_to_tcp_is_visible(binaries: tuple[Path, Path], tmp_path: Path) -> None:
+    """An MPTCP client against a plain-TCP server falls back: the data still arrives, and
+    the client's summary says it was not MPTCP (what a lab must not count as MPTCP)."""
+    files = LatencyFiles.in_dir(tmp_path, "fb")
+    srv = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=False, blocks=50)
+    cli = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=True, blocks=50)
+    server = subprocess.Popen(server_argv(srv, files, binaries[1]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              text=True)
+    try:
+        assert server.stdout is not None and server.stdout.readline().strip() == "ready"
+        c = subprocess.run(client_argv(cli, files, binaries[1]), capture_output=True, text=True, timeout=30,
+                           check=False)
+        assert c.returncode == 0, c.stderr
+        assert server.wait(timeout=15) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
+        server.communicate(timeout=5)
+    r = analyse(files)
+    assert r.client.protocol == "mptcp" and r.client.mptcp_active is False and r.client.mptcp_fallback is True
+    assert r.server.blocks == 50
