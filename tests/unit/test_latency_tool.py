@@ -24,6 +24,7 @@ from mptcplab.tools.latency import (
     analyse,
     blocked_stats,
     client_argv,
+    commands,
     delay_pdf,
     delay_stats,
     expected_locked_buffer,
@@ -74,6 +75,15 @@ def test_argv_with_everything() -> None:
     assert _after(c, "--rate-bps") == "12345678"  # exact, not 1.23457e+07
     assert _after(c, "--duration") == "2.5"
     assert p.rate_blocks == pytest.approx(12_345_678 / 8000)
+
+
+def test_commands_carry_nodes_and_reasons() -> None:
+    p = LatencyParams(server_address="10.0.0.2", rate_blocks_per_s=100)
+    srv, cli = commands(p, FILES, "server", "client", BIN)
+    assert srv.node == "server" and cli.node == "client"
+    assert srv.argv == server_argv(p, FILES, BIN) and cli.argv == client_argv(p, FILES, BIN)
+    assert "MPTCP" in cli.why and "100 blocks/s" in cli.why
+    assert cli.render().startswith("[client] /opt/mptcplab-latency client --connect 10.0.0.2")
 
 
 def test_force_without_buffers_adds_nothing() -> None:

@@ -1,6 +1,7 @@
 """The application-latency tool (native/latency/, ``mptcplab-latency``) seen from Python.
 
 - params.py   LatencyParams (what to run) and LatencyFiles (where the outputs go)
+              -> commands(): the two Cmds (node, argv, why) for the traffic step and the dry run
               -> server_argv / client_argv: pure argument lists, so --dry-run prints them
 - read.py     the binary per-block records -> DataFrames; the JSON summaries -> typed objects
 - analyse.py  delay PDF in 5 ms bins, p50/p95/p99, blocked-time statistics, buffer read-back
@@ -18,7 +19,7 @@ from .analyse import (
     expected_locked_buffer,
     rate_stats,
 )
-from .params import LatencyFiles, LatencyParams, client_argv, latency_binary, server_argv
+from .params import LatencyFiles, LatencyParams, client_argv, commands, latency_binary, server_argv
 from .read import (
     LatencyFormatError,
     LatencySummary,
@@ -38,6 +39,7 @@ __all__ = [
     "analyse",
     "blocked_stats",
     "client_argv",
+    "commands",
     "delay_pdf",
     "delay_stats",
     "expected_locked_buffer",

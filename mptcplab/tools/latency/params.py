@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from ...commands import Cmd
 from ...emulation.base import repo_root
 from ...errors import HostNotReady
 
@@ -182,3 +183,15 @@ def client_argv(p: LatencyParams, files: LatencyFiles, binary: Path | None = Non
     argv += ["--connect-timeout", _num(p.connect_timeout_s),
              "--json", str(files.client_json), "--records", str(files.client_records)]
     return tuple(argv)
+
+
+def commands(p: LatencyParams, files: LatencyFiles, server_node: str, client_node: str,
+             binary: Path | None = None) -> tuple[Cmd, Cmd]:
+    """The two commands as the engine's ``Cmd`` (node + argv + why), for the traffic step
+    and the dry run: the server first (wait for its "ready" line), then the client."""
+    mode = f"paced at {p.rate_blocks:g} blocks/s" if p.rate_blocks else "back to back"
+    proto = "MPTCP" if p.mptcp else "TCP"
+    return (Cmd(server_argv(p, files, binary), node=server_node,
+                why=f"latency receiver ({proto}): records each block's arrival"),
+            Cmd(client_argv(p, files, binary), node=client_node,
+                why=f"latency sender ({proto}): {p.block_bytes}-byte timestamped blocks, {mode}"))
