@@ -1,8 +1,10 @@
-"""The NFQUEUE emulator: tbf at the sender, loss + delay line at the receiver.
+"""The NFQUEUE emulator: loss + delay line (with the rate stage) at the receiver.
 
 For a DirectedLink ``src -> dst``:
 
-* rate and queue limit: tbf on ``src``'s egress (tc.py), as with netem;
+* rate and queue limit: by default in the delay line itself for a delayed
+  direction (``NfqueueEmulator.rate_in_delayline``), else tbf on ``src``'s
+  egress (tc.py), as with netem;
 * random loss and delay: at ``dst``'s ingress, in the PREROUTING hook, matched by
   ``dst``'s interface: first a random drop, then NFQUEUE to the delay line
   (``mptcplab-delayline``) running in ``dst``'s namespace.
@@ -261,21 +263,27 @@ def delayline_problems(stats: dict[str, Any]) -> list[str]:
 
 
 class NfqueueEmulator:
-    """Emulation without sch_netem: tbf + netfilter + mptcplab-delayline.
+    """Emulation without sch_netem: netfilter + mptcplab-delayline (+ tbf).
 
-    ``rate_in_delayline`` (opt-in, measured by bench/emulation_bench.py --paced):
-    a delayed direction gets no tbf; the delay line serializes packets at the
-    link rate through a virtual drop-tail queue of the link's size, then delays
-    them. tbf's watchdog fires once per packet at line rate, and that timer and
-    softirq work is most of what the delay lines spend at 400 Mbit/s. It also
-    moves the bottleneck queue to where the skb no longer counts against the
-    sending socket, so TCP Small Queues no longer keeps that queue empty. Rate
-    changes at run time are not supported in this mode."""
+    ``rate_in_delayline`` (the default; measured by bench/emulation_bench.py
+    --papers --paced and `mptcplab calibrate --rate-in-tbf` A/B): a delayed
+    direction gets no tbf; the delay line serializes packets at the link rate
+    through a virtual drop-tail queue of the link's size, then delays them.
+    tbf's watchdog fires once per packet at line rate, and that timer and
+    softirq work run inside the delay lines' verdict calls: with tbf the lines
+    fell 12-100 ms behind at 400 Mbit/s (lateness p99), with the rate stage
+    0.2-3 ms (docs/architecture.md). It also moves the bottleneck queue to
+    where the skb no longer counts against the sending socket, so TCP Small
+    Queues no longer hides that queue from a local sender: the sender sees the
+    configured drop-tail queue, as behind a router. Directions without delay
+    keep tbf (no delay line runs for them). ``rate_in_delayline=False`` (CLI
+    ``--rate-in-tbf``) restores tbf at the sender for every direction. Rate
+    changes at run time need tbf: not supported for paced directions."""
 
     name = "nfqueue"
 
     def __init__(self, firewall: Firewall = "iptables", binary: Path | None = None,
-                 rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False) -> None:
+                 rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = True) -> None:
         if firewall not in ("iptables", "nft"):
             raise ValueError(f"firewall must be 'iptables' or 'nft', got {firewall!r}")
         if not 0 <= rt_prio <= 99:
@@ -307,5 +315,6 @@ class NfqueueEmulator:
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
         if paces(dl, self.rate_in_delayline):
-            raise ValueError("rate changes need tbf: not available with rate_in_delayline")
+            raise ValueError("rate changes need tbf: not available with rate_in_delayline "
+                             "(the default for delayed directions; --rate-in-tbf)")
         return tc.rate_change_cmds(dl, new_rate_bps)

@@ -105,7 +105,7 @@ def test_daemon_description(tmp_path: Path) -> None:
 
 
 def test_emulator_link_cmds(tmp_path: Path) -> None:
-    e = NfqueueEmulator(binary=BIN)
+    e = NfqueueEmulator(binary=BIN, rate_in_delayline=False)
     assert e.name == "nfqueue"
     full = dl(rate="100mbit", delay="20ms", loss="1%")
     cmds, daemons = e.link_cmds(full, 2, tmp_path)
@@ -122,7 +122,7 @@ def test_emulator_link_cmds(tmp_path: Path) -> None:
 
 
 def test_emulator_clear_and_rate_change() -> None:
-    e = NfqueueEmulator(binary=BIN)
+    e = NfqueueEmulator(binary=BIN, rate_in_delayline=False)
     clear = e.clear_cmds(dl(rate="1mbit", delay="1ms"))
     assert clear[0].argv[:3] == ("tc", "qdisc", "del") and all(not c.check for c in clear)
     assert len(e.clear_cmds(dl(rate="1mbit"))) == 1
@@ -192,7 +192,24 @@ def test_rate_in_delayline_replaces_tbf(tmp_path: Path) -> None:
     assert int(argv[argv.index("--maxlen") + 1]) > nfqueue.queue_maxlen(d.shape, 1500)
     with pytest.raises(ValueError, match="rate changes"):
         em.rate_change_cmds(d, 10**8)
-    # a rate-only direction has no delay line, so it keeps tbf; the default keeps tbf everywhere
+    # a rate-only direction has no delay line, so it keeps tbf
     assert any(c.argv[0] == "tc" for c in em.link_cmds(dl(rate="400mbit"), 4, tmp_path)[0])
-    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    # the rate stage is the default; rate_in_delayline=False (--rate-in-tbf) keeps tbf everywhere
+    default_cmds, [default_daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    assert default_cmds == cmds and default_daemon.argv == daemon.argv
+    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN, rate_in_delayline=False).link_cmds(d, 3, tmp_path)
     assert any(c.argv[0] == "tc" for c in cmds) and "--rate-bps" not in daemon.argv
+
+
+def test_rate_in_tbf_switch() -> None:
+    from mptcplab.cli import _rate_in_tbf
+    from mptcplab.emulation.tc import NetemEmulator
+    from mptcplab.errors import LabInputError
+
+    em = NfqueueEmulator(binary=BIN)
+    assert _rate_in_tbf(em, False) is em and em.rate_in_delayline
+    assert _rate_in_tbf(em, True) is em and not em.rate_in_delayline
+    # netem has no delay line to take the rate from tbf: asking is a mistake, said so
+    with pytest.raises(LabInputError, match="--rate-in-tbf"):
+        _rate_in_tbf(NetemEmulator(), True)
+    assert isinstance(_rate_in_tbf(NetemEmulator(), False), NetemEmulator)
