@@ -192,6 +192,28 @@ def max_lateness_p99_us(delay_us: float | None) -> float:
     return max(LATENESS_FLOOR_US, LATENESS_FRACTION * (delay_us or 0))
 
 
+#: Longest release slot of a delay line (``--slot-us``): it releases at most once
+#: per slot, so packets due meanwhile wait up to that long. Each release is a
+#: sleep (a timer armed) and a wake-up (an interrupt), and in a VM both exit to
+#: the hypervisor: at 400 Mbit/s the rate stage spaces releases 30 us apart, and
+#: ppoll plus the timer interrupt were ~45% of the delay line's CPU. Measured
+#: (bench/emulation_bench.py rows, 400 Mbit/s, 2 and 100 ms, load 11-14,
+#: interleaved, 3 rounds): CPU per Mbit/s 0.20-0.24 % of a core without a slot,
+#: 0.15-0.20 with 100 us, 0.11-0.15 with 200 us; lateness p50 +Q/2, p99 within
+#: the host's noise. A lone packet (ping) is never held back: the slot counts
+#: from the previous release.
+RELEASE_SLOT_MAX_US = 200
+#: The slot never takes more than this share of the lateness a delay line may have.
+RELEASE_SLOT_SHARE = 0.2
+
+
+def release_slot_us(delay_us: float) -> int:
+    """The release slot for a delay line of ``delay_us`` one way: 100 us up to
+    10 ms of delay (a fifth of the 0.5 ms floor), then 1% of the delay, at most
+    200 us (from 20 ms on)."""
+    return int(min(RELEASE_SLOT_MAX_US, RELEASE_SLOT_SHARE * max_lateness_p99_us(delay_us)))
+
+
 #: Packets the kernel queue may hold beyond the link's own need: the delay line
 #: can stall (measured: tens of ms, up to ~250 ms, at 400 Mbit/s on a loaded
 #: 2-core host), and a queue sized for the delay alone then drops (1024 packets
@@ -232,6 +254,7 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
     )
     if paces(dl, rate_in_delayline):
         argv += ("--rate-bps", str(s.rate_bps), "--limit-bytes", str(s.queue_bytes(dl.mtu)))
+    argv += ("--slot-us", str(release_slot_us(s.delay_s * 1e6)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
     return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats))

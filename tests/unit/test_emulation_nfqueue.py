@@ -97,8 +97,14 @@ def test_daemon_description(tmp_path: Path) -> None:
     assert list(daemon.argv) == [
         str(BIN), "--queue", "4", "--delay-us", "40000", "--jitter-us", "1000",
         "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(nfqueue.queue_maxlen(d.shape, 1500)),
-        "--stats", daemon.stats_path, "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
+        "--stats", daemon.stats_path, "--slot-us", "200", "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
     ]
+    # the release slot is a fifth of the lateness allowed, at most 200 us
+    assert nfqueue.release_slot_us(1000) == 100 and nfqueue.release_slot_us(10_000) == 100
+    assert nfqueue.release_slot_us(15_000) == 150
+    assert nfqueue.release_slot_us(40_000) == 200 and nfqueue.release_slot_us(200_000) == 200
+    assert all(nfqueue.release_slot_us(d) <= nfqueue.RELEASE_SLOT_SHARE * nfqueue.max_lateness_p99_us(d)
+               for d in (0, 500, 2000, 10**6))
     # the seed is a function of the link: reruns reproduce the jitter
     assert nfqueue.daemon_seed(d, 4) == nfqueue.daemon_seed(dl(delay="1ms"), 4)
     assert "--rt-prio" not in nfqueue.delayline_daemon(d, 4, tmp_path, BIN, rt_prio=0).argv
