@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.emulation.backend import repo_root
 from mptcplab.emulation import nfqueue
+from mptcplab.emulation.backend import repo_root
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.supervise import DaemonDied, Supervisor
