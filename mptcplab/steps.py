@@ -351,8 +351,13 @@ def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
 
 def event_started_flows(body: ExperimentBody) -> set[str]:
     """Flows a timeline ``flow_start`` event starts (CONTRACT.md): not by their offset."""
-    return {str(ev.flow) for ev in body.traffic.events
-            if getattr(ev, "action", None) == "flow_start" and getattr(ev, "flow", None)}
+    # read by name: the timeline's event schema (another branch) defines flow_start
+    out = set()
+    for ev in body.traffic.events:
+        target = getattr(ev, "flow", None)
+        if getattr(ev, "action", None) == "flow_start" and target:
+            out.add(str(target))
+    return out
 
 
 def measured_flows(body: ExperimentBody) -> list[str]:

@@ -60,10 +60,15 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
+_FLOW_KINDS = ("iperf3", "udp", "http", "churn")
+
+
 def _first_error(e: ValidationError) -> tuple[str, str]:
     err = e.errors()[0]
     # drop pydantic's union-member tags ("str", "int", "function-after[...]") from the path
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p in _TYPE_TAGS or "[" in p)))
+    # and the flow kind's tag (traffic.flows.<name>.<kind>.field): the lab file has no such level
+    loc = tuple(p for i, p in enumerate(loc) if not (i >= 2 and loc[i - 2] == "flows" and p in _FLOW_KINDS))
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown field"

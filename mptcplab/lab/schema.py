@@ -12,7 +12,17 @@ import re
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
 
@@ -360,16 +370,17 @@ class ChurnFlow(_FlowBase):
         return v
 
 
-def _default_kind(v: Any) -> Any:
+def _kind_of(v: Any) -> str:
     # labs written before kinds existed have no ``kind``: they are iperf3 bulk flows
-    if isinstance(v, dict) and "kind" not in v:
-        return {**v, "kind": "iperf3"}
-    return v
+    kind = v.get("kind", "iperf3") if isinstance(v, dict) else getattr(v, "kind", "iperf3")
+    return str(kind)
 
 
 #: A flow of any kind; ``kind`` picks the class (default iperf3).
-Flow = Annotated[IperfFlow | UdpFlow | HttpFlow | ChurnFlow, BeforeValidator(_default_kind),
-                 Field(discriminator="kind")]
+Flow = Annotated[Annotated[IperfFlow, Tag("iperf3")] | Annotated[UdpFlow, Tag("udp")]
+                 | Annotated[HttpFlow, Tag("http")] | Annotated[ChurnFlow, Tag("churn")],
+                 Discriminator(_kind_of, custom_error_type="flow_kind",
+                               custom_error_message="kind must be one of iperf3, udp, http, churn")]
 AnyFlow = IperfFlow | UdpFlow | HttpFlow | ChurnFlow
 
 
