@@ -126,4 +126,6 @@ def parse_wrk(text: str) -> Outcome:
     error = None
     if requests == 0:
         error = "wrk completed no request"
+    elif metrics["non_2xx"]:
+        error = f"{metrics['non_2xx']} of {requests} responses were not 2xx/3xx"
     return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)
