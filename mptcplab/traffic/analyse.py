@@ -100,6 +100,10 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
                           "mptcp": {"requested": flow.mptcp}},
                          [coded("flow-not-run", f"{label}the flow did not run")])
     o = kind.read(Path(client["path"]))
+    if client.get("stopped") and o.error and "terminated" in o.error:
+        # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"
+        # with the results so far; that is the stop working, not a failure
+        o.error = None
     rec: dict[str, Any] = {
         "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.get("stopped", False),
         "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),

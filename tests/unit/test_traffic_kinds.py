@@ -161,11 +161,22 @@ def test_churn_parser_reads_the_clients_report():
 
 def test_churn_tool_runs_on_loopback(tmp_path: Path):
     """The tool itself, over plain TCP on loopback (MPTCP needs the namespaces: integration)."""
-    srv = subprocess.Popen([sys.executable, "-I", str(TOOL), "server", "--address", "127.0.0.1", "--port", "47123"])
+    import socket
+    import time
+
+    with socket.socket() as s:  # a free port (others may run this test at the same time)
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    srv = subprocess.Popen([sys.executable, "-I", str(TOOL), "server", "--address", "127.0.0.1", "--port", port])
     try:
-        import time
-        time.sleep(0.5)
-        out = subprocess.run([sys.executable, "-I", str(TOOL), "client", "--address", "127.0.0.1", "--port", "47123",
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", int(port)), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        out = subprocess.run([sys.executable, "-I", str(TOOL), "client", "--address", "127.0.0.1", "--port", port,
                               "--count", "20", "--duration", "5", "--size", "100"],
                              capture_output=True, text=True, timeout=20)
     finally:
@@ -203,3 +214,34 @@ def test_traffic_step_lists_every_kinds_server_readiness_and_client():
     clients = [line for line in out if " -c 10.0.5.2" in line or " wrk " in line]
     assert len(clients) == 3 and "-u -b 20000000" in clients[-1]  # the +1 s flood is last
     assert measured_flows(rep.body) == ["main"] and event_started_flows(rep.body) == set()
+
+
+def test_flow_control_starts_once_stops_with_sigint_and_reports_the_start(tmp_path: Path):
+    """The CONTRACT seam: start(name) / stop(name), from any thread."""
+    import signal
+    import threading
+
+    from mptcplab.traffic.control import FlowControl
+
+    sent: list[int] = []
+    seen: list[tuple[str, float]] = []
+
+    def spawn(name: str) -> tuple[subprocess.Popen[bytes], Path]:
+        return subprocess.Popen(["sleep", "30"]), tmp_path / f"{name}.out"
+
+    def send(p: subprocess.Popen[bytes], sig: int) -> None:
+        sent.append(sig)
+        p.send_signal(sig)
+
+    fc = FlowControl(spawn, send, lambda n, t: seen.append((n, t)))
+    t = threading.Thread(target=fc.start, args=("flood",))
+    t.start()
+    t.join()
+    fc.start("flood")  # a second start of the same flow does nothing
+    assert list(fc.started) == ["flood"] and [n for n, _ in seen] == ["flood"] and fc.running() == ["flood"]
+    fc.stop("flood")
+    fc.started["flood"].proc.wait(timeout=5)
+    assert sent == [signal.SIGINT] and fc.started["flood"].stopped and fc.running() == []
+    fc.stop("flood")  # not running: nothing sent
+    fc.stop("ghost")
+    assert sent == [signal.SIGINT]
