@@ -21,7 +21,13 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
-ERROR_MIME = "application/vnd.jupyter.error"
+# JupyterLab renders an exception like any stderr text (same mime type, no mark of its own):
+# an output is an error when it shows IPython's traceback header or an exception's last line
+# ("ZeroDivisionError: ...", a SyntaxError has no header). Warnings (UserWarning: ...) are not.
+STDERR_MIME = "application/vnd.jupyter.stderr"
+ERROR_RE = r"/Traceback \(most recent call last\)|^\s*\w*(Error|Exception)(: |$)/m"
+#: the notebook in front: JupyterLab restores the tabs of earlier visits, hidden behind it
+CURRENT = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
 def start_chromium(width: int = 1400, height: int = 1000) -> webdriver.Chrome:
@@ -57,9 +63,11 @@ class JupyterLabPage:
     def open_notebook(self, path: str, token: str | None, timeout: float = 120) -> None:
         url = f"{self.base}/lab/tree/{path}" + (f"?token={token}" if token else "")
         self.driver.get(url)
-        self.wait_for(".jp-NotebookPanel .jp-Notebook .jp-Cell", timeout)
-        # the kernel is connected (the toolbar's status reads Idle) before anything runs
+        self.wait_for(f"{CURRENT} .jp-Notebook .jp-Cell", timeout)
+        # the kernel is connected (the status bar reads "<kernel> | Idle") before anything runs
         self.wait_until(lambda: self.kernel_status() == "idle", timeout, "the kernel did not become idle")
+        self.dismiss_news()
+        self.hide_file_browser()
 
     def notebook_shown(self, seconds: float) -> bool:
         """Whether any notebook cell appears within ``seconds``."""
@@ -84,24 +92,50 @@ class JupyterLabPage:
         raise AssertionError(f"{what} within {timeout:.0f} s")
 
     def kernel_status(self) -> str:
-        """JupyterLab's execution indicator: 'idle', 'busy', or '' before a kernel is there."""
-        return str(self.driver.execute_script(
-            "const n = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden) "
-            "[data-status]') || document.querySelector('[data-status]');"
-            "return n ? n.getAttribute('data-status') : '';"))
+        """The kernel's state as the status bar shows it ("Python 3 (ipykernel) | Idle"):
+        'idle', 'busy', 'connecting', ...; '' before a kernel is there."""
+        text = str(self.driver.execute_script(
+            "return (document.querySelector('#jp-main-statusbar') || {}).innerText || '';"))
+        for line in text.splitlines():
+            if " | " in line:
+                return line.rsplit(" | ", 1)[1].strip().lower()
+        return ""
+
+    def hide_file_browser(self) -> None:
+        """Collapse the file browser (a click on its current tab in the left bar, as a student
+        would): the notebook gets the width in screenshots."""
+        for tab in self.driver.find_elements(By.CSS_SELECTOR, ".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current"):
+            tab.click()
+            time.sleep(0.5)
+
+    def dismiss_news(self) -> None:
+        """Answer "No" to JupyterLab's first-start question about news, so that the toast does
+        not cover the notebook in screenshots (what a student would do)."""
+        for b in self.driver.find_elements(By.CSS_SELECTOR, ".jp-toast-button"):
+            if b.text.strip() == "No":
+                b.click()
+                time.sleep(0.5)
 
     def menu(self, menu: str, command: str) -> None:
         """Click a menu of the menu bar, then the item running ``command`` (Lumino's data-command)."""
-        items = self.driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
-        target = next((i for i in items if i.text.strip() == menu), None)
-        assert target is not None, f"no menu {menu!r} in {[i.text for i in items]}"
-        target.click()
-        item = self.wait_for(f'.lm-Menu-item[data-command="{command}"]', 10)
-        item.click()
+        css = f'.lm-Menu-item[data-command="{command}"]'
+        for _ in range(3):
+            # a click on the menu bar toggles: a menu left open by a previous click closes instead
+            if not self.driver.find_elements(By.CSS_SELECTOR, css):
+                items = self.driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
+                target = next((i for i in items if i.text.strip() == menu), None)
+                assert target is not None, f"no menu {menu!r} in {[i.text for i in items]}"
+                target.click()
+            try:
+                self.wait_for(css, 3).click()
+                return
+            except TimeoutException:
+                continue
+        raise AssertionError(f"menu {menu} > {command} did not open")
 
     def run_all(self, timeout: float) -> None:
         # a student's way: Run > Run All Cells; then wait until every code cell has a number
-        self.menu("Run", "notebook:run-all-cells")
+        self.menu("Run", "runmenu:run-all")
         time.sleep(1)
         self.wait_until(lambda: self.kernel_status() == "idle" and not self._pending(), timeout,
                         "the notebook did not finish running")
@@ -112,14 +146,14 @@ class JupyterLabPage:
 
     def _pending(self) -> bool:
         prompts = self.driver.execute_script(
-            "return [...document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);")
+            f"return [...document.querySelectorAll('{CURRENT} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);")
         return any("*" in p or p.strip() in ("[ ]:", "") for p in prompts)
 
     def cells(self) -> list[CellView]:
         """Every cell with its source, prompt, and what its output area holds. Each cell is
         scrolled into view first: JupyterLab renders cells lazily off screen."""
         out = []
-        elements = self.driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")
+        elements = self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")
         for i, el in enumerate(elements):
             self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", el)
             time.sleep(0.05)
@@ -132,11 +166,12 @@ class JupyterLabPage:
                   source: src ? src.innerText : '',
                   prompt: (c.querySelector('.jp-InputPrompt') || {}).textContent || '',
                   text: [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'),
-                  errors: c.querySelectorAll('.jp-OutputArea [data-mime-type="ERROR_MIME"]').length,
+                  errors: [...c.querySelectorAll('.jp-OutputArea [data-mime-type="STDERR_MIME"]')]
+                          .filter(o => ERROR_RE.test(o.innerText)).length,
                   images: imgs.map(im => ({src: im.src.slice(0, 22), complete: im.complete,
                                           w: im.naturalWidth, h: im.naturalHeight})),
                   tables: c.querySelectorAll('.jp-OutputArea table').length,
-                };""".replace("ERROR_MIME", ERROR_MIME), el)
+                };""".replace("STDERR_MIME", STDERR_MIME).replace("ERROR_RE", ERROR_RE), el)
             out.append(CellView(i, data["kind"], data["source"], data["prompt"], el, data["text"],
                                 data["errors"], data["images"], data["tables"]))
         return out
@@ -154,7 +189,7 @@ class JupyterLabPage:
         return path
 
     def scroll_to_top(self) -> None:
-        cells = self.driver.find_elements(By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")
+        cells = self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")
         if cells:
             self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", cells[0])
             time.sleep(0.3)

@@ -76,9 +76,14 @@ def quick_results(workdir: Path) -> Path:
         cmd += ["--scenario", s]
     t0 = time.monotonic()
     p = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1200)
-    assert p.returncode == 0, f"{cmd} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
-    print(f"\nquick run of labs/mtu ({', '.join(wanted) or 'all scenarios'}): {time.monotonic() - t0:.0f} s")
-    assert (results / "mtu" / "latest" / "summary.json").is_file()
+    # exit 1 with a complete run is an invalid one (on a loaded host, links out of tolerance): its
+    # results are still what the notebook must show, warnings first
+    latest = results / "mtu" / "latest" / "summary.json"
+    assert p.returncode == 0 or (p.returncode == 1 and latest.is_file()), \
+        f"{cmd} exited {p.returncode}\n{p.stdout[-3000:]}\n{p.stderr[-3000:]}"
+    print(f"\nquick run of labs/mtu ({', '.join(wanted) or 'all scenarios'}): {time.monotonic() - t0:.0f} s, "
+          f"exit status {p.returncode}")
+    assert latest.is_file()
     return results
 
 
@@ -87,9 +92,12 @@ def jupyter(resources: Resources, workdir: Path, quick_results: Path) -> Iterato
     """The docker-compose.yml service over a copy of notebooks/ and the quick run's results."""
     notebooks = workdir / "notebooks"
     shutil.copytree(REPO / "notebooks", notebooks)
-    # a notebook whose only cell raises: the error check below must see it, or it checks nothing
+    # a notebook with a warning (stderr, not an error) and then a cell that raises: the error
+    # check must see the one error and only it, or it checks nothing
     (notebooks / "mplt-raises.ipynb").write_text(json.dumps({
-        "cells": [{"cell_type": "code", "execution_count": None, "id": "raises", "metadata": {}, "outputs": [],
+        "cells": [{"cell_type": "code", "execution_count": None, "id": "warns", "metadata": {}, "outputs": [],
+                   "source": ["import warnings\nwarnings.warn('mplt: only a warning')"]},
+                  {"cell_type": "code", "execution_count": None, "id": "raises", "metadata": {}, "outputs": [],
                    "source": ["raise RuntimeError('mplt: this cell fails on purpose')"]}],
         "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
         "nbformat": 4, "nbformat_minor": 5}))
@@ -164,8 +172,8 @@ def test_an_error_in_a_cell_is_seen(page: Any, jupyter: dict[str, str]) -> None:
     page.open_notebook("notebooks/mplt-raises.ipynb", jupyter["token"])
     page.run_all(60)
     cells = page.cells()
-    assert sum(c.error_outputs for c in cells) == 1, [(c.source, c.output_text) for c in cells]
-    assert "this cell fails on purpose" in cells[0].output_text
+    assert [c.error_outputs for c in cells] == [0, 1], [(c.source, c.output_text) for c in cells]
+    assert "only a warning" in cells[0].output_text and "this cell fails on purpose" in cells[1].output_text
 
 
 def test_mtu_notebook_runs_all_cells_in_the_browser(page: Any, jupyter: dict[str, str]) -> None:
@@ -177,7 +185,8 @@ def test_mtu_notebook_runs_all_cells_in_the_browser(page: Any, jupyter: dict[str
     print(f"\nmtu.ipynb opened, run and saved in the browser: {time.monotonic() - t0:.0f} s")
     cells = page.cells()
     code = [c for c in cells if c.kind == "code"]
-    assert len(code) >= 15, f"only {len(code)} code cells rendered"
+    in_file = sum(c["cell_type"] == "code" for c in json.loads((REPO / "notebooks/mtu.ipynb").read_text())["cells"])
+    assert len(code) == in_file, f"{len(code)} code cells rendered, the notebook has {in_file}"
     # every code cell ran (a number in its prompt), none shows an error
     assert all(c.prompt.strip("[]: ").isdigit() for c in code), [c.prompt for c in code]
     errors = [(c.index, c.source[:80], c.output_text[-500:]) for c in cells if c.error_outputs]
@@ -235,8 +244,9 @@ def test_landing_notebook_lists_every_lab(page: Any, jupyter: dict[str, str]) ->
         assert lab in glance.output_text, (lab, glance.output_text)
     assert "Manoratne" in glance.output_text and "Kato" in glance.output_text
     # mtu has a run (the quick run) and a notebook link; a lab without a run says so
-    links = glance.element.find_elements("css selector", "a[href$='mtu.ipynb']")
-    assert links, "no link to mtu.ipynb"
+    anchors = glance.element.find_elements("css selector", ".jp-OutputArea a")
+    links = [a for a in anchors if a.text.strip() == "mtu.ipynb"]
+    assert links, f"no link to mtu.ipynb: {[(a.text, a.get_attribute('href')) for a in anchors]}"
     per_lab = _cell(cells, "verdict_table(s)")
     assert per_lab.tables >= 2, per_lab.output_text[:800]  # mtu: scenarios and findings
     assert "no complete run yet" in per_lab.output_text  # sndbuf was not run here
