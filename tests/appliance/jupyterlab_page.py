@@ -30,7 +30,7 @@ ERROR_RE = r"/Traceback \(most recent call last\)|^\s*\w*(Error|Exception)(: |$)
 CURRENT = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
-def start_chromium(width: int = 1400, height: int = 1000) -> webdriver.Chrome:
+def start_chromium(width: int = 1400, height: int = 1400) -> webdriver.Chrome:
     opts = webdriver.ChromeOptions()
     opts.binary_location = CHROMIUM
     for arg in ("--headless=new", "--no-sandbox",  # root, in a container-like sandbox
@@ -176,11 +176,16 @@ class JupyterLabPage:
                                 data["errors"], data["images"], data["tables"]))
         return out
 
-    def screenshot_cell(self, cell: CellView, path: Path) -> Path:
-        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", cell.element)
+    def screenshot_cell(self, cell: CellView, path: Path, output_only: bool = False) -> Path:
+        """The cell (or only its output area) as it is on screen, scrolled to the top of the view."""
+        target = cell.element
+        if output_only:
+            outputs = cell.element.find_elements(By.CSS_SELECTOR, ".jp-Cell-outputWrapper")
+            target = outputs[0] if outputs else target
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", target)
         time.sleep(0.3)
         path.parent.mkdir(parents=True, exist_ok=True)
-        cell.element.screenshot(str(path))
+        target.screenshot(str(path))
         return path
 
     def screenshot(self, path: Path) -> Path:

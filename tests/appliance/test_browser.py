@@ -223,7 +223,7 @@ def test_mtu_notebook_runs_all_cells_in_the_browser(page: Any, jupyter: dict[str
     page.screenshot_cell(warnings, ARTIFACTS / "12-mtu-warnings.png")
     page.screenshot_cell(goodput, ARTIFACTS / "13-mtu-goodput.png")
     page.screenshot_cell(throughput, ARTIFACTS / "14-mtu-throughput.png")
-    page.screenshot_cell(findings, ARTIFACTS / "15-mtu-findings.png")
+    page.screenshot_cell(findings, ARTIFACTS / "15-mtu-findings.png", output_only=True)
 
     # what JupyterLab saved agrees with what the page showed: no error output, PNG figures
     saved = json.loads((Path(jupyter["notebooks"]) / "mtu.ipynb").read_text())
@@ -253,9 +253,39 @@ def test_landing_notebook_lists_every_lab(page: Any, jupyter: dict[str, str]) ->
     page.scroll_to_top()
     page.screenshot(ARTIFACTS / "20-index-top.png")
     page.screenshot_cell(glance, ARTIFACTS / "21-index-labs.png")
-    page.screenshot_cell(per_lab, ARTIFACTS / "22-index-verdicts.png")
+    page.screenshot_cell(per_lab, ARTIFACTS / "22-index-verdicts.png", output_only=True)
     # the link opens the lab's notebook in JupyterLab
     page.driver.execute_script("arguments[0].scrollIntoView();", links[0])
     links[0].click()
     page.wait_until(lambda: "Different path MTUs" in page.driver.page_source, 60, "mtu.ipynb did not open")
     docker("exec", jupyter["cid"], "true")  # the service still answers after all of it
+
+
+def test_make_notebooks_serves_the_venv_on_loopback_with_token(page: Any) -> None:
+    """`make notebooks` (scripts/notebooks.sh): JupyterLab from .venv, no Docker, 127.0.0.1 only,
+    the token required; the landing notebook opens in the browser from the printed URL."""
+    port = _free_port()
+    token = os.urandom(16).hex()
+    env = {**os.environ, "MPTCPLAB_JUPYTER_TOKEN": token, "MPTCPLAB_JUPYTER_PORT": str(port)}
+    proc = subprocess.Popen([str(REPO / "scripts/notebooks.sh")], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        assert proc.stdout is not None
+        url = next(line.strip() for line in proc.stdout if "/lab/tree/notebooks/index.ipynb?token=" in line)
+        assert url == f"http://127.0.0.1:{port}/lab/tree/notebooks/index.ipynb?token={token}"
+        base = f"http://127.0.0.1:{port}"
+        _wait_http(f"{base}/api/status?token={token}")
+        listening = run(["ss", "-Hltn", f"sport = :{port}"]).stdout.split()
+        assert f"127.0.0.1:{port}" in listening, listening
+        for bad in ("", "?token=wrong"):
+            try:
+                urllib.request.urlopen(f"{base}/api/status{bad}", timeout=5)
+                raise AssertionError(f"/api/status{bad} answered without the token")
+            except urllib.error.HTTPError as e:
+                assert e.code == 403
+        page.driver.get(url)
+        assert page.notebook_shown(60), "index.ipynb did not open from the printed URL"
+        page.screenshot(ARTIFACTS / "30-make-notebooks-index.png")
+    finally:
+        os.killpg(proc.pid, 15)
+        proc.wait(timeout=30)
