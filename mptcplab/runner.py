@@ -26,6 +26,7 @@ from .lab.network import Network
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
+from .probes.analysis import analyse_probes
 from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measurement_steps
 from .supervise import Supervisor
@@ -176,6 +177,8 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     fa = analyze_flow(caps, spec, workers=job.workers)
     fa.timeseries.to_csv(out / "timeseries.csv", index=False)
     fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+    probes, probe_warnings = analyse_probes(out, body, fa, flow.direction == "upload", spec.backup_paths)
+    warnings += [_coded(UNCLASSIFIED, w) for w in probe_warnings]
     subflows = [asdict(s) for s in fa.subflows]
     pd.DataFrame(subflows).to_csv(out / "subflows.csv", index=False)
     if flow.mptcp:
@@ -216,6 +219,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "other_flows_goodput_mbps": others,
         "analysis_seconds": round(fa.analysis_seconds, 3),
         "packets": fa.packets,
+        **({"probes": probes} if probes else {}),
         **job.extra,
     }
     # the result model is the contract (docs/results-format.md): a record it cannot read fails here
