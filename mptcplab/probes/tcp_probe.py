@@ -200,4 +200,7 @@ def parse_trace(text: str, offset: float) -> pd.DataFrame:
     df = df[(df["event"] == "tcp_probe") | df["skaddr"].isin(ours)]
     for c in ("sport", "dport"):
         df[c] = df[c].astype(np.int64)
+    # absent on retransmit rows: nullable integers, not floats
+    for c in ("snd_cwnd", "ssthresh", "srtt_us", "snd_wnd", "snd_nxt", "snd_una", "data_len"):
+        df[c] = df[c].astype("Int64")
     return df.reset_index(drop=True)

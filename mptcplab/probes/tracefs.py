@@ -193,7 +193,8 @@ def remove_instance(name: str) -> bool:
     gone = True
     if d.is_dir():
         try:
-            (d / "tracing_on").write_text("0")
+            with open(d / "tracing_on", "r+") as f:  # r+: never create it (only tracefs has it)
+                f.write("0")
         except OSError:
             pass
         for attempt in range(20):
