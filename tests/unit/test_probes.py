@@ -193,3 +193,16 @@ def test_probes_are_accepted_and_periodic_ss_is_still_refused(tmp_path: Path) ->
     exp["probes"]["ss_interval"] = "100ms"
     with pytest.raises(LabInputError, match="ss_interval"):
         unsupported(load_lab(write_lab(tmp_path, "ss", TOPOLOGY, exp)))
+
+
+def test_the_cwnd_figure_draws_one_line_per_subflow_and_says_when_there_is_none() -> None:
+    from mptcplab.results.figures import plot_cwnd
+
+    series = pd.DataFrame({"scenario": ["s"] * 4, "rep": [1] * 4, "t": [0.0, 0.1, 0.0, 0.1],
+                           "path": ["A", "A", "B", "B"], "subflow": ["a:1", "a:1", "b:2", "b:2"],
+                           "snd_cwnd": [10, 20, 5, None]})
+    fig = plot_cwnd(series)
+    (ax,) = [a for a in fig.axes if a.get_visible()]
+    assert sorted(line.get_label() for line in ax.get_lines()) == ["A a:1", "B b:2"]
+    empty = plot_cwnd(series.assign(snd_cwnd=None))
+    assert "tcp_probe" in empty.axes[0].texts[0].get_text()
