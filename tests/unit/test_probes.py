@@ -203,6 +203,6 @@ def test_the_cwnd_figure_draws_one_line_per_subflow_and_says_when_there_is_none(
                            "snd_cwnd": [10, 20, 5, None]})
     fig = plot_cwnd(series)
     (ax,) = [a for a in fig.axes if a.get_visible()]
-    assert sorted(line.get_label() for line in ax.get_lines()) == ["A a:1", "B b:2"]
+    assert sorted(str(line.get_label()) for line in ax.get_lines()) == ["A a:1", "B b:2"]
     empty = plot_cwnd(series.assign(snd_cwnd=None))
     assert "tcp_probe" in empty.axes[0].texts[0].get_text()
