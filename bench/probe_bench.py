@@ -33,6 +33,7 @@ def one(root: Path, name: str, probes: dict[str, bool], rate: str, duration: str
     r = json.loads(rep.read_text())
     tp = (r.get("probes") or {}).get("tcp_probe") or {}
     return {"goodput": r["goodput_mbps"], "rc": p.returncode, "samples": tp.get("samples", 0),
+            "lost": tp.get("lost_events", 0),
             "cpu_client": (r.get("cpu") or {}).get("client") or 0.0}
 
 
@@ -49,7 +50,7 @@ def main() -> None:
             off.append(one(Path(wd), f"off{i}", {}, a.rate, a.duration))
             on.append(one(Path(wd), f"on{i}", ALL, a.rate, a.duration))
             print(f"pair {i + 1}: off {off[-1]['goodput']:.1f} Mbit/s, on {on[-1]['goodput']:.1f} Mbit/s "
-                  f"({on[-1]['samples']:.0f} tcp_probe samples)", flush=True)
+                  f"({on[-1]['samples']:.0f} tcp_probe samples, {on[-1]['lost']:.0f} lost)", flush=True)
     print(f"2 x {a.rate}, {a.duration} per run, n={a.n} per setting (alternating)")
     for name, xs in (("probes off", off), ("probes on", on)):
         g = [x["goodput"] for x in xs]
