@@ -206,3 +206,21 @@ def test_the_cwnd_figure_draws_one_line_per_subflow_and_says_when_there_is_none(
     assert sorted(str(line.get_label()) for line in ax.get_lines()) == ["A a:1", "B b:2"]
     empty = plot_cwnd(series.assign(snd_cwnd=None))
     assert "tcp_probe" in empty.axes[0].texts[0].get_text()
+
+
+def test_preflight_names_a_missing_tracepoint_or_tool_only_for_scenarios_that_use_the_probe(tmp_path: Path) -> None:
+    from mptcplab.lab.loader import load_lab
+    from mptcplab.preflight import HostFacts, _probe_problems
+    from tests.integration.labkit import write_lab
+    from tests.integration.probelab import TOPOLOGY, experiment
+
+    lab = load_lab(write_lab(tmp_path, "p", TOPOLOGY, experiment()))
+    bare = HostFacts(euid=0, congestion_controls=None, schedulers=None, sysctls=None, tools=frozenset(),
+                     tracepoints=frozenset({"tcp/tcp_retransmit_skb"}))
+    msgs = [str(p) for p in _probe_problems(lab.scenarios, bare)]
+    assert any("nstat not found" in m for m in msgs) and any("tcp:tcp_probe" in m for m in msgs)
+    unmounted = HostFacts(euid=0, congestion_controls=None, schedulers=None, sysctls=None,
+                          tools=frozenset({"nstat"}), tracepoints=None)
+    assert _probe_problems(lab.scenarios, unmounted) == []  # a run mounts tracefs and finds out then
+    off = load_lab(write_lab(tmp_path, "q", TOPOLOGY, experiment(probes={})))
+    assert _probe_problems(off.scenarios, bare) == []
