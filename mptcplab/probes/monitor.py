@@ -9,6 +9,7 @@ scheduling delay of one process. ip flushes each event as it prints it.
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import subprocess
@@ -26,10 +27,14 @@ if TYPE_CHECKING:
     from ..steps import Planned, Rep
 
 MONITOR_ARGV = ("ip", "-ts", "mptcp", "monitor")
-#: ip subscribes to the multicast group within milliseconds of starting; nothing it
-#: prints says so before the first event, so the step leaves it this long (an upper
-#: bound measured under load; the iperf3 server's listener_created event shows it worked)
+#: ip prints nothing before the first event, so "subscribed" is read from the kernel:
+#: its generic-netlink socket (protocol 16) with a multicast group joined, in
+#: /proc/<pid>/net/netlink. Where that cannot be seen (the process is a `docker exec`,
+#: or the group number is above the 32 the file shows) the step waits SUBSCRIBE_S, an
+#: upper bound measured under load; the server's listener_created event shows it worked.
+SUBSCRIBE_TIMEOUT_S = 2.0
 SUBSCRIBE_S = 0.3
+NETLINK_GENERIC = 16
 COLUMNS = ["node", "t", "event", "token", "saddr", "daddr", "sport", "dport", "locid", "remid", "backup",
            "error", "server_side", "raw"]
 #: iproute2 6.1 names events up to SF_PRIO; later ones print as [UNKNOWN n] (kernel enum mptcp_event_type)
@@ -68,7 +73,7 @@ class MptcpMonitor(Probe):
             sink = (probes_dir(rep.out) / file_name(n)).open("wb")
             p = rep.backend.spawn(n, MONITOR_ARGV, stdout=sink, stderr=subprocess.STDOUT)
             self._procs.append((n, p, sink))
-        if self._procs:
+        if self._procs and not _wait_subscribed([p.pid for _, p, _ in self._procs], SUBSCRIBE_TIMEOUT_S):
             time.sleep(SUBSCRIBE_S)
         for n, p, _ in self._procs:
             if p.poll() is not None:
@@ -98,6 +103,33 @@ class MptcpMonitor(Probe):
             node = f.name.removeprefix("mptcp-monitor-").removesuffix(".log")
             rows += parse_monitor(node, f.read_text(errors="replace"))
         return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def subscribed(pid: int) -> bool | None:
+    """Whether process pid holds a generic-netlink socket with a multicast group
+    joined; None when /proc does not say (not a host process, or gone)."""
+    try:
+        inodes = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        table = Path(f"/proc/{pid}/net/netlink").read_text().splitlines()[1:]
+    except OSError:
+        return None
+    for line in table:
+        f = line.split()
+        if len(f) >= 10 and f[1] == str(NETLINK_GENERIC) and int(f[3], 16) and f"socket:[{f[9]}]" in inodes:
+            return True
+    return False
+
+
+def _wait_subscribed(pids: list[int], timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = [subscribed(pid) for pid in pids]
+        if None in states:
+            return False
+        if all(states):
+            return True
+        time.sleep(0.01)
+    return False
 
 
 def _event_name(s: str) -> str:
