@@ -155,6 +155,10 @@ def cmd_clean(a: argparse.Namespace) -> int:
         cls = backends.get(name)
         removed = cls.clean(all_runs=a.all)
         print(f"removed {len(removed)} {cls.cleans}" + (": " + " ".join(removed) if removed else ""))
+    from .probes.tracefs import clean as clean_tracefs
+
+    removed = clean_tracefs(all_runs=a.all)
+    print(f"removed {len(removed)} tracefs instance(s)" + (": " + " ".join(removed) if removed else ""))
     from .results.store import mark_dead_runs
 
     for d in mark_dead_runs(a.results):

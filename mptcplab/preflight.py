@@ -33,6 +33,10 @@ TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps", "ping": "iputil
          "tcpdump": "tcpdump", "tshark": "tshark", "nft": "nftables", "iptables": "iptables", "ethtool": "ethtool"}
 #: tools some traffic kind runs (traffic/<kind>.py ``tools``), checked when a lab uses it
 KIND_TOOLS = {t: p for k in KINDS.values() for t, p in k.tools.items()}
+#: tools a probe runs (probes/), checked only for scenarios that turn that probe on
+PROBE_TOOLS = {"nstat": ("nstat", "iproute2")}
+#: tracepoints a probe reads
+PROBE_TRACEPOINTS = {"tcp_probe": ("tcp/tcp_probe", "tcp/tcp_retransmit_skb")}
 # interface-specific sysctl directories: the interface does not exist yet when the
 # preflight runs, so the key is checked under "default", which every interface copies
 _PER_IFACE = re.compile(r"^(net\.ipv[46]\.(?:conf|neigh))\.([^.]+)\.(.+)$")
@@ -68,6 +72,8 @@ class HostFacts:
     schedulers: frozenset[str] | None
     sysctls: frozenset[str] | None
     tools: frozenset[str] = field(default_factory=frozenset)  # those found on PATH
+    #: tracepoints under tracefs as "group/event"; None: tracefs not mounted (a run mounts it), not checked
+    tracepoints: frozenset[str] | None = None
 
     @classmethod
     def read(cls) -> HostFacts:
@@ -80,8 +86,21 @@ class HostFacts:
             congestion_controls=_words(PROC_SYS / "net/ipv4/tcp_available_congestion_control"),
             schedulers=_words(PROC_SYS / "net/mptcp/available_schedulers"),
             sysctls=sysctls,
-            tools=frozenset(t for t in {*TOOLS, *KIND_TOOLS, "mptcpize", "unshare"} if shutil.which(t)),
+            tools=frozenset(t for t in {*TOOLS, *KIND_TOOLS, *PROBE_TOOLS, "mptcpize", "unshare"}
+                            if shutil.which(t)),
+            tracepoints=_tracepoints(),
         )
+
+
+def _tracepoints() -> frozenset[str] | None:
+    from .probes.tracefs import TRACEFS
+
+    events = TRACEFS / "events"
+    try:
+        return frozenset(f"{g.name}/{e.name}" for g in events.iterdir() if g.is_dir() for e in g.iterdir()
+                         if e.is_dir())
+    except OSError:
+        return None
 
 
 def sysctl_lookup_name(key: str) -> str:
@@ -179,11 +198,28 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
             if tool not in facts.tools:
                 problems.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}), "
                                              "which this lab's traffic kinds run"))
+        problems += _probe_problems(scenarios, facts)
         if results_root is not None:
             bad = _results_problem(results_root) or _results_problem(results_root / lab.name)
             if bad:
                 problems.append(bad)
     return problems
+
+
+def _probe_problems(scenarios: Sequence[ScenarioRun], facts: HostFacts) -> list[Problem]:
+    """What the probes the scenarios turn on need from the host."""
+    wanted = {name for sc in scenarios for name in PROBE_TOOLS.keys() | PROBE_TRACEPOINTS.keys()
+              if getattr(sc.body.probes, name, False)}
+    out: list[Problem] = []
+    for name in sorted(wanted):
+        if name in PROBE_TOOLS and PROBE_TOOLS[name][0] not in facts.tools:
+            tool, pkg = PROBE_TOOLS[name]
+            out.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}); probes.{name} needs it"))
+        for tp in PROBE_TRACEPOINTS.get(name, ()):
+            if facts.tracepoints is not None and tp not in facts.tracepoints:
+                out.append(HostNotReady(f"this kernel has no tracepoint {tp.replace('/', ':')}, which "
+                                        f"probes.{name} reads"))
+    return out
 
 
 def check(lab: Lab, scenarios: Sequence[ScenarioRun], **kwargs: object) -> None:

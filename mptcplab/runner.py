@@ -17,12 +17,14 @@ from typing import Any
 import pandas as pd
 
 from .analysis import CaptureFile
+from .analysis.labspec import backup_paths
 from .capture import capture_file_name
 from .lab.loader import ScenarioRun
 from .lab.network import Network
 from .lab.schema import ExperimentBody
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
+from .probes.analysis import analyse_probes
 from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measured_flows, measurement_steps
 from .supervise import Supervisor
@@ -142,6 +144,12 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         fa.timeseries.to_csv(out / "timeseries.csv", index=False)
         fa.icmp_events.to_csv(out / "icmp.csv", index=False)
         pd.DataFrame(main.record.get("subflows", [])).to_csv(out / "subflows.csv", index=False)
+    probes: dict[str, Any] = {}
+    if fa is not None:
+        primary = body.traffic.flows[job.measured]
+        probes, probe_warnings = analyse_probes(out, body, fa, getattr(primary, "direction", "upload") == "upload",
+                                                backup_paths(body, primary))
+        warnings += [coded(UNCLASSIFIED, w) for w in probe_warnings]
     measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]
     goodputs = {n: parts[n].outcome.goodput_mbps or 0.0 for n in measured
                 if parts[n].outcome.goodput_mbps is not None}
@@ -167,6 +175,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "packets": fa.packets if fa is not None else None,
         "flows": [p.record for p in parts.values()],
         "fairness": fairness,
+        **({"probes": probes} if probes else {}),
         **job.extra,
     }
     # the result model is the contract (docs/results-format.md): a record it cannot read fails here

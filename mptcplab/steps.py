@@ -5,14 +5,16 @@ so the two cannot drift apart (tests/integration/test_dry_run_matches_run.py hol
 them to it against a real run's commands.log).
 
 Order (why: docs/architecture.md): deploy, link check, sysctl read-back, capture,
-traffic, stop captures, stop daemons, firewall counters, teardown. Teardown also
-runs when an earlier step fails (RepRunner). Probes, timeline events and
-controllers will be further steps.
+start probes, traffic, stop probes, stop captures, stop daemons, firewall counters,
+teardown. Teardown also runs when an earlier step fails (RepRunner), and releases
+what probes hold host-wide (a tracefs instance). Timeline events and controllers
+will be further steps.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 import signal
 import subprocess
 import threading
@@ -38,6 +40,7 @@ from .units import parse_time
 if TYPE_CHECKING:
     from .emulation.base import Emulator
     from .lab.loader import Lab, ScenarioRun
+    from .probes.base import Probe
     from .supervise import Supervisor
 
 # An upper bound on waiting for a server or a capture to be ready, not a delay: each probe
@@ -100,6 +103,8 @@ class Rep:
     t_zero_event: threading.Event = field(default_factory=threading.Event)
     #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
     flow_control: FlowControl | None = None
+    #: the probes of this repetition (probes/step.py), started before traffic
+    probes: list[Probe] = field(default_factory=list)
 
     @property
     def body(self) -> ExperimentBody:
@@ -120,6 +125,9 @@ class Planned:
     background: bool = False
     note: str = ""
     stage: str = ""
+    #: done by the runner itself, not by a process (a tracefs file write): the dry run
+    #: prints it as a comment, the command log has no line for it
+    in_process: bool = False
 
 
 class Step(ABC):
@@ -554,6 +562,9 @@ class Teardown(Step):
         return [Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)]
 
     def run(self, rep: Rep) -> None:
+        from .probes.step import close_probes
+
+        close_probes(rep)  # host-wide probe state first: it outlives the namespaces otherwise
         try:
             rep.backend.pre_stop()
         finally:
@@ -565,8 +576,10 @@ class Teardown(Step):
 
 def measurement_steps() -> list[Step]:
     """The steps before teardown, in order."""
-    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), Traffic(), StopCaptures(), StopDaemons(),
-            FirewallCounters()]
+    from .probes.step import StartProbes, StopProbes  # they build on Step: imported once it exists
+
+    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(), Traffic(), StopProbes(),
+            StopCaptures(), StopDaemons(), FirewallCounters()]
 
 
 def render(rep: Rep, steps: list[Step]) -> list[str]:
@@ -581,5 +594,7 @@ def render(rep: Rep, steps: list[Step]) -> list[str]:
                 stage = p.stage
                 lines.append(f"#   {stage}")
             line = rep.backend.render(p.cmd) + (" &" if p.background else "")
+            if p.in_process:
+                line = f"#   (runner) {shlex.join(p.cmd.argv)}" + (" &" if p.background else "")
             lines.append(line + (f"    # {p.note}" if p.note else ""))
     return lines

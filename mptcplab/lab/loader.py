@@ -362,9 +362,9 @@ def unsupported(lab: Lab) -> None:
         if b.traffic.events:
             raise LabInputError(file, f"scenario {sc.name}: traffic.events",
                                 "timed events are not supported by this engine version yet")
-        if b.probes.tcp_probe or b.probes.ss_interval is not None:
-            raise LabInputError(file, f"scenario {sc.name}: probes",
-                                "kernel probes are not supported by this engine version yet")
+        if b.probes.ss_interval is not None:
+            raise LabInputError(file, f"scenario {sc.name}: probes.ss_interval",
+                                "periodic ss sampling is not supported by this engine version yet")
 
 
 def sha256(path: Path) -> str:

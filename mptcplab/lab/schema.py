@@ -420,7 +420,14 @@ class CapturePoint(Strict):
 
 
 class Probes(Strict):
+    """What watches a repetition besides the capture (mptcplab/probes/, docs/lab-format.md)."""
+
+    #: tcp:tcp_probe (+ tcp_retransmit_skb) per ACK: cwnd, ssthresh, srtt, snd_wnd
     tcp_probe: bool = False
+    #: each node's MIB counters (MPTcpExt*, TcpExt*, Tcp*) before and after the traffic
+    nstat: bool = False
+    #: `ip mptcp monitor` events in the MPTCP flows' end nodes
+    mptcp_monitor: bool = False
     ss_interval: str | float | None = None
 
     _t = field_validator("ss_interval")(classmethod(lambda cls, v: _check(parse_time, v)))

@@ -127,6 +127,31 @@ def plot_throughput(
     return fig
 
 
+def plot_cwnd(series: pd.DataFrame, scenarios: Sequence[str] | None = None, ncols: int = 2) -> Figure:
+    """Congestion window over time per subflow (tcp_probe, the data sender's socket,
+    last sample of each 100 ms bin), one panel per scenario, its first repetition."""
+    d = series.dropna(subset=["snd_cwnd"]) if not series.empty else series
+    if d.empty:
+        return _empty("No tcp_probe congestion-window series in this run (probes: tcp_probe off).")
+    names = [n for n in (scenarios or list(dict.fromkeys(d["scenario"]))) if (d["scenario"] == n).any()]
+    if not names:
+        return _empty("None of the requested scenarios has a congestion-window series.")
+    fig, axes = _grid(len(names), ncols, height=2.6)
+    for ax, name in zip(axes, names, strict=True):
+        s = d[d["scenario"] == name]
+        s = s[s["rep"] == s["rep"].min()]
+        for (path, subflow), g in s.groupby(["path", "subflow"], sort=True):
+            ax.plot(g["t"], g["snd_cwnd"], label=f"{path} {subflow}", color=path_color(str(path)), lw=1.1,
+                    drawstyle="steps-post")
+        ax.set_title(f"{name} (rep {int(s['rep'].min())})", fontsize=10)
+        ax.set_xlabel("time since first SYN (s)")
+        ax.set_ylabel("cwnd (segments)")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=7, loc="lower right")
+    return fig
+
+
 def default_baseline(summary: Summary) -> str | None:
     """The lab's first scenario without MPTCP (single-path TCP), the usual reference line."""
     return next((a.scenario for a in summary.aggregates if not a.mptcp_requested), None)

@@ -517,6 +517,20 @@ def load_timeseries(run_dir: str | Path, summary: Summary | None = None) -> pd.D
     return df
 
 
+SUBFLOW_SERIES_FILE = "probes/subflow_series.csv"
+
+
+def load_subflow_series(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All probes/subflow_series.csv of the run (repetitions with the tcp_probe probe):
+    scenario, rep, t, path, subflow, ..., mbps, snd_cwnd, ssthresh, srtt_ms. A
+    repetition without the probe has no such file; that is not missing evidence."""
+    df = _load_per_rep_csv(run_dir, summary, SUBFLOW_SERIES_FILE, ["t", "path", "subflow", "mbps", "snd_cwnd"])
+    df.attrs["missing"] = []
+    if not df.empty:
+        df["path"] = df["path"].fillna("?").astype(str)
+    return df
+
+
 def load_icmp(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
     """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ..., path."""
     df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS)

@@ -16,7 +16,16 @@ from matplotlib.figure import Figure
 
 from . import figures as F
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
-from .model import Manifest, Summary, Warning, load_icmp, load_manifest, load_summary, load_timeseries
+from .model import (
+    Manifest,
+    Summary,
+    Warning,
+    load_icmp,
+    load_manifest,
+    load_subflow_series,
+    load_summary,
+    load_timeseries,
+)
 from .policy import collect_warnings, functional_check_reason
 from .tables import (
     aggregates_frame,
@@ -250,6 +259,9 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
         ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order)),
     ]
+    series = load_subflow_series(run_dir, summary)
+    if not series.empty:  # only runs with the tcp_probe probe
+        plan.append(("Congestion window per subflow (tcp_probe)", "cwnd.png", lambda: F.plot_cwnd(series, order)))
     files: dict[str, str] = {}
     errors: list[str] = []
     for caption, name, draw in plan:

@@ -1,0 +1,63 @@
+"""The probe interface: something that watches a repetition from before its traffic
+starts until after it ends, and leaves files under ``<rep>/probes/``.
+
+A probe is built per repetition (it holds what it started). The probes step
+(probes/step.py) calls, in order:
+
+    commands(rep)  every command start() and stop() run, for the dry run (no side effects)
+    start(rep)     before traffic: spawn readers, take "before" snapshots
+    stop(rep)      after traffic: stop readers, take "after" snapshots, write files
+    close()        every exit path (teardown): release host-wide resources (a tracefs
+                   instance), never raises; a no-op after stop()
+
+and after the repetition, in the analysis worker (no root, nothing running):
+
+    analyse(rep_dir) -> DataFrame   the probe's files as one typed table
+
+``artifacts()`` names the files the probe writes, relative to ``<rep>/probes/``
+(docs/results-format.md describes each).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import TYPE_CHECKING, ClassVar
+
+import pandas as pd
+
+if TYPE_CHECKING:
+    from ..steps import Planned, Rep
+
+PROBES_DIR = "probes"
+
+
+def probes_dir(rep_dir: Path) -> Path:
+    return rep_dir / PROBES_DIR
+
+
+class Probe(ABC):
+    #: the key in experiment.yml's ``probes:`` that turns this probe on
+    name: ClassVar[str]
+
+    @abstractmethod
+    def commands(self, rep: Rep) -> list[Planned]:
+        """What start() and stop() run, in order (the dry run prints these)."""
+
+    @abstractmethod
+    def start(self, rep: Rep) -> None: ...
+
+    @abstractmethod
+    def stop(self, rep: Rep) -> None: ...
+
+    def close(self) -> None:  # noqa: B027 - most probes own nothing host-wide
+        """Release what must not outlive the repetition; never raises."""
+
+    @abstractmethod
+    def artifacts(self) -> list[str]:
+        """File names this probe writes under ``<rep>/probes/``."""
+
+    @classmethod
+    @abstractmethod
+    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+        """The probe's files of one repetition as one table (empty when it wrote none)."""

@@ -1,0 +1,87 @@
+"""``nstat``: each node's SNMP/MIB counters (MPTcpExt*, TcpExt*, Tcp*) read before and
+after the traffic; the table holds both readings and the delta.
+
+The counters are per network namespace, so each node is read inside its own.
+``-a`` reads absolute values and ``-s`` leaves nstat's history file alone: the history
+lives in /tmp, which every namespace of the host shares, and differencing against
+another node's (or another run's) history would be wrong. The delta is ours.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from ..commands import Cmd, cmd
+from .base import Probe, probes_dir
+
+if TYPE_CHECKING:
+    from ..steps import Planned, Rep
+
+#: the counters kept in the table (nstat reports ~400 per namespace)
+PREFIXES = ("MPTcpExt", "TcpExt", "Tcp")
+COLUMNS = ["node", "counter", "before", "after", "delta"]
+PHASES = ("before", "after")
+
+
+def nstat_cmd(node: str) -> Cmd:
+    return cmd("nstat", "-a", "-z", "-s", "-j", node=node, why="MIB counters of this node's namespace")
+
+
+def file_name(node: str, phase: str) -> str:
+    return f"nstat-{node}-{phase}.json"
+
+
+class NstatProbe(Probe):
+    name = "nstat"
+
+    def __init__(self) -> None:
+        self._nodes: list[str] = []
+
+    def artifacts(self) -> list[str]:
+        return [file_name(n, p) for n in self._nodes for p in PHASES]
+
+    def commands(self, rep: Rep) -> list[Planned]:
+        from ..steps import Planned
+
+        nodes = list(rep.plan.net.nodes)
+        return [Planned(nstat_cmd(n), note=f"{phase}: probes/{file_name(n, phase)}")
+                for phase in PHASES for n in nodes]
+
+    def _read(self, rep: Rep, phase: str) -> None:
+        for n in self._nodes:
+            p = rep.backend.run([nstat_cmd(n)])[0]
+            (probes_dir(rep.out) / file_name(n, phase)).write_text(p.stdout)
+
+    def start(self, rep: Rep) -> None:
+        self._nodes = list(rep.plan.net.nodes)
+        self._read(rep, "before")
+
+    def stop(self, rep: Rep) -> None:
+        self._read(rep, "after")
+
+    @classmethod
+    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+        d = probes_dir(rep_dir)
+        rows: list[dict[str, Any]] = []
+        for before in sorted(d.glob("nstat-*-before.json")):
+            node = before.name.removeprefix("nstat-").removesuffix("-before.json")
+            after = d / file_name(node, "after")
+            if not after.exists():
+                continue
+            rows += counter_rows(node, before.read_text(), after.read_text())
+        return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def _counters(text: str) -> dict[str, int]:
+    data = json.loads(text)
+    return {k: int(v) for k, v in data.get("kernel", {}).items()}
+
+
+def counter_rows(node: str, before: str, after: str) -> list[dict[str, Any]]:
+    b, a = _counters(before), _counters(after)
+    return [{"node": node, "counter": k, "before": b.get(k, 0), "after": v, "delta": v - b.get(k, 0)}
+            for k, v in sorted(a.items()) if k.startswith(PREFIXES)]

@@ -1,0 +1,31 @@
+"""Probe name (the key under ``probes:`` in experiment.yml) -> class. A new probe is a
+module with a Probe subclass, one line here and a field in lab/schema.py Probes."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Probe
+from .monitor import MptcpMonitor
+from .nstat import NstatProbe
+from .tcp_probe import TcpProbe
+
+if TYPE_CHECKING:
+    from ..lab.schema import ExperimentBody
+
+#: in start order (stop runs in reverse): the nstat "before" reading comes last so the
+#: other probes' own start-up is not counted in it
+REGISTRY: dict[str, type[Probe]] = {
+    TcpProbe.name: TcpProbe,
+    MptcpMonitor.name: MptcpMonitor,
+    NstatProbe.name: NstatProbe,
+}
+
+
+def names() -> tuple[str, ...]:
+    return tuple(REGISTRY)
+
+
+def enabled(body: ExperimentBody) -> list[type[Probe]]:
+    """The probe classes a scenario turns on."""
+    return [cls for name, cls in REGISTRY.items() if getattr(body.probes, name, False)]
