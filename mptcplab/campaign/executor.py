@@ -30,10 +30,11 @@ from typing import Any
 
 from ..errors import HostNotReady
 from ..results import store
+from ..results.manifest import git_state
 from ..results.model import ResultsFormatError, load_manifest, load_summary
 from .planner import WorkItem
 from .schema import Campaign
-from .targets import RESULTS, ansible_vars, item_argv
+from .targets import REPO, RESULTS, ansible_vars, item_argv
 
 STATE = "campaign.json"
 
@@ -67,6 +68,8 @@ def write_state(out: Path, c: Campaign, campaign_file: Path, seed: int, shuffle:
     store.write_json(out / STATE, {
         "name": c.name, "campaign_file": str(campaign_file.resolve()), "seed": seed, "shuffle": shuffle,
         "inventory": str(inventory) if inventory else None,
+        # the controller's checkout: what an Ansible target ran (its synced copy has no .git)
+        "git": git_state(REPO),
         "targets": {t.name: {"kind": t.kind, "host": t.inventory_host if t.kind == "ansible" else None,
                              "description": t.description} for t in c.targets},
         "order": [i.id for i in order],
