@@ -264,6 +264,14 @@ def cmd_campaign(a: argparse.Namespace) -> int:
 
             print(shlex.join(item_argv(i, d, inventory)))
         return 0
+    # what would make every item fail, said once before anything is created
+    if any(i.target.kind == "local" for i in order) and os.geteuid() != 0:
+        raise HostNotReady("local targets run labs (network namespaces, qdiscs): run as root")
+    if any(i.target.kind == "ansible" for i in order):
+        import shutil
+
+        if shutil.which("ansible-playbook") is None:
+            raise HostNotReady("ansible targets need ansible-playbook (Debian package ansible)")
     with executor.campaign_lock(out):
         executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
         try:
