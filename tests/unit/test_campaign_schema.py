@@ -60,3 +60,11 @@ def test_bad_override_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[
                                   extra: list[str], field: str) -> None:
     rc, err = run(tmp_path, GOOD, capsys, "--dry-run", *extra)
     assert rc == 2 and f"command line: {field}:" in err, err
+
+
+def test_not_root_is_said_before_anything_runs(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("os.geteuid", lambda: 1000)
+    rc, err = run(tmp_path, GOOD, capsys)
+    assert rc == 3 and "run as root" in err and "\n" not in err, err
+    assert not (tmp_path / "out").exists()
