@@ -1,4 +1,4 @@
-"""Command line: run, validate, clean, doctor, calibrate, report."""
+"""Command line: run, validate, clean, doctor, calibrate, report, campaign, compare."""
 
 from __future__ import annotations
 
@@ -67,6 +67,25 @@ def _parser() -> argparse.ArgumentParser:
 
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
+
+    cp = sub.add_parser("campaign", help="run a campaign: labs x targets x repetitions as resumable work items")
+    cp.add_argument("campaign", type=Path, help="CAMPAIGN.yml (docs/campaigns.md)")
+    cp.add_argument("--out", type=Path, help="campaign directory (default: results/campaigns/<name>)")
+    cp.add_argument("--dry-run", action="store_true", help="list the work items and their exact commands; run none")
+    cp.add_argument("--quick", action="store_true", help="every item runs --quick (other items than a full campaign's)")
+    cp.add_argument("--scenario", action="append", help="only this scenario of each lab (repeatable)")
+    cp.add_argument("--lab", action="append", help="only this lab (its name; repeatable)")
+    cp.add_argument("--target", action="append", help="only this target (repeatable)")
+    cp.add_argument("--reps", type=int, help="rounds per lab and target (default: the campaign's)")
+    cp.add_argument("--seed", type=int, help="the shuffle's seed (default: the campaign's, else the recorded one)")
+    cp.add_argument("--no-shuffle", action="store_true", help="run in campaign order (labs, targets, rounds)")
+
+    cm = sub.add_parser("compare", help="one report: the same lab on several kernels/hosts beside the paper")
+    cm.add_argument("inputs", nargs="+", type=Path, metavar="RUN_OR_CAMPAIGN",
+                    help="run directories (results/<lab>/<run-id>) or campaign directories")
+    cm.add_argument("--out", type=Path, help="where compare.md and its figures go "
+                                             "(default: <first campaign>/compare, else ./compare)")
+    cm.add_argument("--no-figures", action="store_true", help="markdown only")
     return p
 
 
@@ -225,10 +244,88 @@ def cmd_report(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_campaign(a: argparse.Namespace) -> int:
+    import shlex
+
+    from .campaign import executor
+    from .campaign.planner import Overrides, new_seed, ordered, plan
+    from .campaign.schema import load_campaign
+    from .campaign.targets import ansible_vars
+
+    c, base = load_campaign(a.campaign)
+    items = plan(c, base, str(a.campaign), Overrides(quick=a.quick, scenarios=a.scenario, repetitions=a.reps,
+                                                     targets=a.target, labs=a.lab or []))
+    inventory = (base / c.inventory).resolve() if c.inventory else None
+    if inventory is not None and any(i.target.kind == "ansible" for i in items) and not inventory.is_file():
+        raise LabInputError(str(a.campaign), "inventory", f"{inventory} does not exist")
+    out: Path = a.out or Path("results") / "campaigns" / c.name
+    recorded = executor.read_state(out) or {}
+    # the seed: given now, else the campaign's, else the one this directory recorded (a
+    # resumed campaign keeps its order), else a new one, recorded before anything runs
+    seed = next(s for s in (a.seed, c.seed, recorded.get("seed"), new_seed()) if s is not None)
+    shuffle = c.shuffle and not a.no_shuffle
+    order = ordered(items, int(seed), shuffle)
+    if a.dry_run:
+        print(f"# campaign {c.name}: {len(order)} work item(s), "
+              + (f"shuffled with seed {seed}" if shuffle else "in campaign order") + f"; directory {out}")
+        for n, i in enumerate(order, 1):
+            d = executor.item_dir(out, i)
+            done = executor.finished(out, i)
+            print(f"\n## [{n}] {i.id}: lab {i.lab} round {i.round} on {i.target.name} ({i.target.kind})"
+                  + (f": finished earlier ({done}), skipped" if done else ""))
+            if i.target.kind == "ansible":
+                import json
+
+                print(f"# {d / 'ansible-vars.json'}: {json.dumps(ansible_vars(i, d), sort_keys=True)}")
+            from .campaign.targets import item_argv
+
+            print(shlex.join(item_argv(i, d, inventory)))
+        return 0
+    # what would make every item fail, said once before anything is created
+    if any(i.target.kind == "local" for i in order) and os.geteuid() != 0:
+        raise HostNotReady("local targets run labs (network namespaces, qdiscs): run as root")
+    if any(i.target.kind == "ansible" for i in order):
+        import shutil
+
+        if shutil.which("ansible-playbook") is None:
+            raise HostNotReady("ansible targets need ansible-playbook (Debian package ansible)")
+    with executor.campaign_lock(out):
+        executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
+        try:
+            outcomes = executor.execute(out, order, inventory)
+        except executor.Stopped as e:
+            print(f"campaign stopped by {e}; the running item was stopped (its run is kept as incomplete); "
+                  f"rerun the same command to continue", file=sys.stderr)
+            return 130
+        from .campaign.merge import merge
+
+        cols = merge(out)
+    left = [o for o in outcomes if o.status == "incomplete"]
+    print(f"campaign {c.name}: {sum(o.status == 'done' for o in outcomes)} item(s) run now, "
+          f"{sum(o.status == 'skipped' for o in outcomes)} finished earlier, {len(left)} not finished")
+    print(f"merged: {len(cols)} lab x target column(s) in {out / 'merged'}; "
+          f"compare them with: mptcplab compare {out}")
+    return 1 if left else 0
+
+
+def cmd_compare(a: argparse.Namespace) -> int:
+    from .campaign.compare import write_compare
+    from .campaign.executor import STATE
+
+    for p in a.inputs:
+        if not p.exists():
+            raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{p} does not exist")
+    first_campaign = next((p for p in a.inputs if (p / STATE).is_file()), None)
+    out = a.out or (first_campaign / "compare" if first_campaign else Path("compare"))
+    print(write_compare(list(a.inputs), out, figures=not a.no_figures))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "clean": cmd_clean, "doctor": cmd_doctor,
-                "calibrate": cmd_calibrate, "report": cmd_report}
+                "calibrate": cmd_calibrate, "report": cmd_report,
+                "campaign": cmd_campaign, "compare": cmd_compare}
     try:
         return handlers[a.command](a)
     except LabInputError as e:

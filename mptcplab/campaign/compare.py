@@ -1,0 +1,221 @@
+"""`mptcplab compare RUN_OR_CAMPAIGN...`: the same lab on several kernels or hosts in
+columns, beside the paper's numbers, from the typed result model only (model.Summary,
+aggregate.scenario_value, the findings' FindingRow verdicts).
+
+A run directory is one column; a campaign directory gives one column per target (its items
+merged by merge.py). A finding whose verdict is "yes" in one column and "no" in another is
+listed first and its changing cells are highlighted: that is what a kernel change did.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from pathlib import Path
+
+from matplotlib.figure import Figure
+
+from ..errors import LabInputError
+from ..results.aggregate import scenario_value
+from ..results.fmt import fmt_num, md_table
+from ..results.model import Summary, load_manifest, load_summary
+from .executor import STATE
+from .merge import Column, merge
+
+CHANGED = "⚠"
+
+
+@dataclass
+class Input:
+    path: Path
+    columns: list[Column]
+
+
+def columns_of(path: Path) -> list[Column]:
+    """The columns one command-line argument gives."""
+    if (path / STATE).is_file():
+        cols = merge(path)
+        if not cols:
+            raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{path}: no finished work item yet")
+        return cols
+    if (path / "summary.json").is_file():
+        s, m = load_summary(path), load_manifest(path)
+        if not s.complete:
+            raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{path}: an incomplete run (compare complete ones)")
+        name = f"{m.hostname or 'run'} {s.kernel or ''}".strip()
+        fp = {"target": name, "kind": "run", "kernels": [s.kernel], "hostnames": [m.hostname],
+              "os_release": [m.os_release], "cpu_count": [m.cpu_count], "tools": m.tools,
+              "runs": [{"run_dir": str(path.resolve()), "run_id": s.run_id}]}
+        return [Column(s.lab, name, s, fp)]
+    raise LabInputError("command line", "RUN_OR_CAMPAIGN",
+                        f"{path} is neither a run directory (summary.json) nor a campaign directory ({STATE})")
+
+
+def gather(paths: list[Path]) -> list[Column]:
+    cols: list[Column] = []
+    for p in paths:
+        for c in columns_of(p):
+            label, n = c.target, 2
+            while any(x.target == label and x.lab == c.lab for x in cols):
+                label, n = f"{c.target} #{n}", n + 1
+            c.target = label
+            cols.append(c)
+    return cols
+
+
+def _label(c: Column) -> str:
+    return f"{c.target} ({c.kernel})" if c.kernel and c.kernel not in c.target else c.target
+
+
+def goodput_cell(s: Summary, scenario: str) -> str:
+    """Median over repetitions with the spread (min–max) and the count."""
+    xs = [r.goodput_mbps for r in s.reps_of(scenario) if r.goodput_mbps is not None]
+    if not xs:
+        return "—"
+    med = statistics.median(xs)
+    spread = f" [{fmt_num(min(xs))}–{fmt_num(max(xs))}]" if len(xs) > 1 else ""
+    return f"{fmt_num(med)}{spread} (n={len(xs)})"
+
+
+def _paper(cols: list[Column], scenario: str | None, metric: str, path: str | None) -> str:
+    for c in cols:
+        for p in c.summary.published:
+            if p.scenario == scenario and p.metric == metric and p.path == path and p.paper_value is not None:
+                return fmt_num(p.paper_value) + (f" {p.unit}" if p.unit and metric != "goodput_mbps" else "")
+    return ""
+
+
+def verdict_cells(verdicts: list[str]) -> tuple[list[str], bool]:
+    """The cells of one finding's row and whether its verdict changes between columns: a
+    known verdict ("yes"/"no") that differs from the previous known one is highlighted."""
+    out, last, changed = [], None, False
+    for v in verdicts:
+        if v in ("yes", "no"):
+            if last is not None and v != last:
+                out.append(f"**{v}** {CHANGED}")
+                changed = True
+            else:
+                out.append(v)
+            last = v
+        else:
+            out.append(v)
+    return out, changed
+
+
+def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
+    """The markdown of one lab and the ids of its findings whose verdict changes."""
+    labels = [_label(c) for c in cols]
+    lines = [f"## lab {lab}", ""]
+    src = next((c.summary.published_source for c in cols if c.summary.published_source), None)
+    if src:
+        lines += [f"Paper: {src.title or src.id} (kernel: {src.kernel or 'not stated'}).", ""]
+    # the columns
+    lines += ["### Columns", "", md_table(
+        ["column", "kind", "host", "kernel", "OS", "rounds", "run kind", "valid"],
+        [[_label(c), c.fingerprint.get("kind"), ", ".join(str(h) for h in c.fingerprint.get("hostnames") or []),
+          ", ".join(str(k) for k in c.fingerprint.get("kernels") or []),
+          ", ".join(str(o) for o in c.fingerprint.get("os_release") or []),
+          len(c.fingerprint.get("runs") or []), c.summary.run_kind,
+          "yes" if c.summary.valid else "**no**"] for c in cols]), ""]
+    # findings
+    ids: list[str] = []
+    stmt: dict[str, str] = {}
+    for c in cols:
+        for f in c.summary.findings:
+            if f.id not in stmt:
+                ids.append(f.id)
+                stmt[f.id] = f.statement or ""
+    changed_ids: list[str] = []
+    rows = []
+    for fid in ids:
+        verdicts = [next((f.verdict for f in c.summary.findings if f.id == fid), "not run") for c in cols]
+        cells, changed = verdict_cells(verdicts)
+        if changed:
+            changed_ids.append(fid)
+        rows.append([f"{CHANGED} {fid}" if changed else fid, *cells, "**changes**" if changed else ""])
+    if rows:
+        rows.sort(key=lambda r: 0 if r[-1] else 1)  # the changes first
+        lines += ["### Findings: verdict per column", "",
+                  f"`{CHANGED}` and **bold**: the verdict differs from the column to its left "
+                  "(yes = holds here, no = does not hold, unknown = not measurable here).", "",
+                  md_table(["finding", *labels, "verdict"], rows), ""]
+        lines += [f"- `{fid}`: {stmt[fid]}" for fid in ids if stmt[fid]] + [""]
+    # goodput
+    scenarios = list(dict.fromkeys(s for c in cols for s in c.summary.scenario_order()))
+    lines += ["### Goodput (Mbit/s): median over repetitions [min–max] (n)", "", md_table(
+        ["scenario", "paper", *labels],
+        [[s, _paper(cols, s, "goodput_mbps", None), *[goodput_cell(c.summary, s) for c in cols]]
+         for s in scenarios]), ""]
+    # per path
+    prow = []
+    for s in scenarios:
+        paths = sorted({sf.path for c in cols for r in c.summary.reps_of(s) for sf in r.subflows if sf.path})
+        for p in paths:
+            share = []
+            seg = []
+            for c in cols:
+                reps = c.summary.reps_of(s)
+                v = scenario_value(reps, "subflow_share", p)
+                share.append("—" if v.value is None else
+                             f"{v.value:.2f}" + (f" ± {v.std:.2f}" if v.std is not None else ""))
+                m = scenario_value(reps, "median_seg", p)
+                seg.append("—" if m.value is None else fmt_num(m.value))
+            prow.append([s, p, "share", _paper(cols, s, "subflow_share", p), *share])
+            prow.append([s, p, "median segment (B)", _paper(cols, s, "median_seg", p), *seg])
+    if prow:
+        lines += ["### Per path: byte share (mean ± std over reps) and median data-segment payload "
+                  "(median over reps)", "", md_table(["scenario", "path", "metric", "paper", *labels], prow), ""]
+    notes = [f"- {_label(c)}: {n}" for c in cols for n in
+             [*c.notes, *c.summary.invalid_reasons, *c.summary.timing_notes]]
+    if notes:
+        lines += ["### Notes", "", *notes, ""]
+    return lines, changed_ids
+
+
+def goodput_figure(lab: str, cols: list[Column]) -> Figure:
+    """Per scenario, one bar per column: the median, whiskers from min to max."""
+    scenarios = list(dict.fromkeys(s for c in cols for s in c.summary.scenario_order()))
+    fig = Figure(figsize=(max(6.0, 1.2 * len(scenarios) * max(1, len(cols)) * 0.6 + 2), 4), layout="constrained")
+    ax = fig.add_subplot()
+    width = 0.8 / max(1, len(cols))
+    for j, c in enumerate(cols):
+        xs, meds, lo, hi = [], [], [], []
+        for i, s in enumerate(scenarios):
+            g = [r.goodput_mbps for r in c.summary.reps_of(s) if r.goodput_mbps is not None]
+            if not g:
+                continue
+            m = statistics.median(g)
+            xs.append(i + (j - (len(cols) - 1) / 2) * width)
+            meds.append(m)
+            lo.append(m - min(g))
+            hi.append(max(g) - m)
+        ax.bar(xs, meds, width, yerr=[lo, hi], capsize=3, label=_label(c))
+    ax.set_xticks(range(len(scenarios)), scenarios, rotation=30, ha="right")
+    ax.set_ylabel("goodput, Mbit/s (median, min–max)")
+    ax.set_title(f"lab {lab}: goodput per column")
+    ax.legend(fontsize="small")
+    return fig
+
+
+def write_compare(paths: list[Path], out: Path, figures: bool = True) -> Path:
+    cols = gather(paths)
+    out.mkdir(parents=True, exist_ok=True)
+    labs = list(dict.fromkeys(c.lab for c in cols))
+    body: list[str] = []
+    changes: list[str] = []
+    for lab in labs:
+        lc = [c for c in cols if c.lab == lab]
+        lines, changed = lab_section(lab, lc)
+        body += lines
+        changes += [f"- lab {lab}, finding `{f}`" for f in changed]
+        if figures:
+            name = f"compare-{lab}-goodput.png"
+            goodput_figure(lab, lc).savefig(out / name, dpi=100)
+            body += [f"![goodput of lab {lab} per column]({name})", ""]
+    head = ["# Compare: " + ", ".join(f"lab {lab}" for lab in labs), "",
+            "Inputs: " + ", ".join(f"`{p}`" for p in paths), "",
+            "## Verdicts that change between columns", ""]
+    head += changes or ["none: every finding has the same verdict wherever it could be measured"]
+    md = out / "compare.md"
+    md.write_text("\n".join([*head, "", *body]).rstrip() + "\n")
+    return md

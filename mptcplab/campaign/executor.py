@@ -1,0 +1,181 @@
+"""Running a campaign's work items, one at a time, resumably.
+
+The campaign directory (default results/campaigns/<name>/):
+  campaign.json                 the seed, the order, the items (written before any item runs)
+  items/<item-id>/item.json     target, lab, round, command, exit status, start and end
+  items/<item-id>/log.txt       the command's output
+  items/<item-id>/results/<lab>/<run-id>/   the engine's run directory (fetched back by Ansible)
+
+An item is finished when its results root holds a complete run (summary.json and
+manifest.json both say complete): that, not a state file, is what a rerun skips, so a
+campaign killed at any point continues where it stopped, and nothing is measured twice.
+Items run one after another: one lab at a time per target (and the targets of one machine
+do not disturb each other's timing).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import fcntl
+import json
+import signal
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from ..errors import HostNotReady
+from ..results import store
+from ..results.manifest import git_state
+from ..results.model import ResultsFormatError, load_manifest, load_summary
+from .planner import WorkItem
+from .schema import Campaign
+from .targets import REPO, RESULTS, ansible_vars, item_argv
+
+STATE = "campaign.json"
+
+
+def item_dir(out: Path, item: WorkItem) -> Path:
+    return out / "items" / item.id
+
+
+def complete_runs(results_root: Path) -> list[Path]:
+    """The complete run directories under an item's results root (a killed run's
+    incomplete directory is kept, but it is not a result)."""
+    runs = []
+    for summary in sorted(results_root.glob("*/2*/summary.json")):
+        d = summary.parent
+        try:
+            if load_summary(d).complete and load_manifest(d).complete:
+                runs.append(d)
+        except (ResultsFormatError, OSError):
+            continue
+    return runs
+
+
+def finished(out: Path, item: WorkItem) -> Path | None:
+    runs = complete_runs(item_dir(out, item) / RESULTS)
+    return runs[0] if runs else None
+
+
+def write_state(out: Path, c: Campaign, campaign_file: Path, seed: int, shuffle: bool,
+                order: list[WorkItem], inventory: Path | None) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    store.write_json(out / STATE, {
+        "name": c.name, "campaign_file": str(campaign_file.resolve()), "seed": seed, "shuffle": shuffle,
+        "inventory": str(inventory) if inventory else None,
+        # the controller's checkout: what an Ansible target ran (its synced copy has no .git)
+        "git": git_state(REPO),
+        "targets": {t.name: {"kind": t.kind, "host": t.inventory_host if t.kind == "ansible" else None,
+                             "description": t.description} for t in c.targets},
+        "order": [i.id for i in order],
+        "items": {i.id: item_record(i) for i in order},
+    })
+
+
+def read_state(out: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads((out / STATE).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def item_record(i: WorkItem) -> dict[str, Any]:
+    return {"target": i.target.name, "kind": i.target.kind,
+            "host": i.target.inventory_host if i.target.kind == "ansible" else None,
+            "lab": i.lab, "lab_dir": str(i.lab_dir), "round": i.round, "scenarios": list(i.scenarios),
+            "run": i.run.model_dump()}
+
+
+@contextmanager
+def campaign_lock(out: Path) -> Iterator[None]:
+    """One campaign process per campaign directory: two would run the same item twice."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / ".lock", "w") as f:
+        try:
+            fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise HostNotReady(f"another mptcplab campaign is running in {out}") from None
+        yield
+
+
+def _die_with_parent() -> None:
+    # a campaign killed with SIGKILL cannot stop its item: the kernel sends SIGTERM
+    # instead, which the engine turns into a clean teardown and an incomplete run
+    pr_set_pdeathsig = 1
+    ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGTERM), 0, 0, 0)
+
+
+class Stopped(Exception):
+    """The campaign was asked to stop (SIGINT or SIGTERM); the running item was stopped too."""
+
+
+@dataclass
+class Outcome:
+    item: WorkItem
+    status: str  # "skipped" (finished earlier), "done", "incomplete"
+    run_dir: Path | None
+    seconds: float = 0.0
+
+
+def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Path | None]:
+    d = item_dir(out, item)
+    d.mkdir(parents=True, exist_ok=True)
+    if item.target.kind == "ansible":
+        store.write_json(d / "ansible-vars.json", ansible_vars(item, d))
+    argv = item_argv(item, d, inventory)
+    record = {**item_record(item), "id": item.id, "argv": argv,
+              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "finished": None, "exit": None}
+    store.write_json(d / "item.json", record)
+    stop: list[int] = []
+    with open(d / "log.txt", "ab") as log:
+        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                             preexec_fn=_die_with_parent, start_new_session=True)
+
+        def forward(signum: int, _frame: FrameType | None) -> None:
+            # the item leads its own session (a Ctrl-C reaches the campaign only): it is
+            # told once, then the campaign waits for its teardown
+            if not stop:
+                stop.append(signum)
+                p.send_signal(signal.SIGTERM)
+
+        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            rc = p.wait()
+        finally:
+            for s, h in old.items():
+                signal.signal(s, h)
+    record.update(finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), exit=rc)
+    store.write_json(d / "item.json", record)
+    if stop:
+        raise Stopped(signal.Signals(stop[0]).name)
+    return rc, finished(out, item)
+
+
+def execute(out: Path, order: list[WorkItem], inventory: Path | None,
+            log: Callable[[str], None] = print) -> list[Outcome]:
+    """Run every unfinished item in order; an item that does not finish is reported and the
+    campaign goes on (a rerun tries it again)."""
+    outcomes: list[Outcome] = []
+    todo = [i for i in order if finished(out, i) is None]
+    log(f"campaign: {len(order)} work item(s), {len(order) - len(todo)} finished earlier, {len(todo)} to run")
+    for i in order:
+        done = finished(out, i)
+        if done is not None:
+            outcomes.append(Outcome(i, "skipped", done))
+            continue
+        n = sum(1 for o in outcomes if o.status != "skipped") + 1
+        log(f"[{n}/{len(todo)}] {i.lab} round {i.round} on {i.target.name}: {' '.join(i.scenarios)}")
+        t0 = time.monotonic()
+        rc, run = run_item(out, i, inventory)
+        secs = time.monotonic() - t0
+        outcomes.append(Outcome(i, "done" if run else "incomplete", run, secs))
+        where = item_dir(out, i) / "log.txt"
+        log(f"    {'done' if run else f'NOT finished (exit {rc}; see {where})'} in {secs:.0f} s"
+            + (f": {run}" if run else ""))
+    return outcomes

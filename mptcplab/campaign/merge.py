@@ -1,0 +1,148 @@
+"""The finished items of a campaign merged per lab and target: one Summary (the typed
+result model) whose repetitions are the items' repetitions, with the aggregates and the
+paper's findings recomputed over all of them, plus the target's fingerprint (the host
+facts of every item's manifest: kernel, CPU, tool versions, calibration).
+
+Written to <campaign>/merged/<lab>/<target>/summary.json and fingerprint.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..lab.loader import load_lab
+from ..lab.schema import Published
+from ..results import store
+from ..results.model import Manifest, Repetition, Summary, load_manifest, load_summary
+from ..results.summary import build_summary_model
+from .executor import RESULTS, complete_runs, read_state
+
+MERGED = "merged"
+
+
+@dataclass
+class ItemRun:
+    item_id: str
+    target: str
+    lab: str
+    round: int
+    run_dir: Path
+    summary: Summary
+    manifest: Manifest
+
+
+@dataclass
+class Column:
+    """One lab on one target: what `compare` puts in one column."""
+
+    lab: str
+    target: str
+    summary: Summary
+    fingerprint: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def kernel(self) -> str | None:
+        return self.summary.kernel
+
+
+def item_runs(out: Path) -> list[ItemRun]:
+    """The complete run of every finished item (from its item.json and result directory)."""
+    state = read_state(out) or {}
+    runs = []
+    for item_dir in sorted((out / "items").glob("*/")):
+        rec = (state.get("items") or {}).get(item_dir.name)
+        if rec is None:
+            continue  # not an item of this campaign (a leftover of an earlier plan is still listed in it)
+        done = complete_runs(item_dir / RESULTS)
+        if not done:
+            continue
+        d = done[0]
+        runs.append(ItemRun(item_dir.name, rec["target"], rec["lab"], int(rec["round"]), d,
+                            load_summary(d), load_manifest(d)))
+    return runs
+
+
+def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) -> dict[str, Any]:
+    """What the target was, from its runs' manifests; a fact that changed between its
+    runs (a reboot into another kernel) is listed with every value seen."""
+    def seen(get: Any) -> list[Any]:
+        vals: list[Any] = []
+        for r in runs:
+            v = get(r.manifest)
+            if v not in vals:
+                vals.append(v)
+        return vals
+
+    tools = seen(lambda m: m.tools)
+    return {
+        "target": target, "kind": target_rec.get("kind"), "host": target_rec.get("host"),
+        "description": target_rec.get("description"),
+        "kernels": seen(lambda m: m.kernel), "hostnames": seen(lambda m: m.hostname),
+        "cpu_count": seen(lambda m: m.cpu_count), "os_release": seen(lambda m: m.os_release),
+        "platform": seen(lambda m: m.platform), "link_emulation": seen(lambda m: m.link_emulation),
+        "tools": tools[0] if len(tools) == 1 else tools,
+        "git": seen(lambda m: m.git.commit),
+        "calibration_ok_reps": sum(1 for r in runs for rep in r.summary.scenarios if rep.calibration_ok),
+        "runs": [{"item": r.item_id, "round": r.round, "run_dir": str(r.run_dir), "run_id": r.summary.run_id,
+                  "wall_seconds": r.manifest.wall_seconds} for r in runs],
+    }
+
+
+def _published(runs: list[ItemRun], lab_dirs: dict[str, str]) -> Published | None:
+    lab_dir = lab_dirs.get(runs[0].lab)
+    if not lab_dir:
+        return None
+    try:
+        return load_lab(lab_dir).published
+    except Exception:  # noqa: BLE001 - a lab moved since: the merge keeps the measurements, without the paper
+        return None
+
+
+def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any], runs: list[ItemRun],
+               pub: Published | None) -> Column:
+    runs = sorted(runs, key=lambda r: r.round)
+    reps: list[Repetition] = []
+    invalid: list[str] = []
+    timing: list[str] = []
+    for r in runs:
+        for rep in r.summary.scenarios:
+            # a repetition's number in the merged set is its round; its directory stays where it is
+            reps.append(rep.model_copy(update={"rep": r.round, "dir": str(r.run_dir / rep.rel_dir())}))
+        invalid += [f"round {r.round}: {x}" for x in r.summary.invalid_reasons]
+        timing += [f"round {r.round}: {x}" for x in r.summary.timing_notes]
+    fp = fingerprint(target, target_rec, runs)
+    notes = []
+    if len(fp["kernels"]) > 1:
+        notes.append(f"{target} ran several kernels during the campaign: {', '.join(map(str, fp['kernels']))}")
+    s = build_summary_model(lab, f"campaign:{campaign}:{target}", str(fp["kernels"][0]), True,
+                            all(r.summary.quick for r in runs), reps, pub, invalid,
+                            runs[0].manifest.platform or {}, timing, repetitions_per_scenario=len(runs))
+    return Column(lab, target, s, fp, notes)
+
+
+def merge(out: Path, write: bool = True) -> list[Column]:
+    """Every (lab, target) of the campaign with at least one finished item."""
+    state = read_state(out) or {}
+    lab_dirs = {rec["lab"]: rec.get("lab_dir") for rec in (state.get("items") or {}).values()}
+    groups: dict[tuple[str, str], list[ItemRun]] = {}
+    for r in item_runs(out):
+        groups.setdefault((r.lab, r.target), []).append(r)
+    cols = []
+    order = list((state.get("targets") or {}).keys())
+    for (lab, target), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _pos(order, kv[0][1]))):
+        col = merge_runs(str(state.get("name", out.name)), lab, target,
+                         (state.get("targets") or {}).get(target, {}), runs, _published(runs, lab_dirs))
+        if write:
+            d = out / MERGED / lab / target
+            d.mkdir(parents=True, exist_ok=True)
+            store.write_json(d / "summary.json", col.summary.to_json())
+            store.write_json(d / "fingerprint.json", col.fingerprint)
+        cols.append(col)
+    return cols
+
+
+def _pos(order: list[str], name: str) -> int:
+    return order.index(name) if name in order else len(order)

@@ -1,0 +1,146 @@
+"""CAMPAIGN.yml: what to run where. A strict pydantic model; every error is one line naming
+the file and the field (exit status 2), as for lab files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ..errors import LabInputError
+
+#: target and campaign names become directory names and Ansible --limit patterns
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+def _name(v: str) -> str:
+    if not _NAME.match(v):
+        raise ValueError(f"{v!r}: letters, digits, '.', '_' and '-' only (a directory name), at most 63")
+    return v
+
+
+class LabEntry(_Strict):
+    #: a lab directory (relative to the campaign file, else to the working directory) or a name
+    lab: str
+    #: the scenarios to run (default: all of the lab's)
+    scenarios: list[str] | None = None
+
+    @field_validator("scenarios")
+    @classmethod
+    def _nonempty(cls, v: list[str] | None) -> list[str] | None:
+        if v is not None and not v:
+            raise ValueError("an empty list runs nothing; leave it out to run every scenario")
+        return v
+
+
+class Target(_Strict):
+    """Where work items run: ``local`` (this host, the engine's netns backend) or an
+    ``ansible`` host of the campaign's inventory (the checkout is synced there, the item
+    run, its result directory fetched back: ansible/campaign-item.yml)."""
+
+    name: str
+    kind: Literal["local", "ansible"] = "local"
+    #: the inventory host name (default: the target's name)
+    host: str | None = None
+    #: a note for people: which kernel or machine this is
+    description: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return _name(v)
+
+    @model_validator(mode="after")
+    def _host_only_for_ansible(self) -> Target:
+        if self.kind == "local" and self.host is not None:
+            raise ValueError("host is for kind ansible (a local target is this host)")
+        return self
+
+    @property
+    def inventory_host(self) -> str:
+        return self.host or self.name
+
+
+class RunSettings(_Strict):
+    """Options handed to every `mptcplab run` of the campaign."""
+
+    quick: bool = False
+    #: skip the per-run link checks (results are marked so)
+    no_calibrate: bool = False
+    emulation: Literal["netem", "nfqueue"] | None = None
+
+
+class Campaign(_Strict):
+    name: str
+    description: str | None = None
+    labs: list[LabEntry] = Field(min_length=1)
+    targets: list[Target] = Field(min_length=1)
+    #: rounds per lab and target; each round is one work item running every selected
+    #: scenario once (`--reps 1`), so repetitions of one lab interleave with other items
+    repetitions: int = Field(default=3, ge=1, le=1000)
+    #: Flent's default: the order of work items is shuffled, with a recorded seed
+    shuffle: bool = True
+    #: the shuffle's seed (default: drawn once and recorded in campaign.json)
+    seed: int | None = None
+    #: the Ansible inventory (relative to the campaign file); required by ansible targets
+    inventory: str | None = None
+    run: RunSettings = Field(default_factory=RunSettings)
+
+    @field_validator("name")
+    @classmethod
+    def _check_name(cls, v: str) -> str:
+        return _name(v)
+
+    @model_validator(mode="after")
+    def _consistent(self) -> Campaign:
+        names = [t.name for t in self.targets]
+        dup = sorted({n for n in names if names.count(n) > 1})
+        if dup:
+            raise ValueError(f"target names must be unique: {', '.join(dup)} given twice")
+        if any(t.kind == "ansible" for t in self.targets) and not self.inventory:
+            raise ValueError("ansible targets need an inventory (inventory: FILE)")
+        return self
+
+
+def _where(e: ValidationError) -> tuple[str, str]:
+    err = e.errors()[0]
+    loc = ".".join(str(x) for x in err["loc"])
+    msg = str(err["msg"]).removeprefix("Value error, ")
+    return loc, msg
+
+
+def load_campaign(path: str | Path) -> tuple[Campaign, Path]:
+    """The campaign of a YAML file and the directory its relative paths start from."""
+    p = Path(path)
+    try:
+        raw = yaml.safe_load(p.read_text())
+    except OSError as e:
+        raise LabInputError(str(p), "", f"cannot read: {e.strerror or e}") from None
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark is not None else ""
+        raise LabInputError(str(p), where, f"not YAML: {getattr(e, 'problem', None) or e}") from None
+    if not isinstance(raw, dict):
+        raise LabInputError(str(p), "", "a campaign is a mapping (name, labs, targets, ...)")
+    try:
+        c = Campaign.model_validate(raw)
+    except ValidationError as e:
+        field, msg = _where(e)
+        raise LabInputError(str(p), field, msg) from None
+    return c, p.resolve().parent
+
+
+def resolve_lab_dir(entry: LabEntry, base: Path) -> Path:
+    """A lab entry's directory: relative to the campaign file, else the working directory,
+    else labs/<name> (as `mptcplab run` accepts a bare name)."""
+    for cand in (base / entry.lab, Path(entry.lab), Path("labs") / entry.lab):
+        if (cand / "experiment.yml").is_file():
+            return cand.resolve()
+    return Path(entry.lab)  # load_lab says "no such lab directory" in one line

@@ -1,0 +1,147 @@
+"""Merge of two targets' results and the compare report, from synthetic but model-valid
+result directories."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mptcplab.campaign.compare import verdict_cells
+from mptcplab.campaign.merge import merge
+from mptcplab.cli import main
+from mptcplab.lab.loader import load_lab
+from mptcplab.results import store
+from mptcplab.results.model import MptcpVerdict, Repetition, Subflow, load_summary
+from mptcplab.results.summary import build_summary_model
+
+REPO = Path(__file__).resolve().parents[2]
+MTU = REPO / "labs" / "mtu"
+
+
+def rep(name: str, rep_no: int, goodput: float, seg_b: float, share_b: float = 1.0) -> Repetition:
+    return Repetition(name=name, rep=rep_no, goodput_mbps=goodput, calibration_ok=True,
+                      mptcp=MptcpVerdict(requested=False),
+                      subflows=[Subflow(path="B", share=share_b, median_seg=seg_b, max_seg=int(seg_b),
+                                        established=True, icmp_frag_needed=1, icmp_mtus=[1500])])
+
+
+def write_run(results_root: Path, run_id: str, reps: list[Repetition], kernel: str, hostname: str,
+              complete: bool = True) -> Path:
+    d = results_root / "mtu" / run_id
+    d.mkdir(parents=True)
+    pub = load_lab(MTU).published
+    s = build_summary_model("mtu", run_id, kernel, complete, True, reps, pub, [], {"emulated": False}, [],
+                            repetitions_per_scenario=1)
+    store.write_json(d / "summary.json", s.to_json())
+    store.write_json(d / "manifest.json", {"lab": "mtu", "run_id": run_id, "complete": complete, "kernel": kernel,
+                                           "hostname": hostname, "cpu_count": 2, "os_release": "Debian 12",
+                                           "tools": {"iperf3": "iperf 3.12"}, "wall_seconds": 9.5})
+    return d
+
+
+def write_campaign(out: Path, items: list[dict[str, Any]]) -> None:
+    """items: target, round, kernel, host, goodput, seg (tcp-b), complete."""
+    targets = {i["target"]: {"kind": "local", "host": None, "description": None} for i in items}
+    recs = {}
+    for n, i in enumerate(items):
+        iid = f"mtu__{i['target']}__r{i['round']}__0000000{n}"
+        recs[iid] = {"target": i["target"], "kind": "local", "host": None, "lab": "mtu", "lab_dir": str(MTU),
+                     "round": i["round"], "scenarios": ["tcp-b"], "run": {}}
+        write_run(out / "items" / iid / "results", f"20261123T0000{n:02d}Z-abcd",
+                  [rep("tcp-b", 1, i["goodput"], i["seg"])], i["kernel"], i["host"], i.get("complete", True))
+    (out / "campaign.json").write_text(json.dumps({"name": "synthetic", "seed": 1, "shuffle": True,
+                                                   "targets": targets, "order": list(recs), "items": recs}))
+
+ITEMS = [
+    # target k61: segments fit the 1500 bottleneck (the finding holds); k618: they do not
+    {"target": "k61", "round": 1, "kernel": "6.1.0-28", "host": "vm1", "goodput": 90.0, "seg": 1448},
+    {"target": "k61", "round": 2, "kernel": "6.1.0-28", "host": "vm1", "goodput": 94.0, "seg": 1448},
+    {"target": "k61", "round": 3, "kernel": "6.1.0-28", "host": "vm1", "goodput": 80.0, "seg": 1448},
+    {"target": "k618", "round": 1, "kernel": "6.18.0", "host": "here", "goodput": 50.0, "seg": 8948},
+    {"target": "k618", "round": 2, "kernel": "6.18.0", "host": "here", "goodput": 60.0, "seg": 8948},
+    # killed: its incomplete run is kept on disk but is not a result
+    {"target": "k618", "round": 3, "kernel": "6.18.0", "host": "here", "goodput": 999.0, "seg": 8948,
+     "complete": False},
+]
+
+
+@pytest.fixture
+def campaign(tmp_path: Path) -> Path:
+    out = tmp_path / "camp"
+    write_campaign(out, ITEMS)
+    return out
+
+
+def test_merge_two_targets(campaign: Path) -> None:
+    cols = merge(campaign)
+    assert [(c.lab, c.target) for c in cols] == [("mtu", "k61"), ("mtu", "k618")]
+    k61, k618 = cols
+    assert [r.rep for r in k61.summary.scenarios] == [1, 2, 3]
+    assert [r.goodput_mbps for r in k618.summary.scenarios] == [50.0, 60.0], "the incomplete run is no result"
+    assert k61.summary.aggregates[0].n == 3 and k61.summary.aggregates[0].goodput_mean == pytest.approx(88.0)
+    assert k61.fingerprint["kernels"] == ["6.1.0-28"] and k618.fingerprint["hostnames"] == ["here"]
+    assert len(k618.fingerprint["runs"]) == 2
+    verdict = {c.target: next(f.verdict for f in c.summary.findings if f.id == "tcp-segments-fit-bottleneck")
+               for c in cols}
+    assert verdict == {"k61": "yes", "k618": "no"}
+    # written through the model and readable by it
+    s = load_summary(campaign / "merged" / "mtu" / "k618")
+    assert s.complete and len(s.scenarios) == 2 and s.kernel == "6.18.0"
+    fp = json.loads((campaign / "merged" / "mtu" / "k618" / "fingerprint.json").read_text())
+    assert fp["target"] == "k618" and fp["tools"] == {"iperf3": "iperf 3.12"}
+    for r in s.scenarios:  # every merged repetition points at its measured files
+        assert Path(r.dir or "").is_relative_to(campaign / "items")
+
+
+def test_compare_highlights_the_changing_verdict(campaign: Path, tmp_path: Path) -> None:
+    out = tmp_path / "cmp"
+    assert main(["compare", str(campaign), "--out", str(out)]) == 0
+    md = (out / "compare.md").read_text()
+    assert (out / "compare-mtu-goodput.png").stat().st_size > 1000
+    head, _, body = md.partition("## lab mtu")
+    assert "finding `tcp-segments-fit-bottleneck`" in head
+    row = next(line for line in body.splitlines() if "tcp-segments-fit-bottleneck |" in line)
+    cells = [c.strip() for c in row.strip("|").split("|")]
+    assert cells == ["⚠ tcp-segments-fit-bottleneck", "yes", "**no** ⚠", "**changes**"]
+    # a verdict the same in both columns is not highlighted
+    same = next(line for line in body.splitlines() if line.startswith("| tcp-pmtud-icmp-frag-needed |"))
+    assert "⚠" not in same and "**" not in same
+    # goodput: median [min–max] (n) per column, beside the paper's 1070
+    gp = next(line for line in body.splitlines() if line.startswith("| tcp-b | 1070"))
+    assert "90 [80–94] (n=3)" in gp and "55 [50–60] (n=2)" in gp
+    # per path: share and median segment, the paper's 1024 beside them
+    seg = next(line for line in body.splitlines() if line.startswith("| tcp-b | B | median segment"))
+    assert "1024" in seg and "1448" in seg and "8948" in seg
+    assert "6.1.0-28" in body and "6.18.0" in body
+
+
+def test_compare_run_directories_as_columns(tmp_path: Path) -> None:
+    a = write_run(tmp_path / "ra", "20261123T000000Z-aaaa", [rep("tcp-b", 1, 90.0, 1448)], "6.1.0", "vm1")
+    b = write_run(tmp_path / "rb", "20261123T000000Z-bbbb", [rep("tcp-b", 1, 91.0, 8948)], "6.18.0", "here")
+    out = tmp_path / "cmp"
+    assert main(["compare", str(a), str(b), "--out", str(out), "--no-figures"]) == 0
+    md = (out / "compare.md").read_text()
+    assert "vm1 6.1.0" in md and "here 6.18.0" in md
+    assert "**no** ⚠" in md and not list(out.glob("*.png"))
+
+
+def test_compare_refuses_what_is_not_a_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    inc = write_run(tmp_path / "r", "20261123T000000Z-cccc", [rep("tcp-b", 1, 90.0, 1448)], "6.1.0", "vm1",
+                    complete=False)
+    for p in (inc, tmp_path / "nothing", tmp_path):
+        assert main(["compare", str(p), "--out", str(tmp_path / "cmp")]) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "RUN_OR_CAMPAIGN" in err
+
+
+@pytest.mark.parametrize("verdicts, cells, changed", [
+    (["yes", "yes"], ["yes", "yes"], False),
+    (["yes", "unknown", "no"], ["yes", "unknown", "**no** ⚠"], True),
+    (["unknown", "no", "no", "yes"], ["unknown", "no", "no", "**yes** ⚠"], True),
+    (["not run", "yes"], ["not run", "yes"], False),
+])
+def test_verdict_cells(verdicts: list[str], cells: list[str], changed: bool) -> None:
+    assert verdict_cells(verdicts) == (cells, changed)

@@ -1,0 +1,96 @@
+"""Planning: the matrix as work items, the shuffle's determinism, overrides, the dry run."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from pathlib import Path
+
+import pytest
+
+from mptcplab.campaign.planner import Overrides, ordered, plan
+from mptcplab.campaign.schema import load_campaign
+from mptcplab.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+CAMPAIGN = f"""name: c2
+labs:
+  - lab: {REPO / 'labs/mtu'}
+    scenarios: [tcp-a, tcp-b]
+  - lab: {REPO / 'labs/sndbuf'}
+targets:
+  - name: here
+  - {{name: box-a, kind: ansible, host: alpha}}
+inventory: hosts.ini
+repetitions: 3
+"""
+
+
+@pytest.fixture
+def campaign_file(tmp_path: Path) -> Path:
+    (tmp_path / "hosts.ini").write_text("alpha ansible_connection=local\n")
+    f = tmp_path / "c.yml"
+    f.write_text(CAMPAIGN)
+    return f
+
+
+def test_matrix_is_labs_x_targets_x_rounds(campaign_file: Path) -> None:
+    c, base = load_campaign(campaign_file)
+    items = plan(c, base, str(campaign_file))
+    assert len(items) == 2 * 2 * 3
+    assert len({i.id for i in items}) == len(items)
+    mtu = [i for i in items if i.lab == "mtu"]
+    assert {i.scenarios for i in mtu} == {("tcp-a", "tcp-b")}
+    sndbuf = next(i for i in items if i.lab == "sndbuf")
+    assert len(sndbuf.scenarios) > 1  # no list: every scenario of the lab
+    assert sorted(i.round for i in mtu if i.target.name == "here") == [1, 2, 3]
+
+
+def test_shuffle_is_determined_by_the_seed(campaign_file: Path) -> None:
+    c, base = load_campaign(campaign_file)
+    items = plan(c, base, str(campaign_file))
+    a, b = ordered(items, 42, True), ordered(items, 42, True)
+    assert [i.id for i in a] == [i.id for i in b]
+    assert sorted(i.id for i in a) == sorted(i.id for i in items)  # a permutation: nothing lost or doubled
+    others = {tuple(i.id for i in ordered(items, s, True)) for s in range(5)}
+    assert len(others) > 1, "different seeds must be able to give different orders"
+    assert [i.id for i in ordered(items, 42, False)] == [i.id for i in items]
+
+
+def test_overrides_make_other_items(campaign_file: Path) -> None:
+    c, base = load_campaign(campaign_file)
+    full = plan(c, base, str(campaign_file))
+    quick = plan(c, base, str(campaign_file), Overrides(quick=True))
+    assert not {i.id for i in full} & {i.id for i in quick}, "a quick result must never count as a full one"
+    only = plan(c, base, str(campaign_file), Overrides(scenarios=["tcp-b"], repetitions=1, targets=["here"]))
+    assert [(i.lab, i.scenarios, i.target.name) for i in only] == [("mtu", ("tcp-b",), "here")]
+
+
+def test_dry_run_lists_items_and_exact_commands(campaign_file: Path, tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    argv = ["campaign", str(campaign_file), "--out", str(out), "--dry-run", "--seed", "7", "--quick",
+            "--lab", "mtu", "--reps", "1"]
+    assert main(argv) == 0
+    text = capsys.readouterr().out
+    assert not out.exists(), "a dry run creates nothing"
+    assert "2 work item(s), shuffled with seed 7" in text
+    cmds = [shlex.split(line) for line in text.splitlines() if line and not line.startswith("#")]
+    local = next(c for c in cmds if c[0] == sys.executable)
+    assert local[1:4] == ["-m", "mptcplab.cli", "run"]
+    assert local[local.index("--reps") + 1] == "1" and "--quick" in local
+    assert [local[k + 1] for k, w in enumerate(local) if w == "--scenario"] == ["tcp-a", "tcp-b"]
+    res = Path(local[local.index("--results") + 1])
+    assert res.parent.parent == out / "items" and res.name == "results"
+    ans = next(c for c in cmds if c[0] == "ansible-playbook")
+    assert ans[ans.index("--limit") + 1] == "alpha"
+    assert ans[ans.index("-i") + 1] == str(tmp_path / "hosts.ini")
+    assert ans[3].endswith("ansible/campaign-item.yml") and Path(ans[3]).is_file()
+    vars_line = next(line for line in text.splitlines() if "ansible-vars.json:" in line)
+    v = json.loads(vars_line.split(": ", 1)[1])
+    assert v["campaign_target"] == "box-a" and "--quick" in v["campaign_engine_args"]
+    assert v["campaign_engine_args"][:2] == ["run", "@LAB@"]
+    # the same seed, the same order
+    assert main(argv) == 0
+    assert capsys.readouterr().out == text
