@@ -29,6 +29,7 @@ from .plan import build_plan
 from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measurement_steps
 from .supervise import Supervisor
+from .timeline.record import EVENTS_FILE, add_capture_time
 from .traffic import read_iperf3
 
 __all__ = ["READY_TIMEOUT_S", "AnalysisJob", "Interrupted", "Measured", "RepRunner", "RunContext", "analyse",
@@ -176,6 +177,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     fa = analyze_flow(caps, spec, workers=job.workers)
     fa.timeseries.to_csv(out / "timeseries.csv", index=False)
     fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+    add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
     subflows = [asdict(s) for s in fa.subflows]
     pd.DataFrame(subflows).to_csv(out / "subflows.csv", index=False)
     if flow.mptcp:

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -37,6 +38,7 @@ if TYPE_CHECKING:
     from .emulation.base import Emulator
     from .lab.loader import Lab, ScenarioRun
     from .supervise import Supervisor
+    from .timeline.actions import FlowControl
 
 # An upper bound on waiting for a server or a capture to be ready, not a delay: each probe
 # is a command in the node (a `docker exec` on containerlab), which under a software-emulated
@@ -92,6 +94,15 @@ class Rep:
     captures: list[tuple[CaptureCommand, subprocess.Popen[bytes], Path]] = field(default_factory=list)
     servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     multipath: dict[str, bool] = field(default_factory=dict)
+    #: the timeline's zero (CONTRACT.md): time.time() when the measured flow's client
+    #: was spawned (the capture's clock), and the event set at that moment
+    t_zero: float | None = None
+    t_zero_event: threading.Event = field(default_factory=threading.Event)
+    #: starts/stops named flows while the traffic runs (set by Traffic)
+    flow_control: FlowControl | None = None
+    #: the running timeline (timeline/step.py), and what teardown must stop first
+    timeline: Any = None
+    on_teardown: list[Callable[[], object]] = field(default_factory=list)
 
     @property
     def body(self) -> ExperimentBody:
@@ -368,7 +379,7 @@ class Traffic(Step):
     def help_cmd(node: str) -> Cmd:
         return cmd(*IPERF3_HELP, node=node, check=False, why="does this iperf3 have -m (else mptcpize)?")
 
-    def _flow(self, rep: Rep, flow: Flow, node: str | None = None) -> FlowCommands:
+    def flow_cmds(self, rep: Rep, flow: Flow, node: str | None = None) -> FlowCommands:
         # the dry run asks the host's iperf3 (node None), the run each node's
         mp = rep.multipath.get(node) if node else None
         return flow_commands(flow, rep.plan.net, flow_duration(rep.ctx, rep.body, flow), mp)
@@ -377,11 +388,14 @@ class Traffic(Step):
         flows = rep.body.traffic.flows
         out = [Planned(self.help_cmd(n), note="does this iperf3 have -m (else mptcpize)?") for n in self._nodes(rep)]
         for flow in flows.values():
-            fc = self._flow(rep, flow)
+            fc = self.flow_cmds(rep, flow)
             out.append(Planned(Cmd(fc.server_argv, node=fc.server_node), background=True))
         out += [Planned(listening_cmd(f.server, f.port), note=UNTIL_READY) for f in flows.values()]
+        by_event = event_started(rep.body)
         for name, flow in sorted(flows.items(), key=lambda kv: parse_time(kv[1].start)):
-            fc = self._flow(rep, flow)
+            if name in by_event:
+                continue  # printed by the timeline, at its event's time
+            fc = self.flow_cmds(rep, flow)
             out.append(Planned(Cmd(fc.client_argv, node=fc.client_node), background=True,
                                note=f"flow {name} ({flow.role}), at +{parse_time(flow.start):g} s"))
         return out
@@ -392,7 +406,7 @@ class Traffic(Step):
             helped = backend.run([self.help_cmd(n)])[0]
             rep.multipath[n] = help_has_multipath(helped.stdout + helped.stderr)
         for name, flow in body.traffic.flows.items():
-            fc = self._flow(rep, flow, flow.server)
+            fc = self.flow_cmds(rep, flow, flow.server)
             path = rep.out / f"iperf3-server-{name}.json"
             rep.servers[name] = (backend.spawn(fc.server_node, fc.server_argv, stdout=path.open("wb"),
                                                stderr=subprocess.STDOUT), path)
@@ -403,6 +417,8 @@ class Traffic(Step):
         self._run_clients(rep)
         rep.running.check()  # a delay line that died invalidates the run: fail loudly
         for name, (server, _) in rep.servers.items():
+            if name not in rep.clients:
+                backend.signal(server, signal.SIGTERM)  # its client never ran (its event came too late)
             try:
                 server.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -410,26 +426,88 @@ class Traffic(Step):
 
     def _run_clients(self, rep: Rep) -> None:
         flows = rep.body.traffic.flows
-        started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
-        schedule = StartOffsets(flows)
-        longest = max(parse_time(f.start) + flow_duration(rep.ctx, rep.body, f) for f in flows.values())
+        by_event = event_started(rep.body)
+        clients = Clients(rep, self)
+        rep.flow_control = clients
+        schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event})
+        measured_start = next(parse_time(f.start) for f in flows.values() if f.role == "measured")
+        longest = max((measured_start + by_event[n] if n in by_event else parse_time(f.start))
+                      + flow_duration(rep.ctx, rep.body, f) for n, f in flows.items())
         t0 = time.monotonic()
         deadline = t0 + longest + CLIENT_GRACE_S
-        while not schedule.done or any(p.poll() is None for p, _, _ in started.values()):
-            now = time.monotonic()
-            for name in schedule.due(now - t0):
-                flow = flows[name]
-                fc = self._flow(rep, flow, flow.client)
-                path = rep.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
-                err = rep.out / f"iperf3-{name}.stderr"
-                started[name] = (rep.backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"),
-                                                   stderr=err.open("wb")), path, time.time())
-            rep.running.check()
-            if now > deadline:
-                raise RuntimeError(f"iperf3 clients did not finish {CLIENT_GRACE_S:g} s after their duration")
-            time.sleep(0.05)
-        rep.clients = {name: {"path": path, "started": ts, "rc": p.returncode}
-                       for name, (p, path, ts) in started.items()}
+        try:
+            while not schedule.done or clients.running():
+                now = time.monotonic()
+                for name in schedule.due(now - t0):
+                    clients.start(name)
+                rep.running.check()
+                if now > deadline:
+                    raise RuntimeError(f"iperf3 clients did not finish {CLIENT_GRACE_S:g} s after their duration")
+                time.sleep(0.05)
+        finally:
+            clients.close()
+        rep.clients = clients.record()
+
+
+def event_started(body: ExperimentBody) -> dict[str, float]:
+    """Flows a timeline event starts (CONTRACT.md), with the event's time: their own
+    start offset does not start them."""
+    from .lab.events import FlowStart
+
+    return {ev.flow: ev.at_s for ev in body.traffic.events if isinstance(ev, FlowStart)}
+
+
+class Clients:
+    """The iperf3 clients of one repetition, started and stopped by name from the
+    traffic loop and from the timeline's thread (the FlowControl of CONTRACT.md).
+    Spawning the measured flow's client sets the timeline's zero."""
+
+    def __init__(self, rep: Rep, traffic: Traffic) -> None:
+        self._rep = rep
+        self._traffic = traffic
+        self._lock = threading.Lock()
+        self._closed = False
+        self.started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
+
+    def start(self, name: str) -> None:
+        rep = self._rep
+        flow = rep.body.traffic.flows[name]
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the traffic has ended")
+            if name in self.started:
+                raise RuntimeError(f"flow {name} was already started")
+            fc = self._traffic.flow_cmds(rep, flow, flow.client)
+            path = rep.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
+            err = rep.out / f"iperf3-{name}.stderr"
+            ts = time.time()
+            p = rep.backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"), stderr=err.open("wb"))
+            self.started[name] = (p, path, ts)
+        if flow.role == "measured":
+            rep.t_zero = ts
+            rep.t_zero_event.set()
+
+    def stop(self, name: str) -> None:
+        with self._lock:
+            if name not in self.started:
+                raise RuntimeError(f"flow {name} is not running")
+            p = self.started[name][0]
+            if p.poll() is not None:
+                raise RuntimeError(f"flow {name} has already ended")
+            self._rep.backend.signal(p, signal.SIGINT)  # iperf3 writes its JSON on SIGINT
+
+    def running(self) -> bool:
+        with self._lock:
+            return any(p.poll() is None for p, _, _ in self.started.values())
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+
+    def record(self) -> dict[str, dict[str, Any]]:
+        with self._lock:
+            return {name: {"path": path, "started": ts, "rc": p.returncode}
+                    for name, (p, path, ts) in self.started.items()}
 
 
 # ------------------------------------------------------------------ after traffic
@@ -475,6 +553,11 @@ class Teardown(Step):
         return [Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)]
 
     def run(self, rep: Rep) -> None:
+        for stop in rep.on_teardown:  # threads acting on the nodes end before the nodes do
+            try:
+                stop()
+            except Exception as e:  # noqa: BLE001 - teardown goes on whatever happens
+                rep.warnings.append(f"teardown: {e}")
         try:
             rep.backend.pre_stop()
         finally:
@@ -486,8 +569,10 @@ class Teardown(Step):
 
 def measurement_steps() -> list[Step]:
     """The steps before teardown, in order."""
-    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), Traffic(), StopCaptures(), StopDaemons(),
-            FirewallCounters()]
+    from .timeline.step import Timeline, TimelineEnd
+
+    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), Timeline(), Traffic(), TimelineEnd(), StopCaptures(),
+            StopDaemons(), FirewallCounters()]
 
 
 def render(rep: Rep, steps: list[Step]) -> list[str]:

@@ -147,6 +147,28 @@ def nft_rule_cmds(dl: DirectedLink, queue_num: int) -> list[Cmd]:
     return out
 
 
+def iptables_loss_change_cmds(dl: DirectedLink, new_loss: float) -> list[Cmd]:
+    """A new loss probability for an installed direction: the statistic rule is the
+    chain's first (iptables_rule_cmds), so it is replaced, inserted or deleted as
+    rule 1; a direction without a chain gets one holding only the loss rule."""
+    old = dl.shape.loss
+    if new_loss == old:
+        return []
+    if not needs_rule(dl.shape):
+        return iptables_rule_cmds(DirectedLink(dl.src, dl.dst, LinkShape(loss=new_loss), dl.mtu), 0)
+    chain, node, out = iptables_chain(dl.dst.iface), dl.dst.node, []
+    stat = ("-m", "statistic", "--mode", "random", "--probability", f"{new_loss:.9g}", "-j", "DROP")
+    for ipt in ("iptables", "ip6tables"):
+        base = (ipt, "-w", "-t", "raw")
+        if old > 0 and new_loss > 0:
+            out.append(cmd(*base, "-R", chain, "1", *stat, node=node, why=_why(dl, f"random loss {new_loss:.6g}")))
+        elif old > 0:
+            out.append(cmd(*base, "-D", chain, "1", node=node, why=_why(dl, "no more random loss")))
+        else:
+            out.append(cmd(*base, "-I", chain, "1", *stat, node=node, why=_why(dl, f"random loss {new_loss:.6g}")))
+    return out
+
+
 def nft_clear_cmds(dl: DirectedLink) -> list[Cmd]:
     chain, node = nft_chain(dl.dst.iface), dl.dst.node
     return [
@@ -309,3 +331,23 @@ class NfqueueEmulator:
         if paces(dl, self.rate_in_delayline):
             raise ValueError("rate changes need tbf: not available with rate_in_delayline")
         return tc.rate_change_cmds(dl, new_rate_bps)
+
+    def change_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        """Rate and queue: the tbf at the sender (tc replace). Loss: the receiver's
+        statistic rule (iptables; the nft layout has no stable rule position, so a
+        loss change there is refused). Delay and jitter live in the running delay
+        line, which takes no change (yet): refused, with the reason."""
+        old = dl.shape
+        if (new.delay_s, new.jitter_s) != (old.delay_s, old.jitter_s):
+            raise ValueError("the nfqueue emulator cannot change a link's delay while it runs "
+                             "(the delay line takes its delay at start)")
+        out: list[Cmd] = []
+        if (new.rate_bps, new.queue) != (old.rate_bps, old.queue):
+            if paces(dl, self.rate_in_delayline):
+                raise ValueError("rate changes need tbf: not available with rate_in_delayline")
+            out += tc.tbf_change_cmds(dl, new)
+        if new.loss != old.loss:
+            if self.firewall != "iptables":
+                raise ValueError("loss changes at run time need the iptables rule layout (firewall=iptables)")
+            out += iptables_loss_change_cmds(dl, new.loss)
+        return out

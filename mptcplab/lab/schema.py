@@ -15,6 +15,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
 
 from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+from .events import ControllerSpec, Event
 
 NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
 IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
@@ -270,33 +271,9 @@ class Flow(Strict):
         return v
 
 
-class Event(Strict):
-    """A timed action during a run (relative to the measured flow's start)."""
-
-    at: str | float
-    action: Literal["link_down", "link_up", "set_rate", "udp_flood_start", "udp_flood_stop"]
-    link: EndpointRef | None = Field(default=None, description="'node:iface' identifying the link")
-    rate: str | int | None = None
-    src: Name | None = None
-    dst_address: AddressRef | None = None
-
-    _at = field_validator("at")(classmethod(lambda cls, v: _check(parse_time, v)))
-    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
-
-    @model_validator(mode="after")
-    def _fields_for_action(self) -> Event:
-        needs = {
-            "link_down": ("link",), "link_up": ("link",), "set_rate": ("link", "rate"),
-            "udp_flood_start": ("src", "dst_address", "rate"), "udp_flood_stop": ("src",),
-        }[self.action]
-        for f in needs:
-            if getattr(self, f) is None:
-                raise ValueError(f"action {self.action} needs '{f}'")
-        return self
-
-
 class Traffic(Strict):
     flows: dict[Name, Flow] = Field(min_length=1)
+    #: the timeline (lab/events.py): typed actions at times relative to the measured flow's start
     events: list[Event] = []
 
 
@@ -380,6 +357,8 @@ class ExperimentBody(Strict):
     nodes: dict[Name, NodeSpec]
     links: dict[EndpointRef, LinkSpec] = {}
     traffic: Traffic
+    #: controllers run during the traffic (mptcplab/controllers/)
+    controllers: list[ControllerSpec] = []
     capture: list[CapturePoint] = []
     probes: Probes = Probes()
     calibration: Calibration = Calibration()
