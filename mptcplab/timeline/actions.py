@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -28,12 +28,14 @@ from ..lab.events import (
     LinkUp,
     SysctlWrite,
 )
-from ..lab.network import Link, Network, Route
+from ..lab.network import Link, Network, Route, build_network
 from ..units import parse_fraction, parse_rate, parse_time
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
     from ..lab.events import Event
+    from ..lab.loader import ScenarioRun
+    from ..lab.schema import ClabTopology
 
 #: nftables table of the timeline's drop filters (how: drop), apart from the lab's own
 DROP_TABLE = "mptcplab_ev"
@@ -242,3 +244,13 @@ def resolve_timeline(env: ActionEnv, events: list[Event], file: str = "experimen
         except ValueError as e:
             raise LabInputError(file, f"traffic.events[{i}]", f"{e} ({env.emulator.name} emulator)") from None
     return out
+
+
+def check_timelines(topo: ClabTopology, scenarios: Sequence[ScenarioRun], emulator: Emulator,
+                    file: str = "experiment.yml") -> None:
+    """Resolve every scenario's timeline against the chosen emulator, before anything
+    runs: a change it cannot make on a running link is a LabInputError naming the event."""
+    for sc in scenarios:
+        if sc.body.traffic.events:
+            resolve_timeline(ActionEnv(build_network(topo, sc.body, file), emulator), list(sc.body.traffic.events),
+                             file)
