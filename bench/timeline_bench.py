@@ -49,7 +49,7 @@ def main() -> int:
     records = sched.stop()
     late = [(r.actual_s - r.planned_s) * 1000 for r in records if r.actual_s is not None]
     print(f"{len(late)} of {a.events} events, {a.spacing * 1000:g} ms apart, "
-          f"{'sleep only' if a.no_spin else f'sleep + spin (lead {DEFAULT_LEAD_S * 1000:g} ms)'}, "
+          f"{'sleep + spin' if sched.realtime and not a.no_spin else 'sleep only'}, "
           f"thread {'SCHED_FIFO' if sched.realtime else 'normal priority'}")
     print(f"actual - planned (ms): min {min(late):.3f}  p50 {statistics.median(late):.3f}  "
           f"p90 {pct(late, 90):.3f}  p99 {pct(late, 99):.3f}  max {max(late):.3f}")

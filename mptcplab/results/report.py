@@ -16,7 +16,16 @@ from matplotlib.figure import Figure
 
 from . import figures as F
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
-from .model import Manifest, Summary, Warning, load_icmp, load_manifest, load_summary, load_timeseries
+from .model import (
+    Manifest,
+    Summary,
+    Warning,
+    load_events,
+    load_icmp,
+    load_manifest,
+    load_summary,
+    load_timeseries,
+)
 from .policy import collect_warnings, functional_check_reason
 from .tables import (
     aggregates_frame,
@@ -240,15 +249,17 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
     figdir.mkdir(exist_ok=True)
     ts = load_timeseries(run_dir, summary)
     icmp = load_icmp(run_dir, summary)
+    events = load_events(run_dir, summary)
     missing = list(ts.attrs.get("missing", [])) + list(icmp.attrs.get("missing", []))
     order = summary.scenario_order()
     plan: list[tuple[str, str, Callable[[], Figure]]] = [
         ("Throughput over time", "throughput.png",
-         lambda: F.plot_throughput(ts, [s for s in order if (ts["scenario"] == s).any()] if not ts.empty else None)),
+         lambda: F.plot_throughput(ts, [s for s in order if (ts["scenario"] == s).any()] if not ts.empty else None,
+                                   events=events)),
         ("Goodput per scenario", "goodput.png", lambda: F.plot_goodput(summary)),
         ("Per-subflow byte share", "subflow_share.png", lambda: F.plot_subflow_share(summary)),
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
-        ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order)),
+        ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order, events=events)),
     ]
     files: dict[str, str] = {}
     errors: list[str] = []
