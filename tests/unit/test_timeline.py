@@ -123,12 +123,24 @@ def test_netem_emulator_changes_delay_in_place(lab: Any) -> None:
     assert "delay 50000us" in r[0][1]
 
 
+def test_nfqueue_delay_change_goes_to_the_running_delay_line(lab: Any, tmp_path: Path) -> None:
+    emu = NfqueueEmulator(binary=Path("/opt/dl/mptcplab-delayline"))
+    e = env(lab, emu)
+    link = e.net.link_of("rb:eth2")
+    toward_ra = next(d for d in link.directions() if str(d.src) == "rb:eth2")
+    _, daemons = emu.link_cmds(toward_ra, 3, tmp_path)  # the plan records the delay line's control file
+    ctl = emu.controls[("rb:eth2", "ra:eth3")]
+    assert daemons and str(ctl) in daemons[0].argv
+    r = argvs(resolve(e, ev(action="link_change", link="rb:eth2", delay="50ms", direction="one")))
+    assert r == [("ra", f"/opt/dl/mptcplab-delayline-ctl {ctl} 50000 0")]
+
+
 def test_a_change_the_emulator_cannot_make_is_a_lab_error_before_the_run(lab: Any) -> None:
     body = lab.scenarios[0].body
-    events = [ev(action="link_change", link="rb:eth2", delay="50ms")]
+    events = [ev(action="link_change", link="client:eth1", delay="50ms")]  # no delay line there
     sc = type(lab.scenarios[0])(lab.scenarios[0].name, "", body.model_copy(
         update={"traffic": body.traffic.model_copy(update={"events": events})}), {})
-    with pytest.raises(LabInputError, match=r"traffic.events\[0\].*cannot change a link's delay"):
+    with pytest.raises(LabInputError, match=r"traffic.events\[0\].*has one from the start"):
         check_timelines(lab.topology, [sc], NfqueueEmulator(binary=Path("/bin/true")))
     check_timelines(lab.topology, [sc], NetemEmulator())
 
