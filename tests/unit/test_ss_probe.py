@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab.commands import Cmd
 from mptcplab.controllers import ControllerNotFound, View, available, controller_class
 from mptcplab.lab.events import ControllerSpec, EndpointFlags
 from mptcplab.probes.ss import SS_ARGV, SsSampler, busiest_connection, parse_ss, ss_cmd
@@ -44,9 +45,14 @@ def test_without_numeric_flag_and_header() -> None:
 
 
 def test_sampler_runs_the_command_on_its_node() -> None:
-    asked = []
+    asked: list[Cmd] = []
     text = (DATA / "tinM-two-subflows.txt").read_text()
-    s = SsSampler("client", lambda c: asked.append(c) or text, clock=lambda: 7.0)
+
+    def run(c: Cmd) -> str:
+        asked.append(c)
+        return text
+
+    s = SsSampler("client", run, clock=lambda: 7.0)
     assert len(s.sample()) == 4 and asked == [ss_cmd("client")]
     assert asked[0].argv == SS_ARGV and asked[0].node == "client"
 
