@@ -41,9 +41,10 @@ RT_PRIO = 5
 def realtime_thread(prio: int = RT_PRIO) -> bool:
     """Make the calling thread SCHED_FIFO (Linux: policy is per thread); False when
     not permitted (not root), and the scheduler then runs with normal priority.
-    Commands the thread spawns inherit it, which shortens their start under load."""
+    SCHED_RESET_ON_FORK: what the thread spawns (commands, a flow's iperf3 client)
+    runs with normal priority; a real-time bulk sender would starve the host."""
     try:
-        os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(prio))
+        os.sched_setscheduler(0, os.SCHED_FIFO | os.SCHED_RESET_ON_FORK, os.sched_param(prio))
         return True
     except (OSError, AttributeError):
         return False

@@ -11,6 +11,7 @@ assertions read the capture's 100 ms series (timeseries.csv) and events.csv, who
 from __future__ import annotations
 
 import csv
+import json
 from pathlib import Path
 from typing import Any
 
@@ -56,6 +57,15 @@ EXP: dict[str, Any] = {
         scenario("rate", [{"at": DOWN, "action": "link_change", "link": "client:eth1", "rate": "4mbit"}]),
         scenario("backup", [{"at": DOWN, "action": "endpoint_flags", "node": "client", "address": "client:eth2",
                              "flags": "backup"}]),
+        {"name": "flows", "override": {"traffic": {
+            "flows": {"bg": {"client": "client", "server": "server", "server_address": "server:eth1",
+                             "bind": "client:eth1", "mptcp": False, "port": 5202, "role": "competing",
+                             "duration": "6s", "cc": "cubic"}},
+            "events": [{"at": 1.5, "action": "flow_start", "flow": "bg"},
+                       {"at": 3.5, "action": "flow_stop", "flow": "bg"}]}}},
+        {"name": "delay", "override": {
+            "links": {"client:eth1": {"rate": "20mbit", "delay": "2ms"}},
+            "traffic": {"events": [{"at": DOWN, "action": "link_change", "link": "client:eth1", "delay": "30ms"}]}}},
         {"name": "controller", "override": {
             "links": {"client:eth1": {"rate": "20mbit"}, "client:eth2": {"rate": "4mbit"}},
             "controllers": [{"name": "backup_slowest", "node": "client", "interval": "100ms",
@@ -147,3 +157,26 @@ def test_controller_decision_is_recorded_and_takes_effect(run: Path) -> None:
     b_after = path_bytes(run, "controller", "B", at + 0.5, at + 3.0)
     a_after = path_bytes(run, "controller", "A", at + 0.5, at + 3.0)
     assert a_after > 1_000_000 and b_after < 0.05 * a_after, (a_after, b_after)
+
+
+def test_flow_start_and_stop_from_the_timeline(run: Path) -> None:
+    rows = on_time(events(run, "flows"))
+    assert [r["action"] for r in rows] == ["flow_start", "flow_stop"]
+    assert [r["result"] for r in rows] == ["started", "stopped (SIGINT)"]
+    bg = json.loads((rep_dir(run, "flows") / "iperf3-bg.json").read_text())
+    # started at 1.5 s, stopped at 3.5 s: about 2 s of its 6 s, and its JSON written on SIGINT
+    seconds = bg["end"]["sum_sent"]["seconds"]
+    assert 1.5 <= seconds <= 2.7, seconds
+    at = float(rows[0]["capture_s"])
+    # the competing TCP flow shares path A while it runs
+    alone = path_bytes(run, "flows", "A", at - 1.0, at)
+    shared = path_bytes(run, "flows", "A", at + 0.5, at + 1.5)
+    assert shared < 0.8 * alone, (alone, shared)
+
+
+def test_delay_change_reaches_both_delay_lines(run: Path) -> None:
+    rows = on_time(events(run, "delay"))
+    assert rows[0]["commands"].count("mptcplab-delayline-ctl") == 2, rows[0]["commands"]
+    rep = json.loads((rep_dir(run, "delay") / "rep.json").read_text())
+    stats = {k: v for k, v in rep["delay_line_stats"].items() if "eth1" in k and ("client" in k or "ra:" in k)}
+    assert stats and all(v["delay_us"] == 30000 for v in stats.values()), stats
