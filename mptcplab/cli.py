@@ -114,6 +114,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
     from .preflight import check as preflight
+    from .timeline.actions import check_timelines
 
     lab = load_lab(a.lab)
     unsupported(lab)
@@ -125,6 +126,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                       calibrate=not a.no_calibrate, backend=backend.name)
     repetitions(lab, opts)
     emulator = _rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
+    check_timelines(lab.topology, scenarios, emulator, str(lab.path / "experiment.yml"))  # before anything runs
     if a.dry_run:
         dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
         return 0

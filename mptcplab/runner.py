@@ -28,6 +28,7 @@ from .probes.analysis import analyse_probes
 from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measured_flows, measurement_steps
 from .supervise import Supervisor
+from .timeline.record import EVENTS_FILE, add_capture_time
 from .traffic.analyse import analyse_one, coded, config_diagnostics, expected_paths
 from .traffic.fairness import jain_index, shares
 
@@ -143,6 +144,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     if fa is not None:
         fa.timeseries.to_csv(out / "timeseries.csv", index=False)
         fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+        add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
         pd.DataFrame(main.record.get("subflows", [])).to_csv(out / "subflows.csv", index=False)
     probes: dict[str, Any] = {}
     if fa is not None:

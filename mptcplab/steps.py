@@ -105,6 +105,9 @@ class Rep:
     flow_control: FlowControl | None = None
     #: the probes of this repetition (probes/step.py), started before traffic
     probes: list[Probe] = field(default_factory=list)
+    #: the running timeline (timeline/step.py), and what teardown must stop first
+    timeline: Any = None
+    on_teardown: list[Callable[[], object]] = field(default_factory=list)
 
     @property
     def body(self) -> ExperimentBody:
@@ -357,15 +360,16 @@ def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
     return parse_time(body.quick.duration) if ctx.quick else parse_time(flow.duration)
 
 
+def event_started(body: ExperimentBody) -> dict[str, float]:
+    """Flows a timeline ``flow_start`` event starts (CONTRACT.md), with the event's time
+    (after the measured flow's start): their own start offset does not start them."""
+    from .lab.events import FlowStart
+
+    return {ev.flow: ev.at_s for ev in body.traffic.events if isinstance(ev, FlowStart)}
+
+
 def event_started_flows(body: ExperimentBody) -> set[str]:
-    """Flows a timeline ``flow_start`` event starts (CONTRACT.md): not by their offset."""
-    # read by name: the timeline's event schema (another branch) defines flow_start
-    out = set()
-    for ev in body.traffic.events:
-        target = getattr(ev, "flow", None)
-        if getattr(ev, "action", None) == "flow_start" and target:
-            out.add(str(target))
-    return out
+    return set(event_started(body))
 
 
 def measured_flows(body: ExperimentBody) -> list[str]:
@@ -416,7 +420,7 @@ class Traffic(Step):
     def _server(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
         return Cmd(kind_of(flow).server_argv(flow, name, self._ctx(rep, flow, node)), node=flow.server)
 
-    def _client(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
+    def client_cmd(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
         return Cmd(kind_of(flow).client_argv(flow, name, self._ctx(rep, flow, node)), node=flow.client)
 
     def commands(self, rep: Rep) -> list[Planned]:
@@ -428,9 +432,10 @@ class Traffic(Step):
             out.append(Planned(self._server(rep, name, flow), background=True, note=f"flow {name}: {flow.kind} server"))
         out += [Planned(kind_of(f).ready_cmd(f), note=UNTIL_READY) for f in flows.values()]
         for name, flow in sorted(flows.items(), key=lambda kv: parse_time(kv[1].start)):
-            when = "by its timeline event" if name in by_event else f"at +{parse_time(flow.start):g} s"
-            out.append(Planned(self._client(rep, name, flow), background=True,
-                               note=f"flow {name} ({flow.kind}, {flow.role}), {when}"))
+            if name in by_event:
+                continue  # printed by the timeline step, at its event's time
+            out.append(Planned(self.client_cmd(rep, name, flow), background=True,
+                               note=f"flow {name} ({flow.kind}, {flow.role}), at +{parse_time(flow.start):g} s"))
         return out
 
     def run(self, rep: Rep) -> None:
@@ -473,7 +478,7 @@ class Traffic(Step):
         measured = measured_flows(rep.body)
         path = rep.out / kind_of(flow).output_name(name, primary=bool(measured) and name == measured[0])
         err = rep.out / f"{flow.kind}-{name}.stderr"
-        c = self._client(rep, name, flow, flow.client)
+        c = self.client_cmd(rep, name, flow, flow.client)
         return rep.backend.spawn(flow.client, c.argv, stdout=path.open("wb"), stderr=err.open("wb")), path
 
     def _run_clients(self, rep: Rep) -> None:
@@ -490,7 +495,11 @@ class Traffic(Step):
         control = FlowControl(lambda n: self._spawn_client(rep, n), rep.backend.signal, started)
         rep.flow_control = control
         schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event})
-        limits = {n: parse_time(f.start) + flow_duration(rep.ctx, rep.body, f) for n, f in flows.items()}
+        measured_start = min(parse_time(flows[n].start) for n in measured)
+        at = event_started(rep.body)
+        # a flow a timeline event starts counts its duration from that event
+        limits = {n: (measured_start + at[n] if n in at else parse_time(f.start)) + flow_duration(rep.ctx, rep.body, f)
+                  for n, f in flows.items()}
         longest = max(limits.values())
         t0 = time.monotonic()
         deadline = t0 + longest + CLIENT_GRACE_S
@@ -562,9 +571,14 @@ class Teardown(Step):
         return [Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)]
 
     def run(self, rep: Rep) -> None:
+        for stop in rep.on_teardown:  # threads acting on the nodes end before the nodes do
+            try:
+                stop()
+            except Exception as e:  # noqa: BLE001 - teardown goes on whatever happens
+                rep.warnings.append(f"teardown: {e}")
         from .probes.step import close_probes
 
-        close_probes(rep)  # host-wide probe state first: it outlives the namespaces otherwise
+        close_probes(rep)  # host-wide probe state next: it outlives the namespaces otherwise
         try:
             rep.backend.pre_stop()
         finally:
@@ -577,9 +591,10 @@ class Teardown(Step):
 def measurement_steps() -> list[Step]:
     """The steps before teardown, in order."""
     from .probes.step import StartProbes, StopProbes  # they build on Step: imported once it exists
+    from .timeline.step import Timeline, TimelineEnd
 
-    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(), Traffic(), StopProbes(),
-            StopCaptures(), StopDaemons(), FirewallCounters()]
+    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(), Timeline(), Traffic(), TimelineEnd(),
+            StopProbes(), StopCaptures(), StopDaemons(), FirewallCounters()]
 
 
 def render(rep: Rep, steps: list[Step]) -> list[str]:

@@ -28,7 +28,7 @@ from typing import Protocol
 from ..commands import Cmd
 from ..errors import HostNotReady
 from ..supervise import Daemon  # what a link's helper process is: the supervisor's notion
-from .linkmodel import DirectedLink
+from .linkmodel import DirectedLink, LinkShape
 
 EMULATOR_NAMES = ("netem", "nfqueue")
 
@@ -52,6 +52,12 @@ class Emulator(Protocol):
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
         """Commands that change the rate of an installed link at run time."""
+        ...
+
+    def change_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        """Commands that turn the installed direction ``dl`` (its shape as it is now)
+        into ``new`` at run time (timeline link_change). Raises ValueError, saying
+        why, for a change this emulator cannot make on a running link."""
         ...
 
 

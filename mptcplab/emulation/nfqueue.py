@@ -149,6 +149,28 @@ def nft_rule_cmds(dl: DirectedLink, queue_num: int) -> list[Cmd]:
     return out
 
 
+def iptables_loss_change_cmds(dl: DirectedLink, new_loss: float) -> list[Cmd]:
+    """A new loss probability for an installed direction: the statistic rule is the
+    chain's first (iptables_rule_cmds), so it is replaced, inserted or deleted as
+    rule 1; a direction without a chain gets one holding only the loss rule."""
+    old = dl.shape.loss
+    if new_loss == old:
+        return []
+    if not needs_rule(dl.shape):
+        return iptables_rule_cmds(DirectedLink(dl.src, dl.dst, LinkShape(loss=new_loss), dl.mtu), 0)
+    chain, node, out = iptables_chain(dl.dst.iface), dl.dst.node, []
+    stat = ("-m", "statistic", "--mode", "random", "--probability", f"{new_loss:.9g}", "-j", "DROP")
+    for ipt in ("iptables", "ip6tables"):
+        base = (ipt, "-w", "-t", "raw")
+        if old > 0 and new_loss > 0:
+            out.append(cmd(*base, "-R", chain, "1", *stat, node=node, why=_why(dl, f"random loss {new_loss:.6g}")))
+        elif old > 0:
+            out.append(cmd(*base, "-D", chain, "1", node=node, why=_why(dl, "no more random loss")))
+        else:
+            out.append(cmd(*base, "-I", chain, "1", *stat, node=node, why=_why(dl, f"random loss {new_loss:.6g}")))
+    return out
+
+
 def nft_clear_cmds(dl: DirectedLink) -> list[Cmd]:
     chain, node = nft_chain(dl.dst.iface), dl.dst.node
     return [
@@ -165,6 +187,18 @@ def daemon_seed(dl: DirectedLink, queue_num: int) -> int:
 def stats_path(dl: DirectedLink, queue_num: int, workdir: Path) -> Path:
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", f"{dl.dst.node}_{dl.dst.iface}")
     return workdir / f"delayline-{safe}-q{queue_num}.json"
+
+
+def control_path(dl: DirectedLink, queue_num: int, workdir: Path) -> Path:
+    """The delay line's control file (native/delayline/dlcontrol.h): a run-time delay
+    change writes it and signals the delay line (mptcplab-delayline-ctl)."""
+    return stats_path(dl, queue_num, workdir).with_suffix(".ctl")
+
+
+def delay_change_cmd(dl: DirectedLink, new: LinkShape, control: Path, ctl_binary: Path) -> Cmd:
+    """A new delay/jitter for a running delay line, run in its node (its pid namespace)."""
+    return cmd(str(ctl_binary), str(control), round(new.delay_s * 1e6), round(new.jitter_s * 1e6),
+               node=dl.dst.node, why=_why(dl, f"delay {new.delay_s * 1e3:g} ms, jitter {new.jitter_s * 1e3:g} ms"))
 
 
 #: SCHED_FIFO priority of the delay lines. Measured on the 2-core CI host while
@@ -251,6 +285,7 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
         "--maxlen", str(queue_maxlen(s, dl.mtu) + (s.queue_bytes(dl.mtu) * 4 // (dl.mtu + 14)
                                                    if paces(dl, rate_in_delayline) else 0)),
         "--stats", str(stats),
+        "--control", str(control_path(dl, queue_num, workdir)),
     )
     if paces(dl, rate_in_delayline):
         argv += ("--rate-bps", str(s.rate_bps), "--limit-bytes", str(s.queue_bytes(dl.mtu)))
@@ -258,6 +293,11 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
     return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats))
+
+
+def ctl_binary(binary: Path | None = None) -> Path:
+    """mptcplab-delayline-ctl, next to the delay line (native/Makefile builds both)."""
+    return (binary or delayline_binary(must_exist=False)).with_name("mptcplab-delayline-ctl")
 
 
 def delayline_problems(stats: dict[str, Any]) -> list[str]:
@@ -315,6 +355,9 @@ class NfqueueEmulator:
         self.rt_prio = rt_prio
         self.rate_in_delayline = rate_in_delayline
         self._binary = binary
+        #: the delay line each direction got in the latest plan: (src, dst) -> its control
+        #: file, so a run-time delay change reaches it (set by link_cmds)
+        self.controls: dict[tuple[str, str], Path] = {}
 
     @property
     def binary(self) -> Path:
@@ -330,6 +373,8 @@ class NfqueueEmulator:
         cmds = ([] if paces(dl, self.rate_in_delayline) else tc.tbf_cmds(dl)) + self.rule_cmds(dl, queue_num)
         daemons = ([delayline_daemon(dl, queue_num, workdir, self.binary, self.rt_prio, self.rate_in_delayline)]
                    if needs_delayline(dl.shape) else [])
+        if daemons:
+            self.controls[(str(dl.src), str(dl.dst))] = control_path(dl, queue_num, workdir)
         return cmds, daemons
 
     def clear_cmds(self, dl: DirectedLink) -> list[Cmd]:
@@ -341,3 +386,28 @@ class NfqueueEmulator:
             raise ValueError("rate changes need tbf: not available with rate_in_delayline "
                              "(the default for delayed directions; --rate-in-tbf)")
         return tc.rate_change_cmds(dl, new_rate_bps)
+
+    def change_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        """Rate and queue: the tbf at the sender (tc replace). Loss: the receiver's
+        statistic rule (iptables; the nft layout has no stable rule position, so a
+        loss change there is refused). Delay and jitter: the running delay line's
+        control (mptcplab-delayline-ctl); a direction that started without a delay
+        has no delay line, and no rule steering packets to one: refused."""
+        old = dl.shape
+        out: list[Cmd] = []
+        if (new.delay_s, new.jitter_s) != (old.delay_s, old.jitter_s):
+            if not needs_delayline(old) or not needs_delayline(new):
+                raise ValueError("the nfqueue emulator changes the delay of a link that has one from the start, "
+                                 "to a non-zero delay (a delay line runs only there); give the link a delay")
+            # before the plan exists (the lab check) the control file is not known yet
+            control = self.controls.get((str(dl.src), str(dl.dst)), Path("<control file>"))
+            out.append(delay_change_cmd(dl, new, control, ctl_binary(self._binary)))
+        if (new.rate_bps, new.queue) != (old.rate_bps, old.queue):
+            if paces(dl, self.rate_in_delayline):
+                raise ValueError("rate changes need tbf: not available with rate_in_delayline")
+            out += tc.tbf_change_cmds(dl, new)
+        if new.loss != old.loss:
+            if self.firewall != "iptables":
+                raise ValueError("loss changes at run time need the iptables rule layout (firewall=iptables)")
+            out += iptables_loss_change_cmds(dl, new.loss)
+        return out

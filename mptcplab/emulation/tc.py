@@ -125,6 +125,26 @@ def rate_change_cmds(dl: DirectedLink, new_rate_bps: int, *, netem_layout: bool 
     return [c for c in netem_cmds(shaped) if "parent" in c.argv]
 
 
+def netem_change_cmds(dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+    """The netem emulator's run-time change: the new layout installed with
+    ``replace`` (a qdisc of the same kind is changed in place, so its queue is
+    kept); back to the default qdisc when nothing is left to emulate."""
+    nl = DirectedLink(dl.src, dl.dst, new, dl.mtu)
+    if not (uses_netem(new) or new.rate_bps):
+        return [replace(c, check=True) for c in clear_cmds(dl)]
+    return netem_cmds(nl)
+
+
+def tbf_change_cmds(dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+    """Rate and queue limit of a tbf-shaped direction (the nfqueue emulator's):
+    ``tc qdisc replace`` changes the tbf in place; a rate removed deletes it."""
+    if new.rate_bps == dl.shape.rate_bps and new.queue == dl.shape.queue:
+        return []
+    if not new.rate_bps:
+        return [replace(c, check=True) for c in clear_cmds(dl)]
+    return tbf_cmds(DirectedLink(dl.src, dl.dst, new, dl.mtu))
+
+
 class NetemEmulator:
     """Emulation with tc netem where the kernel has sch_netem: no helper process."""
 
@@ -138,3 +158,6 @@ class NetemEmulator:
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
         return rate_change_cmds(dl, new_rate_bps, netem_layout=True)
+
+    def change_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        return netem_change_cmds(dl, new)

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from ..emulation.linkmodel import ETH_HEADER, LinkShape
+from ..emulation.linkmodel import ETH_HEADER, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
+from .events import EndpointAdd, EndpointFlags, LinkChange
 from .network import Link, Network
 from .schema import ExperimentBody
 
@@ -74,12 +75,15 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
         if bad:
             raise LabInputError(file, f"{_link_field(body, link)}.{bad[0]}", bad[1])
     for k, ev in enumerate(body.traffic.events):
-        if ev.rate is not None and ev.link is not None and ev.action == "set_rate":
+        if isinstance(ev, LinkChange) and (ev.rate is not None or ev.queue is not None):
             link = net.link_of(ev.link)
-            bad = tbf_problem(LinkShape(parse_rate(ev.rate), queue=link.shape.queue), link.mtu)
+            rate = parse_rate(ev.rate) if ev.rate is not None else link.shape.rate_bps
+            if rate is None:
+                raise LabInputError(file, f"traffic.events[{k}].queue", "a queue limit needs a rate on the link")
+            queue = QueueLimit.parse(ev.queue) if ev.queue is not None else link.shape.queue
+            bad = tbf_problem(LinkShape(rate, queue=queue), link.mtu)
             if bad:
-                raise LabInputError(file, f"traffic.events[{k}].rate", bad[1])
-    all_addrs = {link.addr(ep).ip for link in net.links for ep in (link.a, link.b)}
+                raise LabInputError(file, f"traffic.events[{k}].{bad[0]}", bad[1])
     for fname, flow in body.traffic.flows.items():
         if ":" in flow.server_address:
             continue
@@ -92,8 +96,9 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
                 raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address",
                                     f"{e.address} is not an address of {name}")
     for k, ev in enumerate(body.traffic.events):
-        if ev.dst_address and ":" not in ev.dst_address and IPv4Address(ev.dst_address) not in all_addrs:
-            raise LabInputError(file, f"traffic.events[{k}].dst_address", f"{ev.dst_address} is no address of the lab")
+        if isinstance(ev, EndpointAdd | EndpointFlags) and ":" not in ev.address \
+                and IPv4Address(ev.address) not in _owner_addresses(net, ev.node):
+            raise LabInputError(file, f"traffic.events[{k}].address", f"{ev.address} is not an address of {ev.node}")
 
 
 def _check_addresses(net: Network, body: ExperimentBody, file: str) -> None:

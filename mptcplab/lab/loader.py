@@ -18,6 +18,7 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
+from .eventcheck import check_controllers, check_events
 from .schema import ClabTopology, Experiment, ExperimentBody, Published
 
 TOPOLOGY = "topology.clab.yml"
@@ -304,15 +305,8 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
     ports = [(f.server, f.port) for f in body.traffic.flows.values()]
     if len(set(ports)) != len(ports):
         fail("traffic.flows", "two flows use the same server and port")
-    for k, ev in enumerate(body.traffic.events):
-        if ev.link and ev.link not in eps:
-            fail(f"traffic.events[{k}].link", f"{ev.link!r} is not an endpoint of topology.clab.yml")
-        if ev.src and ev.src not in body.nodes:
-            fail(f"traffic.events[{k}].src", f"no such node {ev.src!r}")
-        if ev.src and ev.src in body.nodes and body.nodes[ev.src].role != "host":
-            fail(f"traffic.events[{k}].src", f"{ev.src!r} is a router; traffic runs between hosts")
-        if ev.dst_address and ":" in ev.dst_address and ev.dst_address not in eps:
-            fail(f"traffic.events[{k}].dst_address", f"{ev.dst_address!r} is not an endpoint of topology.clab.yml")
+    check_events(body, eps, fail)
+    check_controllers(body, fail)
     points: dict[str, int] = {}
     for k, cp in enumerate(body.capture):
         if cp.point not in eps:
@@ -359,9 +353,6 @@ def unsupported(lab: Lab) -> None:
     file = str(lab.path / EXPERIMENT)
     for sc in lab.scenarios:
         b = sc.body
-        if b.traffic.events:
-            raise LabInputError(file, f"scenario {sc.name}: traffic.events",
-                                "timed events are not supported by this engine version yet")
         if b.probes.ss_interval is not None:
             raise LabInputError(file, f"scenario {sc.name}: probes.ss_interval",
                                 "periodic ss sampling is not supported by this engine version yet")

@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+from .events import ControllerSpec, Event
 
 NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
 IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
@@ -384,33 +385,9 @@ Flow = Annotated[Annotated[IperfFlow, Tag("iperf3")] | Annotated[UdpFlow, Tag("u
 AnyFlow = IperfFlow | UdpFlow | HttpFlow | ChurnFlow
 
 
-class Event(Strict):
-    """A timed action during a run (relative to the measured flow's start)."""
-
-    at: str | float
-    action: Literal["link_down", "link_up", "set_rate", "udp_flood_start", "udp_flood_stop"]
-    link: EndpointRef | None = Field(default=None, description="'node:iface' identifying the link")
-    rate: str | int | None = None
-    src: Name | None = None
-    dst_address: AddressRef | None = None
-
-    _at = field_validator("at")(classmethod(lambda cls, v: _check(parse_time, v)))
-    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
-
-    @model_validator(mode="after")
-    def _fields_for_action(self) -> Event:
-        needs = {
-            "link_down": ("link",), "link_up": ("link",), "set_rate": ("link", "rate"),
-            "udp_flood_start": ("src", "dst_address", "rate"), "udp_flood_stop": ("src",),
-        }[self.action]
-        for f in needs:
-            if getattr(self, f) is None:
-                raise ValueError(f"action {self.action} needs '{f}'")
-        return self
-
-
 class Traffic(Strict):
     flows: dict[Name, Flow] = Field(min_length=1)
+    #: the timeline (lab/events.py): typed actions at times relative to the measured flow's start
     events: list[Event] = []
 
 
@@ -501,6 +478,8 @@ class ExperimentBody(Strict):
     nodes: dict[Name, NodeSpec]
     links: dict[EndpointRef, LinkSpec] = {}
     traffic: Traffic
+    #: controllers run during the traffic (mptcplab/controllers/)
+    controllers: list[ControllerSpec] = []
     capture: list[CapturePoint] = []
     probes: Probes = Probes()
     calibration: Calibration = Calibration()

@@ -90,6 +90,26 @@ def throughput_by_path(ts: pd.DataFrame, scenario: str, mean: bool = True) -> pd
     return per_rep.T.groupby(level="path").mean().T
 
 
+def events_of(events: pd.DataFrame | None, scenario: str) -> pd.DataFrame:
+    """The events of one scenario's first repetition that ran, on the time-series axis."""
+    if events is None or events.empty or "capture_s" not in events.columns:
+        return pd.DataFrame(columns=["capture_s", "action", "target", "source"])
+    d = events[events["scenario"] == scenario]
+    d = d[d["rep"] == d["rep"].min()] if not d.empty else d
+    d = d.assign(capture_s=pd.to_numeric(d["capture_s"], errors="coerce"))
+    return d.dropna(subset=["capture_s"])
+
+
+def mark_events(ax: Any, events: pd.DataFrame) -> None:
+    """Vertical lines with labels at each event (timeline: dashed, controllers: dotted)."""
+    for _, e in events.iterrows():
+        timeline = str(e.get("source", "timeline")) == "timeline"
+        ax.axvline(float(e["capture_s"]), color="dimgray", lw=0.9, ls="--" if timeline else ":")
+        label = str(e["action"]) + ("" if timeline else f" ({str(e['source']).split(':', 1)[-1]})")
+        ax.annotate(label, (float(e["capture_s"]), 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
+                    textcoords="offset points", rotation=90, ha="left", va="top", fontsize=6, color="dimgray")
+
+
 def plot_throughput(
     ts: pd.DataFrame,
     scenarios: Sequence[str] | None = None,
@@ -97,8 +117,11 @@ def plot_throughput(
     mean: bool = True,
     ncols: int = 2,
     total: bool = True,
+    events: pd.DataFrame | None = None,
 ) -> Figure:
-    """Throughput over time per scenario, one line per path (plus the connection total)."""
+    """Throughput over time per scenario, one line per path (plus the connection total);
+    ``events`` (results.model.load_events) are marked: those of each scenario's first
+    repetition (repetitions run the same timeline, at times within milliseconds)."""
     if ts.empty:
         return _empty("No throughput time series in this run (timeseries.csv missing or empty).")
     names = list(scenarios) if scenarios is not None else list(dict.fromkeys(ts["scenario"]))
@@ -118,6 +141,7 @@ def plot_throughput(
             ax.plot(tp.index, tp.sum(axis=1), label="total", color="black", lw=1.0, ls="--")
         how = f"mean of {nreps} reps" if mean and nreps > 1 else "rep 1" if nreps > 1 else "1 rep"
         ax.set_title(f"{name} ({how})", fontsize=10)
+        mark_events(ax, events_of(events, name))
         ax.set_xlabel("time since first SYN (s)")
         ax.set_ylabel("Mbit/s")
         ax.grid(alpha=0.3)
@@ -311,7 +335,8 @@ def plot_segment_sizes(summary: Summary, icmp: pd.DataFrame | None = None) -> Fi
     return fig
 
 
-def plot_icmp(icmp: pd.DataFrame, scenarios: Iterable[str] | None = None) -> Figure:
+def plot_icmp(icmp: pd.DataFrame, scenarios: Iterable[str] | None = None,
+              events: pd.DataFrame | None = None) -> Figure:
     """ICMP events over time per scenario; frag-needed as dots labelled with the MTU.
 
     With `scenarios` given every one of them gets a row, so a scenario without any ICMP
@@ -341,6 +366,11 @@ def plot_icmp(icmp: pd.DataFrame, scenarios: Iterable[str] | None = None) -> Fig
     if not other.empty:
         y = [ypos[s] for s in other["scenario"]]
         ax.plot(other["t"], y, "x", color="black", ms=5, label="other ICMP")
+    for name in names:  # each scenario's events, as ticks on its row
+        ev = events_of(events, name)
+        if not ev.empty:
+            ax.plot(ev["capture_s"], [ypos[name]] * len(ev), "|", color="dimgray", ms=14,
+                    label="timeline event" if name == names[0] else None)
     ax.set_yticks(range(len(names)), names, fontsize=8)
     ax.set_ylim(len(names) - 0.5, -0.5)
     ax.set_xlim(left=0)

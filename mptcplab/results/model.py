@@ -531,6 +531,17 @@ def load_subflow_series(run_dir: str | Path, summary: Summary | None = None) -> 
     return df
 
 
+def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All events.csv of the run in one frame: scenario, rep, planned_s, actual_s, action,
+    target, ..., capture_s (the time-series axis). Runs before the timeline have none:
+    their absence is not reported as missing."""
+    from ..timeline.record import COLUMNS
+
+    df = _load_per_rep_csv(run_dir, summary, "events.csv", [*COLUMNS, "capture_s"])
+    df.attrs["missing"] = []
+    return df
+
+
 def load_icmp(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
     """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ..., path."""
     df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS)

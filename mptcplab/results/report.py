@@ -20,6 +20,7 @@ from .model import (
     Manifest,
     Summary,
     Warning,
+    load_events,
     load_icmp,
     load_manifest,
     load_subflow_series,
@@ -249,15 +250,17 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
     figdir.mkdir(exist_ok=True)
     ts = load_timeseries(run_dir, summary)
     icmp = load_icmp(run_dir, summary)
+    events = load_events(run_dir, summary)
     missing = list(ts.attrs.get("missing", [])) + list(icmp.attrs.get("missing", []))
     order = summary.scenario_order()
     plan: list[tuple[str, str, Callable[[], Figure]]] = [
         ("Throughput over time", "throughput.png",
-         lambda: F.plot_throughput(ts, [s for s in order if (ts["scenario"] == s).any()] if not ts.empty else None)),
+         lambda: F.plot_throughput(ts, [s for s in order if (ts["scenario"] == s).any()] if not ts.empty else None,
+                                   events=events)),
         ("Goodput per scenario", "goodput.png", lambda: F.plot_goodput(summary)),
         ("Per-subflow byte share", "subflow_share.png", lambda: F.plot_subflow_share(summary)),
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
-        ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order)),
+        ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order, events=events)),
     ]
     series = load_subflow_series(run_dir, summary)
     if not series.empty:  # only runs with the tcp_probe probe

@@ -96,6 +96,7 @@
 
 #include "delaysched.h"
 #include "dlstats.h"
+#include "dlcontrol.h"
 
 #define RX_BATCH 64     /* messages per recvmmsg() */
 #define RX_BUFSZ 4096   /* one metadata-only packet message is ~150 bytes */
@@ -125,6 +126,7 @@ struct opts {
 	uint64_t limit_bytes; /* queue limit of the rate stage */
 	uint64_t slot_us;     /* least time between two releases, 0: none */
 	const char *stats;
+	const char *control; /* --control: run-time delay changes (dlcontrol.h) */
 };
 
 struct ctx {
@@ -166,6 +168,13 @@ struct ctx {
 };
 
 static volatile sig_atomic_t g_stop;
+static volatile sig_atomic_t g_reload; /* SIGUSR1: re-read --control */
+
+static void on_reload(int sig)
+{
+	(void)sig;
+	g_reload = 1;
+}
 
 static void on_signal(int sig)
 {
@@ -192,12 +201,13 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: mptcplab-delayline --queue N --delay-us D [--jitter-us J] [--seed S]\n"
 		"                          [--maxlen PKTS] [--stats FILE] [--rcvbuf BYTES] [--rt-prio P]\n"
-		"                          [--rate-bps R [--limit-bytes B]] [--slot-us Q]\n"
+		"                          [--rate-bps R [--limit-bytes B]] [--slot-us Q] [--control FILE]\n"
 		"Holds every packet of NFQUEUE N for D microseconds (+/- J, never reordered),\n"
 		"then accepts it. With --rate-bps, packets are first serialized at R bit/s\n"
 		"through a drop-tail queue of B bytes (the link's rate and queue, instead of tbf).\n"
 		"--slot-us: release at most once per Q microseconds (fewer wake-ups, up to Q late).\n"
-		"Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n");
+		"Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n"
+		"--control FILE: SIGUSR1 re-reads the delay and jitter from FILE (mptcplab-delayline-ctl).\n");
 }
 
 static int parse_u64(const char *s, const char *name, uint64_t max, uint64_t *out)
@@ -222,6 +232,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"rcvbuf", required_argument, 0, 'r'},  {"rt-prio", required_argument, 0, 'p'},
 		{"rate-bps", required_argument, 0, 'R'}, {"limit-bytes", required_argument, 0, 'L'},
 		{"slot-us", required_argument, 0, 'S'},
+		{"control", required_argument, 0, 'C'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 	};
 	int have_q = 0, have_d = 0, c;
@@ -248,6 +259,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			if (parse_u64(optarg, "maxlen", 1u << 24, &v) || v == 0) return -1;
 			o->maxlen = (uint32_t)v; break;
 		case 'o': o->stats = optarg; break;
+		case 'C': o->control = optarg; break;
 		case 'r':
 			if (parse_u64(optarg, "rcvbuf", INT_MAX, &o->rcvbuf)) return -1;
 			break;
@@ -662,6 +674,21 @@ static void setup_timing(struct ctx *c)
 	}
 }
 
+/* SIGUSR1 with --control: new delay and jitter for the packets read from now on */
+static void apply_control(struct ctx *c)
+{
+	long pid;
+	uint64_t d, j;
+	if (dl_control_read(c->o.control, &pid, &d, &j) < 0) {
+		fprintf(stderr, "mptcplab-delayline q%u: unreadable control file %s\n", c->o.queue, c->o.control);
+		return;
+	}
+	c->o.delay_us = d;
+	c->o.jitter_us = j;
+	c->sched.delay_ns = d * 1000;
+	c->sched.jitter_ns = j * 1000;
+}
+
 int main(int argc, char **argv)
 {
 	static struct ctx c;
@@ -694,15 +721,19 @@ int main(int argc, char **argv)
 	sigemptyset(&block);
 	sigaddset(&block, SIGTERM);
 	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGUSR1);
 	sigprocmask(SIG_BLOCK, &block, &waitmask);
 	sigdelset(&waitmask, SIGTERM);
 	sigdelset(&waitmask, SIGINT);
+	sigdelset(&waitmask, SIGUSR1);
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
 	sigemptyset(&sa.sa_mask);
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
+	sa.sa_handler = on_reload;
+	sigaction(SIGUSR1, &sa, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
 	/* a delay line whose supervisor died has nobody to report to: stop (the
@@ -717,13 +748,20 @@ int main(int argc, char **argv)
 	enable_rx_timestamps(&c);
 	if (setup_queue(&c) < 0)
 		return 1;
+	if (c.o.control && dl_control_write(c.o.control, (long)getpid(), c.o.delay_us, c.o.jitter_us) < 0) {
+		fprintf(stderr, "mptcplab-delayline: cannot write --control %s: %s\n", c.o.control, strerror(errno));
+		return 1;
+	}
 	printf("ready\n");
 	fflush(stdout);
 
 	int rc = 0;
 	while (!g_stop) {
-		/* (a parameter reload, e.g. a control file re-read on a signal,
-		 * belongs here: before releases and the next wait are computed) */
+		/* parameters first: before releases and the next wait are computed */
+		if (g_reload) {
+			g_reload = 0;
+			apply_control(&c);
+		}
 		uint64_t now = mono_ns();
 		if (release_due(&c, now) < 0) {
 			rc = 3;

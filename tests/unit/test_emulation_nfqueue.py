@@ -97,7 +97,8 @@ def test_daemon_description(tmp_path: Path) -> None:
     assert list(daemon.argv) == [
         str(BIN), "--queue", "4", "--delay-us", "40000", "--jitter-us", "1000",
         "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(nfqueue.queue_maxlen(d.shape, 1500)),
-        "--stats", daemon.stats_path, "--slot-us", "200", "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
+        "--stats", daemon.stats_path, "--control", str(tmp_path / "delayline-ra_eth2-q4.ctl"),
+        "--slot-us", "200", "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
     ]
     # the release slot is a fifth of the lateness allowed, at most 200 us
     assert nfqueue.release_slot_us(1000) == 100 and nfqueue.release_slot_us(10_000) == 100

@@ -1,0 +1,52 @@
+"""The controller interface: typed params, an interval, and ``step(view)``.
+
+Every ``interval`` during the traffic the runner (controllers/runner.py) samples
+the controller's node (``ss -tinM``, probes/ss.py) and calls ``step`` with what it
+saw; the actions it returns are the timeline's own (lab/events.py: endpoint_flags,
+link_change, sysctl, ...) and run at once, each recorded in events.csv with source
+``controller:<name>``. A controller holds its own state between steps.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ConfigDict
+
+from ..lab.events import ControllerSpec, Event
+from ..probes.ss import SubflowSample
+
+
+class NoParams(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+@dataclass(frozen=True)
+class View:
+    """What a controller sees at one step."""
+
+    t: float  # seconds since the timeline's zero (the measured flow's start)
+    node: str
+    #: the subflows of the node's busiest MPTCP connection (probes/ss.busiest_connection)
+    subflows: list[SubflowSample]
+    #: every subflow ss listed on the node
+    all_subflows: list[SubflowSample]
+
+
+class Controller(ABC):
+    #: the controller's parameters (experiment.yml ``params``), validated at load time
+    Params: ClassVar[type[BaseModel]] = NoParams
+
+    def __init__(self, spec: ControllerSpec) -> None:
+        self.spec = spec
+        self.params: Any = self.Params.model_validate(spec.params)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @abstractmethod
+    def step(self, view: View) -> list[Event]:
+        """The actions to take now (``at`` is ignored: they run at once)."""

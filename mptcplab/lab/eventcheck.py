@@ -1,0 +1,57 @@
+"""Reference checks of the timeline and the controllers against the lab: every node,
+link, flow and controller an event or controller names must exist, and a
+controller's params must satisfy its own model. Called by loader.check_references,
+so an error is one line naming the field (``traffic.events[k].<field>``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pydantic import ValidationError
+
+from .events import EndpointAdd, EndpointFlags, FlowStart, FlowStop, LinkChange, LinkDown, LinkUp
+from .schema import ExperimentBody
+
+Fail = Callable[[str, str], None]
+
+
+def check_events(body: ExperimentBody, eps: set[str], fail: Fail) -> None:
+    flows = body.traffic.flows
+    for k, ev in enumerate(body.traffic.events):
+        where = f"traffic.events[{k}]"
+        if isinstance(ev, LinkDown | LinkUp | LinkChange) and ev.link not in eps:
+            fail(f"{where}.link", f"{ev.link!r} is not an endpoint of topology.clab.yml")
+        node = getattr(ev, "node", None)
+        if node is not None and node not in body.nodes:
+            fail(f"{where}.node", f"no such node {node!r}")
+        if isinstance(ev, EndpointAdd | EndpointFlags):
+            if ":" in ev.address and (ev.address not in eps or not ev.address.startswith(ev.node + ":")):
+                fail(f"{where}.address", f"{ev.address!r} is not an interface of {ev.node}")
+        if isinstance(ev, FlowStart | FlowStop) and ev.flow not in flows:
+            fail(f"{where}.flow", f"no flow {ev.flow!r} in traffic.flows")
+        if isinstance(ev, FlowStart) and flows[ev.flow].role == "measured":
+            fail(f"{where}.flow", f"{ev.flow!r} is the measured flow: its start is the timeline's zero")
+    started = [ev.flow for ev in body.traffic.events if isinstance(ev, FlowStart)]
+    for name in started:
+        if started.count(name) > 1:
+            fail("traffic.events", f"flow {name!r} is started twice (a flow runs once per repetition)")
+
+
+def check_controllers(body: ExperimentBody, fail: Fail) -> None:
+    from ..controllers import ControllerNotFound, controller_class
+
+    for k, spec in enumerate(body.controllers):
+        where = f"controllers[{k}]"
+        if spec.node not in body.nodes:
+            fail(f"{where}.node", f"no such node {spec.node!r}")
+        try:
+            cls = controller_class(spec.name)
+        except ControllerNotFound as e:
+            fail(f"{where}.name", str(e))
+            continue
+        try:
+            cls.Params.model_validate(spec.params)
+        except ValidationError as e:
+            err = e.errors()[0]
+            loc = ".".join(str(x) for x in err["loc"])
+            fail(f"{where}.params" + (f".{loc}" if loc else ""), err["msg"])

@@ -1,0 +1,237 @@
+"""Typed timeline events of experiment.yml (``traffic.events``) and controller specs.
+
+One class per action, discriminated by ``action``: each class has only the fields
+its action uses, so a typo or a field of another action is a one-line error naming
+it (the loader reports ``traffic.events[k].<field>``). Times (``at``) are seconds
+relative to the measured flow's start (the timeline's zero, steps.Rep.t_zero).
+
+What each action does on the nodes is mptcplab/timeline/actions.py's job; this
+module only says what a lab may write.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..units import UnitError, parse_fraction, parse_rate, parse_time
+
+NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
+#: a timeline longer than iperf3's own limit could never run
+MAX_AT_SECONDS = 86400.0
+
+
+def _check(parser: Any, value: Any) -> Any:
+    if value is None:
+        return value
+    try:
+        parser(value)
+    except UnitError as e:
+        raise ValueError(str(e)) from None
+    return value
+
+
+def _at(v: Any) -> Any:
+    _check(parse_time, v)
+    if not 0 <= parse_time(v) <= MAX_AT_SECONDS:
+        raise ValueError(f"{v!r}: an event time must be between 0 and {MAX_AT_SECONDS:g} s")
+    return v
+
+
+At = Annotated[str | float, AfterValidator(_at)]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class _Timed(_Strict):
+    at: At = Field(description="seconds after the measured flow's start ('2s', '1500ms', 2.5)")
+
+    @property
+    def at_s(self) -> float:
+        return parse_time(self.at)
+
+
+class _OnLink(_Timed):
+    link: str = Field(description="'node:iface' of one end of the link")
+    #: both: the two directions; one: only the egress of ``link``'s end
+    direction: Literal["both", "one"] = "both"
+
+    @field_validator("link")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        from .schema import _endpoint_ref
+
+        return _endpoint_ref(v)
+
+
+LinkDownHow = Literal["ip-link", "drop"]
+
+
+class LinkDown(_OnLink):
+    """Take a link out. ``how: ip-link`` (default) is Mininet's "link down": ``ip link
+    set down`` on both ends; the kernel removes every route through the interfaces,
+    and link_up puts the lab's routes back. ``how: drop`` keeps the interfaces and
+    routes and drops every packet in nftables at the egress of the chosen end(s);
+    ``direction: one`` (one end's egress only) needs it."""
+
+    action: Literal["link_down"]
+    how: LinkDownHow = "ip-link"
+
+    @model_validator(mode="after")
+    def _one_needs_drop(self) -> LinkDown:
+        if self.direction == "one" and self.how != "drop":
+            raise ValueError("direction: one needs how: drop (ip link set down always takes both directions)")
+        return self
+
+
+class LinkUp(_OnLink):
+    """Undo a link_down of the same link, direction and ``how``."""
+
+    action: Literal["link_up"]
+    how: LinkDownHow = "ip-link"
+
+    @model_validator(mode="after")
+    def _one_needs_drop(self) -> LinkUp:
+        if self.direction == "one" and self.how != "drop":
+            raise ValueError("direction: one needs how: drop (ip link set up always takes both directions)")
+        return self
+
+
+class LinkChange(_OnLink):
+    """New rate / delay / loss / queue limit on a link, through the emulator that
+    installed it (Emulator.change_cmds). Unnamed parameters keep their value."""
+
+    action: Literal["link_change"]
+    rate: str | int | None = None
+    delay: str | float | None = None
+    loss: str | float | None = None
+    queue: str | int | None = Field(default=None, description="bytes ('150KB') or time at the link rate ('80ms')")
+
+    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
+    _delay = field_validator("delay")(classmethod(lambda cls, v: _check(parse_time, v)))
+    _loss = field_validator("loss")(classmethod(lambda cls, v: _check(parse_fraction, v)))
+
+    @field_validator("queue")
+    @classmethod
+    def _queue(cls, v: Any) -> Any:
+        from ..emulation.linkmodel import QueueLimit
+
+        return _check(QueueLimit.parse, v)
+
+    @model_validator(mode="after")
+    def _something(self) -> LinkChange:
+        if all(getattr(self, f) is None for f in ("rate", "delay", "loss", "queue")):
+            raise ValueError("link_change needs at least one of rate, delay, loss, queue")
+        return self
+
+
+class _OnNode(_Timed):
+    node: Annotated[str, Field(pattern=NAME_RE)]
+
+
+class EndpointAdd(_OnNode):
+    """``ip mptcp endpoint add`` on ``node``."""
+
+    action: Literal["endpoint_add"]
+    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
+    flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = []
+    id: int | None = Field(default=None, ge=1, le=255)
+
+    @field_validator("address")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        from .schema import _address_ref
+
+        return _address_ref(v)
+
+
+class EndpointDelete(_OnNode):
+    """``ip mptcp endpoint delete id ID``: the kernel deletes by id, so the endpoint
+    needs a known id (give it one in nodes.<node>.mptcp.endpoints or endpoint_add)."""
+
+    action: Literal["endpoint_delete"]
+    id: int = Field(ge=1, le=255)
+
+
+class EndpointFlags(_OnNode):
+    """``ip mptcp endpoint change ADDRESS backup|nobackup``: the kernel sends MP_PRIO
+    on the subflows of that address and its scheduler stops (or resumes) sending new
+    data on them while a non-backup subflow is available."""
+
+    action: Literal["endpoint_flags"]
+    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
+    flags: Literal["backup", "nobackup"]
+
+    @field_validator("address")
+    @classmethod
+    def _ref(cls, v: str) -> str:
+        from .schema import _address_ref
+
+        return _address_ref(v)
+
+
+class SysctlWrite(_OnNode):
+    """``sysctl -w key=value`` in ``node``'s namespace (net.* only)."""
+
+    action: Literal["sysctl"]
+    key: str
+    value: str | int
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, v: str) -> str:
+        from .schema import _sysctl_key
+
+        return _sysctl_key(v)
+
+    @field_validator("value", mode="before")
+    @classmethod
+    def _value(cls, v: Any) -> Any:
+        from .schema import _sysctl_value
+
+        return _sysctl_value(v)
+
+
+class FlowStart(_Timed):
+    """Start a named flow (its ``start`` offset is then ignored)."""
+
+    action: Literal["flow_start"]
+    flow: Annotated[str, Field(pattern=NAME_RE)]
+
+
+class FlowStop(_Timed):
+    """Stop a running flow: SIGINT to its client, which then writes its JSON."""
+
+    action: Literal["flow_stop"]
+    flow: Annotated[str, Field(pattern=NAME_RE)]
+
+
+Event = Annotated[LinkDown | LinkUp | LinkChange | EndpointAdd | EndpointDelete | EndpointFlags | SysctlWrite
+                  | FlowStart | FlowStop, Field(discriminator="action")]
+#: what a controller may decide: the same actions, without a time (it acts now)
+ACTIONS_OF_CONTROLLERS = ("endpoint_add", "endpoint_delete", "endpoint_flags", "sysctl", "link_change")
+
+
+class ControllerSpec(_Strict):
+    """A controller run on ``node`` during the traffic: mptcplab/controllers/<name>.py."""
+
+    name: Annotated[str, Field(pattern=r"^[a-z][a-z0-9_]{0,30}$")] = Field(
+        description="module mptcplab/controllers/<name>.py")
+    node: Annotated[str, Field(pattern=NAME_RE)]
+    interval: str | float = Field(default="100ms", description="how often it samples and decides")
+    params: dict[str, Any] = {}
+
+    @field_validator("interval")
+    @classmethod
+    def _interval(cls, v: Any) -> Any:
+        _check(parse_time, v)
+        if not 0.01 <= parse_time(v) <= 60:
+            raise ValueError(f"{v!r}: a controller interval must be between 10 ms and 60 s")
+        return v
+
+    @property
+    def interval_s(self) -> float:
+        return parse_time(self.interval)

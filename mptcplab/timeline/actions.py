@@ -1,0 +1,256 @@
+"""From a typed action (lab/events.py) to what runs: the exact commands, generated
+here and executed elsewhere (timeline/scheduler.py), so ``--dry-run`` prints what a
+run executes.
+
+Actions are resolved in time order against the links' *current* shapes (a link
+changed twice is changed from its second state), kept in ``ActionEnv.shapes``.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
+
+from ..commands import Cmd, cmd
+from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape, QueueLimit
+from ..errors import LabInputError
+from ..lab.events import (
+    EndpointAdd,
+    EndpointDelete,
+    EndpointFlags,
+    FlowStart,
+    FlowStop,
+    LinkChange,
+    LinkDown,
+    LinkUp,
+    SysctlWrite,
+)
+from ..lab.network import Link, Network, Route, build_network
+from ..units import parse_fraction, parse_rate, parse_time
+
+if TYPE_CHECKING:
+    from ..emulation.base import Emulator
+    from ..lab.events import Event
+    from ..lab.loader import ScenarioRun
+    from ..lab.schema import ClabTopology
+
+#: nftables table of the timeline's drop filters (how: drop), apart from the lab's own
+DROP_TABLE = "mptcplab_ev"
+
+
+class FlowControl(Protocol):
+    """Starts and stops named flows (the traffic step provides it: CONTRACT.md)."""
+
+    def start(self, name: str) -> None: ...
+
+    def stop(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """One action ready to run: its commands, or an in-process call (flows)."""
+
+    planned_s: float
+    action: str
+    target: str
+    cmds: tuple[Cmd, ...] = ()
+    #: an effect that is no command (start/stop a flow); returns its result text
+    call: Callable[[], str] | None = None
+    #: what the dry run prints for ``call``
+    call_text: str = ""
+    source: str = "timeline"
+
+
+@dataclass
+class ActionEnv:
+    net: Network
+    emulator: Emulator
+    #: routers get their routes from FRR (containerlab): zebra re-installs them on link up
+    frr_routers: bool = False
+    #: set by the traffic step once its clients can be started (None: dry run)
+    flow_control: Callable[[], FlowControl | None] = lambda: None
+    shapes: dict[tuple[str, str], LinkShape] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        for link in self.net.links:
+            for dl in link.directions():
+                self.shapes.setdefault((str(dl.src), str(dl.dst)), dl.shape)
+
+
+def _route_replace(r: Route, node: str) -> Cmd:
+    argv = ["ip", "route", "replace", str(r.dst) if r.dst else "default"]
+    if r.via:
+        argv += ["via", str(r.via)]
+    argv += ["dev", r.dev]
+    if r.table is not None:
+        argv += ["table", str(r.table)]
+    return Cmd(tuple(argv), node=node, check=False, why="put back a route the link down removed")
+
+
+def _ends(link: Link, end: str, direction: str) -> list[Endpoint]:
+    """The interfaces whose egress the action touches: both ends, or the named one."""
+    return [link.a, link.b] if direction == "both" else [Endpoint.parse(end)]
+
+
+def _chain(iface: str) -> str:
+    return "down_" + re.sub(r"[^A-Za-z0-9_]", "_", iface)
+
+
+def link_down_cmds(env: ActionEnv, ev: LinkDown) -> list[Cmd]:
+    link = env.net.link_of(ev.link)
+    if ev.how == "ip-link":
+        return [cmd("ip", "link", "set", "dev", ep.iface, "down", node=ep.node, check=False,
+                    why=f"link {link.name} down (the kernel drops its routes)") for ep in (link.a, link.b)]
+    out: list[Cmd] = []
+    for ep in _ends(link, ev.link, ev.direction):
+        chain = _chain(ep.iface)
+        out += [
+            cmd("nft", "add", "table", "inet", DROP_TABLE, node=ep.node, check=False),
+            cmd("nft", "add", "chain", "inet", DROP_TABLE, chain,
+                "{ type filter hook postrouting priority 0 ; policy accept ; }", node=ep.node, check=False),
+            cmd("nft", "add", "rule", "inet", DROP_TABLE, chain, "oifname", f'"{ep.iface}"', "counter", "drop",
+                node=ep.node, check=False, why=f"{ep} egress: every packet dropped (routes kept)"),
+        ]
+    return out
+
+
+def link_up_cmds(env: ActionEnv, ev: LinkUp) -> list[Cmd]:
+    link = env.net.link_of(ev.link)
+    if ev.how == "ip-link":
+        out = [cmd("ip", "link", "set", "dev", ep.iface, "up", node=ep.node, check=False, why=f"link {link.name} up")
+               for ep in (link.a, link.b)]
+        for ep in (link.a, link.b):
+            node = env.net.nodes[ep.node]
+            if env.frr_routers and node.role == "router":
+                continue
+            out += [_route_replace(r, ep.node) for r in node.routes if r.dev == ep.iface]
+        return out
+    out = []
+    for ep in _ends(link, ev.link, ev.direction):
+        chain = _chain(ep.iface)
+        out += [cmd("nft", "flush", "chain", "inet", DROP_TABLE, chain, node=ep.node, check=False),
+                cmd("nft", "delete", "chain", "inet", DROP_TABLE, chain, node=ep.node, check=False,
+                    why=f"{ep} egress: drop filter removed")]
+    return out
+
+
+def changed_shape(shape: LinkShape, ev: LinkChange) -> LinkShape:
+    """The shape after ``ev``: the parameters it names, the others as they were."""
+    from dataclasses import replace
+
+    new = shape
+    if ev.rate is not None:
+        new = replace(new, rate_bps=parse_rate(ev.rate))
+    if ev.delay is not None:
+        new = replace(new, delay_s=parse_time(ev.delay))
+    if ev.loss is not None:
+        new = replace(new, loss=parse_fraction(ev.loss))
+    if ev.queue is not None:
+        new = replace(new, queue=QueueLimit.parse(ev.queue))
+    return new
+
+
+def link_change_cmds(env: ActionEnv, ev: LinkChange) -> list[Cmd]:
+    """Raises ValueError when the emulator cannot make the change on a running link."""
+    link = env.net.link_of(ev.link)
+    end = Endpoint.parse(ev.link)
+    dirs = [dl for dl in link.directions() if ev.direction == "both" or dl.src == end]
+    out: list[Cmd] = []
+    with env.lock:
+        for dl in dirs:
+            key = (str(dl.src), str(dl.dst))
+            now = env.shapes[key]
+            new = changed_shape(now, ev)
+            out += env.emulator.change_cmds(DirectedLink(dl.src, dl.dst, now, dl.mtu), new)
+            env.shapes[key] = new
+    return out
+
+
+def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFlags) -> list[Cmd]:
+    if isinstance(ev, EndpointDelete):
+        return [cmd("ip", "mptcp", "endpoint", "delete", "id", ev.id, node=ev.node, check=False)]
+    addr = str(env.net.address(ev.address))
+    if isinstance(ev, EndpointFlags):
+        return [cmd("ip", "mptcp", "endpoint", "change", addr, ev.flags, node=ev.node, check=False,
+                    why=f"endpoint {addr}: {ev.flags} (MP_PRIO on its subflows)")]
+    argv = ["ip", "mptcp", "endpoint", "add", addr]
+    if ":" in ev.address:
+        argv += ["dev", ev.address.split(":", 1)[1]]
+    if ev.id is not None:
+        argv += ["id", str(ev.id)]
+    argv += list(ev.flags)
+    return [Cmd(tuple(argv), node=ev.node, check=False)]
+
+
+def _target(ev: Event) -> str:
+    if isinstance(ev, LinkDown | LinkUp | LinkChange):
+        return f"{ev.link} ({ev.direction})"
+    if isinstance(ev, FlowStart | FlowStop):
+        return ev.flow
+    if isinstance(ev, EndpointFlags | EndpointAdd):
+        return f"{ev.node} {ev.address}"
+    if isinstance(ev, EndpointDelete):
+        return f"{ev.node} id {ev.id}"
+    if isinstance(ev, SysctlWrite):
+        return f"{ev.node} {ev.key}"
+    raise TypeError(type(ev).__name__)
+
+
+def _flow_call(env: ActionEnv, ev: FlowStart | FlowStop) -> Callable[[], str]:
+    def call() -> str:
+        fc = env.flow_control()
+        if fc is None:
+            raise RuntimeError("no traffic is running")
+        (fc.start if isinstance(ev, FlowStart) else fc.stop)(ev.flow)
+        return "started" if isinstance(ev, FlowStart) else "stopped (SIGINT)"
+
+    return call
+
+
+def resolve(env: ActionEnv, ev: Event, source: str = "timeline", planned_s: float | None = None) -> Resolved:
+    """``ev`` as commands (or a call). ``planned_s`` defaults to the event's ``at``."""
+    at = ev.at_s if planned_s is None else planned_s
+    target = _target(ev)
+    if isinstance(ev, FlowStart | FlowStop):
+        verb = "start" if isinstance(ev, FlowStart) else "stop (SIGINT to the client)"
+        return Resolved(at, ev.action, target, call=_flow_call(env, ev), source=source,
+                        call_text=f"{verb} flow {ev.flow}: its client command is listed under the traffic step")
+    cmds: list[Cmd]
+    if isinstance(ev, LinkDown):
+        cmds = link_down_cmds(env, ev)
+    elif isinstance(ev, LinkUp):
+        cmds = link_up_cmds(env, ev)
+    elif isinstance(ev, LinkChange):
+        cmds = link_change_cmds(env, ev)
+    elif isinstance(ev, SysctlWrite):
+        cmds = [cmd("sysctl", "-q", "-w", f"{ev.key}={ev.value}", node=ev.node, check=False)]
+    else:
+        cmds = endpoint_cmds(env, ev)
+    return Resolved(at, ev.action, target, tuple(cmds), source=source)
+
+
+def resolve_timeline(env: ActionEnv, events: list[Event], file: str = "experiment.yml") -> list[Resolved]:
+    """Every event of the timeline, in time order (ties in file order). A change the
+    emulator cannot make is the lab's error, named by its field, before anything runs."""
+    order = sorted(range(len(events)), key=lambda i: (events[i].at_s, i))
+    out = []
+    for i in order:
+        try:
+            out.append(resolve(env, events[i]))
+        except ValueError as e:
+            raise LabInputError(file, f"traffic.events[{i}]", f"{e} ({env.emulator.name} emulator)") from None
+    return out
+
+
+def check_timelines(topo: ClabTopology, scenarios: Sequence[ScenarioRun], emulator: Emulator,
+                    file: str = "experiment.yml") -> None:
+    """Resolve every scenario's timeline against the chosen emulator, before anything
+    runs: a change it cannot make on a running link is a LabInputError naming the event."""
+    for sc in scenarios:
+        if sc.body.traffic.events:
+            resolve_timeline(ActionEnv(build_network(topo, sc.body, file), emulator), list(sc.body.traffic.events),
+                             file)
