@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where nodes run: network namespaces, or containers deployed by containerlab "
                         "(auto: containerlab when it and a working Docker are present, else netns)")
     r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
+    r.add_argument("--scale", metavar="F|auto",
+                   help="scale every link rate by F in (0, 1], delays kept (overrides the lab's `scale`); "
+                        "auto: the factor this machine's reachability estimate suggests")
 
     v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
     v.add_argument("lab")
@@ -80,6 +83,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
     from .preflight import check as preflight
+    from .preflight import reachability
 
     lab = load_lab(a.lab)
     unsupported(lab)
@@ -91,9 +95,17 @@ def cmd_run(a: argparse.Namespace) -> int:
                       calibrate=not a.no_calibrate, backend=backend.name)
     repetitions(lab, opts)
     emulator = backend.choose_emulator(a.emulation, scenarios, a.dry_run)
+    # before measuring: can this machine carry the links, and at which scale (preflight.py)
+    reach = reachability(lab, a.scenario, emulator.name, a.scale)
+    lab = reach.lab
+    opts.warnings, opts.reachability = reach.warnings, reach.record
     if a.dry_run:
+        for line in reach.lines:
+            print(f"# {line}")
         dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
         return 0
+    for line in reach.lines:
+        print(line)
     problems = lab_needs(lab, checks())
     if problems:
         raise HostNotReady(f"lab {lab.name} cannot run here: " + "; ".join(problems))

@@ -170,7 +170,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     path_of_ip = {str(net.address(ep)): label for label, ep in body.paths.items()}
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
-                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server),
+                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),
                         backup_paths=backup_paths(body, flow))
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
     fa = analyze_flow(caps, spec, workers=job.workers)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from ..emulation.linkmodel import ETH_HEADER, LinkShape
+from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
 from .network import Link, Network
@@ -31,11 +31,14 @@ def _rate(bps: int) -> str:
     return f"{bps / 1e12:g}tbit" if bps >= 10**12 and bps % 10**9 == 0 else fmt_rate(bps)
 
 
-def _link_field(body: ExperimentBody, link: Link) -> str:
+def _direction_field(body: ExperimentBody, link: Link, src: Endpoint, name: str) -> str:
+    """The lab field a direction's ``name`` came from: links.<ep>.egress.rate when the
+    direction set it, else links.<ep>.rate (egress/ingress relative to <ep>)."""
     for ep in (link.a, link.b):
-        if str(ep) in body.links:
-            return f"links.{ep}"
-    return f"links.{link.a}"
+        spec = body.links.get(str(ep))
+        if spec is not None:
+            return f"links.{ep}.{spec.field_of('egress' if src == ep else 'ingress', name)}"
+    return f"links.{link.a}.{name}"
 
 
 def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
@@ -70,13 +73,15 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
     """Raise LabInputError for the first problem the built network shows."""
     _check_addresses(net, body, file)
     for link in net.links:
-        bad = tbf_problem(link.shape, link.mtu)
-        if bad:
-            raise LabInputError(file, f"{_link_field(body, link)}.{bad[0]}", bad[1])
+        for dl in link.directions():
+            bad = tbf_problem(dl.shape, link.mtu)
+            if bad:
+                raise LabInputError(file, _direction_field(body, link, dl.src, bad[0]), bad[1])
     for k, ev in enumerate(body.traffic.events):
         if ev.rate is not None and ev.link is not None and ev.action == "set_rate":
             link = net.link_of(ev.link)
-            bad = tbf_problem(LinkShape(parse_rate(ev.rate), queue=link.shape.queue), link.mtu)
+            queue = link.shape_from(Endpoint.parse(ev.link)).queue
+            bad = tbf_problem(LinkShape(parse_rate(ev.rate), queue=queue), link.mtu)
             if bad:
                 raise LabInputError(file, f"traffic.events[{k}].rate", bad[1])
     all_addrs = {link.addr(ep).ip for link in net.links for ep in (link.a, link.b)}
