@@ -160,12 +160,13 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 
 def cmd_doctor(a: argparse.Namespace) -> int:
-    from .doctor import checks, lab_needs, render
+    from .doctor import checks, lab_needs, reachability, render
     from .lab.loader import load_lab
 
     lab = load_lab(a.lab) if a.lab else None  # a bad lab fails in one line, before the host table
     items = checks()
     print(render(items))
+    print("\n" + "\n".join(reachability(items, lab)))
     problems = [f"{i.name}: {i.fix}" for i in items if i.required and not i.ok]
     if lab is not None:
         problems = lab_needs(lab, items)

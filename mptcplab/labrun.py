@@ -91,7 +91,7 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     backend, naming = backend_cls.for_dry_run(lab, run_dir)
     how = "" if emulation_forced else \
         f" (not probed: a dry run creates nothing; a run picks {backend_cls.emulator_rule()})"
-    scaled = f"; rates scaled x{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
+    scaled = f"; rates scaled ×{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
     out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
         f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
     for sc in select_scenarios(lab, opts.scenarios):

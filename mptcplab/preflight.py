@@ -204,7 +204,7 @@ def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, 
     verdict is then given for the links as they will run (scaled); what is marginal or
     beyond becomes a coded warning of the run, never a silent bad run."""
     from .lab.reachability import lab_estimate, run_warnings, verdict_text
-    from .lab.scale import apply_scale, lab_factor, parse_scale_arg
+    from .lab.scale import apply_scale, lab_factor, manifest_record, parse_scale_arg
 
     def chosen(lb: Lab) -> list[ScenarioRun]:
         return [s for s in lb.scenarios if not scenario_names or s.name in scenario_names]
@@ -222,8 +222,13 @@ def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, 
     est = lab_estimate(lab, chosen(lab), emulator, cpus)
     lines = verdict_text(est, lab.scale)
     if lab.scale != 1:
-        lines.insert(0, f"scale {lab.scale:g} ({lab.scale_source}): link rates and byte-sized queues "
-                        f"x{lab.scale:g}, delays unchanged; goodput is reported scaled")
+        rec = manifest_record(lab)
+        unscaled = rec["unscaled_fields"]
+        lines[:0] = [f"scale {lab.scale:g} ({lab.scale_source}): {rec['scaled']} ×{lab.scale:g}, delays unchanged; "
+                     "goodput is reported scaled"]
+        if unscaled:
+            lines.insert(1, f"  not scaled (sized for the unscaled rates; scale them in the lab if they matter): "
+                            f"{', '.join(unscaled)}")
     record: dict[str, object] = {"verdict": est.verdict, "emulator": emulator,
                                  "suggested_factor": est.suggested_factor * lab.scale, "lines": est.lines()}
     return Reach(lab, lines, run_warnings(est, lab.scale), record)

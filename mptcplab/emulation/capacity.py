@@ -26,14 +26,14 @@ Each quantity gets a verdict against two thresholds: ``fits`` (measured to keep 
 =================  =========  ==========  =============================================
 quantity           fits <=    beyond >    measured
 =================  =========  ==========  =============================================
-line packets/s     16,500     33,000      200 Mbit/s (1514 B frames) kept time (p99 1.6
+line packets/s     16,513     33,025      200 Mbit/s (1514 B frames) kept time (p99 1.6
                                           ms at 100 ms); 400 Mbit/s in tolerance only
                                           at 1-2 ms on an idle host
-packets held       1,700      3,300       200 Mbit/s x 100 ms kept time; 400 Mbit/s x
-                                          100 ms: p99 lateness 30-83 ms
-host packets/s     12,500     25,000      per CPU (x the CPU count): 2 x 100 Mbit/s at
-                                          40 ms kept time on 2 CPUs; two 400 Mbit/s
-                                          lines at once did not
+packets held       1,651      3,000       200 Mbit/s x 100 ms kept time; 400 Mbit/s x
+                                          100 ms (3,303 held): p99 lateness 30-83 ms
+host packets/s     12,385     24,769      per CPU (x the CPU count): 2 x 100 Mbit/s at
+                                          40 ms kept time on 2 CPUs; one 400 Mbit/s
+                                          line is the edge, two at once did not
 =================  =========  ==========  =============================================
 
 Packets/s and packets held both grow with the rate, so the factor that makes a
@@ -47,8 +47,9 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+from ..units import fmt_rate
 from .linkmodel import ETH_HEADER, DirectedLink
 
 FITS, MARGINAL, BEYOND, NOT_ESTIMATED = "fits", "marginal", "beyond", "not estimated"
@@ -57,16 +58,24 @@ _ORDER = {NOT_ESTIMATED: 0, FITS: 1, MARGINAL: 2, BEYOND: 3}
 ACK_FACTOR = 1.5
 
 
+def full_frames_per_s(rate_bps: float, mtu: int = 1500) -> float:
+    return rate_bps / (8 * (mtu + ETH_HEADER))
+
+
 @dataclass(frozen=True)
 class Limits:
-    """Thresholds of the estimate (see the module's table)."""
+    """Thresholds of the estimate (see the module's table), written as the measured
+    configurations they come from (1500-byte MTU)."""
 
-    line_pps_fits: float = 16_500
-    line_pps_beyond: float = 33_000
-    held_fits: float = 1_700
-    held_beyond: float = 3_300
-    host_pps_fits_per_cpu: float = 12_500
-    host_pps_beyond_per_cpu: float = 25_000
+    #: 200 Mbit/s kept time; 400 Mbit/s (33,025/s) only on an idle host, at 1-2 ms
+    line_pps_fits: float = full_frames_per_s(200e6)
+    line_pps_beyond: float = full_frames_per_s(400e6)
+    #: 200 Mbit/s x 100 ms kept time; 400 Mbit/s x 100 ms (3,303 held) did not
+    held_fits: float = full_frames_per_s(200e6) * 0.100
+    held_beyond: float = 3_000
+    #: 2 x 100 Mbit/s with their ACKs kept time on 2 CPUs; one 400 Mbit/s line is the edge
+    host_pps_fits_per_cpu: float = full_frames_per_s(100e6) * ACK_FACTOR
+    host_pps_beyond_per_cpu: float = full_frames_per_s(400e6) * ACK_FACTOR / 2
 
 
 DEFAULT_LIMITS = Limits()
@@ -145,9 +154,16 @@ class Estimate:
         return out
 
 
-def estimate_direction(dl: DirectedLink, emulator: str, limits: Limits = DEFAULT_LIMITS) -> DirectionEstimate:
+def estimate_direction(dl: DirectedLink, emulator: str, limits: Limits = DEFAULT_LIMITS,
+                       default_rate_bps: int | None = None) -> DirectionEstimate:
+    """``default_rate_bps``: what to assume for a delayed direction without a rate of its
+    own (its packets come through other, shaped links: at most the fastest of them)."""
     s = dl.shape
     name = f"{dl.src}->{dl.dst}"
+    assumed = ""
+    if s.needs_delay and not s.rate_bps and default_rate_bps and emulator == "nfqueue":
+        s = replace(s, rate_bps=default_rate_bps)
+        assumed = f"no rate here: at most the fastest shaped link's {fmt_rate(default_rate_bps)}; "
     if emulator != "nfqueue":
         return DirectionEstimate(name, s.rate_bps, s.delay_s, None, None, NOT_ESTIMATED, 1.0,
                                  f"{emulator}: in-kernel, no limit measured")
@@ -162,18 +178,21 @@ def estimate_direction(dl: DirectedLink, emulator: str, limits: Limits = DEFAULT
     v = worst([_verdict(pps, limits.line_pps_fits, limits.line_pps_beyond),
                _verdict(held, limits.held_fits, limits.held_beyond)])
     fit = min(1.0, limits.line_pps_fits / pps, limits.held_fits / held if held else 1.0)
-    note = (f"fits <= {limits.line_pps_fits:,.0f}/s and {limits.held_fits:,.0f} held" if v == FITS else
-            f"fits at {fit:.3g} of the rate")
+    note = assumed + (f"fits <= {limits.line_pps_fits:,.0f}/s and {limits.held_fits:,.0f} held" if v == FITS else
+                      f"fits at {fit:.3g} of the rate")
     return DirectionEstimate(name, s.rate_bps, s.delay_s, pps, held, v, fit, note)
 
 
 def estimate(links: Sequence[tuple[str, DirectedLink, DirectedLink]], emulator: str,
              cpus: int | None = None, limits: Limits = DEFAULT_LIMITS) -> Estimate:
-    """The estimate for links given as (name, a->b, b->a)."""
+    """The estimate for links given as (name, a->b, b->a). A delayed direction without a
+    rate is taken at the fastest rate of these links (an upper bound of what reaches it)."""
     cpus = cpus or os.cpu_count() or 1
+    rates = [dl.shape.rate_bps for _, *dls in links for dl in dls if dl.shape.rate_bps]
+    fastest = max(rates) if rates else None
     out = []
     for name, ab, ba in links:
-        dirs = (estimate_direction(ab, emulator, limits), estimate_direction(ba, emulator, limits))
+        dirs = (estimate_direction(ab, emulator, limits, fastest), estimate_direction(ba, emulator, limits, fastest))
         busiest = max((d.pps or 0.0 for d in dirs), default=0.0)
         out.append(LinkEstimate(name, dirs, busiest * ACK_FACTOR))
     host = sum(lk.host_pps for lk in out)

@@ -79,7 +79,7 @@ def verdict_text(est: LabEstimate, factor: float) -> list[str]:
     out = [head, *[f"  {line}" for line in est.lines()]]
     if est.verdict in (MARGINAL, BEYOND):
         total = est.suggested_factor * factor
-        out.append(f"  suggestion: run with --scale {total:g} (or --scale auto): rates x{total:g}, delays kept")
+        out.append(f"  suggestion: run with --scale {total:g} (or --scale auto): rates ×{total:g}, delays kept")
     return out
 
 

@@ -185,7 +185,7 @@ def plot_goodput(summary: Summary, baseline: str | None = None) -> Figure:
         scaled = not missing(p["paper_value_scaled"])
         v = float(p["paper_value_scaled"] if scaled else p["paper_value"])
         kind = "in" if v <= top else "off"
-        paper = f"paper x{summary.scale:g}" if scaled else "paper"
+        paper = f"paper ×{summary.scale:g}" if scaled else "paper"
         lab = None if kind in labelled else (
             f"{paper} (its kernel)" if kind == "in" else f"{paper}, above this scale (value printed)")
         labelled.add(kind)

@@ -44,7 +44,7 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
             if text(p["path"]):
                 what = f"{p['path']} {what}"
             scaled = p["paper_value_scaled"]
-            as_run = f" (x{s.scale:g}: {scaled:g})" if not missing(scaled) else ""
+            as_run = f" (×{s.scale:g}: {scaled:g})" if not missing(scaled) else ""
             paper.append(f"{what} {p['paper_value']:g}{as_run}")
         row.append("; ".join(paper) if paper else DASH)
         rows.append(row)
@@ -65,8 +65,8 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
     if functional:
         out.append(f"{FUNCTIONAL}: {functional}")
     if s.scale != 1:
-        out.append(f"SCALED RUN: every link rate x{s.scale:g} (delays kept); goodput is in scaled Mbit/s, "
-                   f"the paper's rates are compared x{s.scale:g}")
+        out.append(f"SCALED RUN: every link rate ×{s.scale:g} (delays kept); goodput is in scaled Mbit/s, "
+                   f"the paper's rates are compared ×{s.scale:g}")
     out += ["", line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     n_warn = len(collect_warnings(s))
