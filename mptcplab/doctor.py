@@ -99,7 +99,8 @@ def lab_needs(lab: Lab, items: list[Item]) -> list[str]:
     have = {i.name: i for i in items}
     problems = [f"{i.name}: {i.detail} (fix: {i.fix})" for i in items if i.required and not i.ok]
     needs_delay = any(d.get(k) for sc in lab.scenarios for link in sc.body.links.values()
-                      for d in (link.direction("egress"), link.direction("ingress")) for k in ("delay", "jitter", "loss"))
+                      for d in (link.direction("egress"), link.direction("ingress"))
+                      for k in ("delay", "jitter", "loss"))
     if needs_delay and not have["tc netem (delay)"].ok and not (have["NFQUEUE"].ok and have["delay line (native)"].ok):
         problems.append("link delay/loss: neither netem nor the NFQUEUE delay line is usable (fix: make -C native)")
     return problems
