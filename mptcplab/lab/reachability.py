@@ -3,7 +3,7 @@
 
 Used by `mptcplab run` (printed before measuring; `--scale auto` takes the suggested
 factor; what does not fit becomes a coded warning in the results), `mptcplab doctor`
-(for a lab, or for the papers' configurations) and `mptcplab validate --host`.
+(for a lab, or for the papers' configurations).
 """
 
 from __future__ import annotations

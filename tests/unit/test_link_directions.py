@@ -162,3 +162,14 @@ def test_link_check_measures_each_direction_of_an_asymmetric_link(tmp_path: Path
 def test_link_check_of_a_symmetric_link_measures_one_direction(tmp_path: Path) -> None:
     clients = _link_check_lines(make_lab(tmp_path, {"client:eth1": {"rate": "40mbit"}}))
     assert len(clients) == 1 and "mplabcdef-client iperf3 -c 10.0.1.1" in clients[0]
+
+
+def test_expected_shares_use_the_rate_of_the_direction_the_data_takes(tmp_path: Path) -> None:
+    from mptcplab.analysis.labspec import path_rates
+
+    lab = make_lab(tmp_path, {"client:eth1": {"rate": "40mbit", "egress": {"rate": "4mbit"}},
+                              "client:eth2": {"rate": "10mbit"}})
+    body = lab.scenarios[0].body
+    net = build_network(lab.topology, body)
+    assert path_rates(body, net, "server", "upload") == {"A": 4e6, "B": 10e6}
+    assert path_rates(body, net, "server", "download") == {"A": 40e6, "B": 10e6}
