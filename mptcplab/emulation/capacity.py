@@ -29,6 +29,9 @@ quantity           fits <=    beyond >    measured
 line packets/s     16,513     33,025      200 Mbit/s (1514 B frames) kept time (p99 1.6
                                           ms at 100 ms); 400 Mbit/s in tolerance only
                                           at 1-2 ms on an idle host
+ (delay < 10 ms)   8,256      33,025      the 0.5 ms lateness floor: 100 Mbit/s keeps
+                                          p99 0.13 ms; 200 Mbit/s at 2 ms had p99 2.6
+                                          ms (load 11)
 packets held       1,651      3,000       200 Mbit/s x 100 ms kept time; 400 Mbit/s x
                                           100 ms (3,303 held): p99 lateness 30-83 ms
 host packets/s     12,385     24,769      per CPU (x the CPU count): 2 x 100 Mbit/s at
@@ -51,8 +54,12 @@ from dataclasses import dataclass, field, replace
 
 from ..units import fmt_rate
 from .linkmodel import ETH_HEADER, DirectedLink
+from .nfqueue import LATENESS_FLOOR_US, LATENESS_FRACTION
 
 FITS, MARGINAL, BEYOND, NOT_ESTIMATED = "fits", "marginal", "beyond", "not estimated"
+#: one-way delay (+ jitter) below which a delay line is allowed only the lateness floor:
+#: LATENESS_FLOOR_US / LATENESS_FRACTION (0.5 ms / 5 % = 10 ms)
+SHORT_DELAY_S = LATENESS_FLOOR_US / LATENESS_FRACTION / 1e6
 _ORDER = {NOT_ESTIMATED: 0, FITS: 1, MARGINAL: 2, BEYOND: 3}
 #: a bulk flow's packets through delay lines per data packet: the data and ~1 ACK per 2 segments
 ACK_FACTOR = 1.5
@@ -70,6 +77,9 @@ class Limits:
     #: 200 Mbit/s kept time; 400 Mbit/s (33,025/s) only on an idle host, at 1-2 ms
     line_pps_fits: float = full_frames_per_s(200e6)
     line_pps_beyond: float = full_frames_per_s(400e6)
+    #: below SHORT_DELAY_S the lateness allowed is the 0.5 ms floor, not 5 % of the delay:
+    #: 100 Mbit/s keeps p99 0.13 ms, 200 Mbit/s at 2 ms had p99 2.6 ms (load 11)
+    line_pps_fits_short: float = full_frames_per_s(100e6)
     #: 200 Mbit/s x 100 ms kept time; 400 Mbit/s x 100 ms (3,303 held) did not
     held_fits: float = full_frames_per_s(200e6) * 0.100
     held_beyond: float = 3_000
@@ -175,10 +185,13 @@ def estimate_direction(dl: DirectedLink, emulator: str, limits: Limits = DEFAULT
                                  "no rate here: packets/s set by the other links")
     pps = s.rate_bps / (8 * (dl.mtu + ETH_HEADER))
     held = pps * (s.delay_s + s.jitter_s)
-    v = worst([_verdict(pps, limits.line_pps_fits, limits.line_pps_beyond),
+    # a short delay allows only the lateness floor (nfqueue.max_lateness_p99_us): fewer packets/s fit
+    short = s.delay_s + s.jitter_s < SHORT_DELAY_S
+    pps_fits = limits.line_pps_fits_short if short else limits.line_pps_fits
+    v = worst([_verdict(pps, pps_fits, limits.line_pps_beyond),
                _verdict(held, limits.held_fits, limits.held_beyond)])
-    fit = min(1.0, limits.line_pps_fits / pps, limits.held_fits / held if held else 1.0)
-    note = assumed + (f"fits <= {limits.line_pps_fits:,.0f}/s and {limits.held_fits:,.0f} held" if v == FITS else
+    fit = min(1.0, pps_fits / pps, limits.held_fits / held if held else 1.0)
+    note = assumed + (f"fits <= {pps_fits:,.0f}/s and {limits.held_fits:,.0f} held" if v == FITS else
                       f"fits at {fit:.3g} of the rate")
     return DirectionEstimate(name, s.rate_bps, s.delay_s, pps, held, v, fit, note)
 
