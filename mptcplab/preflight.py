@@ -200,11 +200,12 @@ def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, 
                  cpus: int | None = None) -> Reach:
     """Estimate whether this machine carries the lab's links (emulation/capacity.py) and
     settle the scale factor: ``--scale F`` wins, ``--scale auto`` takes the factor the
-    estimate suggests for the lab as written, otherwise the lab's own ``scale``. The
+    estimate suggests for the lab as written, otherwise the lab's own ``scale`` (which
+    load_lab has applied already). The
     verdict is then given for the links as they will run (scaled); what is marginal or
     beyond becomes a coded warning of the run, never a silent bad run."""
     from .lab.reachability import lab_estimate, run_warnings, verdict_text
-    from .lab.scale import apply_scale, lab_factor, manifest_record, parse_scale_arg
+    from .lab.scale import apply_scale, manifest_record, parse_scale_arg
 
     def chosen(lb: Lab) -> list[ScenarioRun]:
         return [s for s in lb.scenarios if not scenario_names or s.name in scenario_names]
@@ -217,8 +218,6 @@ def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, 
             lab = apply_scale(lab, factor, "auto")
         else:
             lab = apply_scale(lab, factor, "command line")
-    elif lab.scale == 1 and lab_factor(lab)[0] != 1:
-        lab = apply_scale(lab, *lab_factor(lab))
     est = lab_estimate(lab, chosen(lab), emulator, cpus)
     lines = verdict_text(est, lab.scale)
     if lab.scale != 1:

@@ -112,12 +112,6 @@ def unscaled_notes(body: ExperimentBody) -> list[str]:
     return out
 
 
-def lab_factor(lab: Lab) -> tuple[float, str]:
-    """The lab's own factor and its source ("lab", or "none" for 1)."""
-    f = lab.experiment.scale
-    return (f, "lab") if f is not None and f != 1 else (1.0, "none")
-
-
 def parse_scale_arg(text: str) -> float | None:
     """``--scale`` on the command line: a factor in (0, 1], or 'auto' (None)."""
     if text == "auto":
