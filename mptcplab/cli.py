@@ -100,9 +100,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     lab = reach.lab
     opts.warnings, opts.reachability = reach.warnings, reach.record
     if a.dry_run:
-        for line in reach.lines:
-            print(f"# {line}")
-        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
+        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None, notes=reach.lines)
         return 0
     for line in reach.lines:
         print(line)

@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -80,10 +80,11 @@ def repetitions(lab: Lab, opts: RunOptions) -> int:
 
 
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
-            emulation_forced: bool = True) -> None:
+            emulation_forced: bool = True, notes: Sequence[str] = ()) -> None:
     """Print, for each scenario, the exact commands a repetition runs: the run's own
     steps (steps.py), asked for their commands instead of run. Runs none, creates
-    nothing, needs no root."""
+    nothing, needs no root. ``notes`` (the reachability estimate) follow the header
+    line as comments."""
     backend_cls = backends.get(opts.backend)
     ctx = RunContext(lab, emulator, opts.quick, calibrate=opts.calibrate)
     reps = repetitions(lab, opts)
@@ -94,6 +95,8 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     scaled = f"; rates scaled ×{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
     out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
         f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
+    for line in notes:
+        out(f"# {line}")
     for sc in select_scenarios(lab, opts.scenarios):
         wd = run_dir / "scenarios" / sc.name / "rep1"
         plan = build_plan(lab.topology, sc, emulator, backend, wd, file=str(lab.path / "experiment.yml"))
