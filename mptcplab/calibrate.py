@@ -129,7 +129,7 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
             f"(net.ipv4.tcp_rmem/tcp_wmem in both namespaces; not window-limited)")
         caps = _start_captures(backend, workdir, link) if req.capture else []
         try:
-            checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, measure, omit)))
+            checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, measure, omit), "a:eth1->b:eth1"))
             if shape.loss > 0:
                 lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
                 checks.append(loss_check(shape, lost, total))

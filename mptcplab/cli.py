@@ -36,6 +36,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("--rate-in-tbf", action="store_true",
                    help="nfqueue: rate and queue by tbf at the sender instead of the delay line (the default); "
                         "the queue is then hidden from local senders by TCP Small Queues (docs/architecture.md)")
+    r.add_argument("--scale", metavar="F|auto",
+                   help="scale every link rate by F in (0, 1], delays kept (overrides the lab's `scale`); "
+                        "auto: the factor this machine's reachability estimate suggests")
 
     v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
     v.add_argument("lab")
@@ -114,6 +117,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .lab.loader import load_lab, unsupported
     from .labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
     from .preflight import check as preflight
+    from .preflight import reachability
     from .timeline.actions import check_timelines
 
     lab = load_lab(a.lab)
@@ -126,10 +130,16 @@ def cmd_run(a: argparse.Namespace) -> int:
                       calibrate=not a.no_calibrate, backend=backend.name)
     repetitions(lab, opts)
     emulator = _rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
+    # before measuring: can this machine carry the links, and at which scale (preflight.py)
+    reach = reachability(lab, a.scenario, emulator.name, a.scale)
+    lab = reach.lab
+    opts.warnings, opts.reachability = reach.warnings, reach.record
     check_timelines(lab.topology, scenarios, emulator, str(lab.path / "experiment.yml"))  # before anything runs
     if a.dry_run:
-        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
+        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None, notes=reach.lines)
         return 0
+    for line in reach.lines:
+        print(line)
     problems = lab_needs(lab, checks())
     if problems:
         raise HostNotReady(f"lab {lab.name} cannot run here: " + "; ".join(problems))
@@ -188,12 +198,13 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
 
 def cmd_doctor(a: argparse.Namespace) -> int:
-    from .doctor import checks, lab_needs, render
+    from .doctor import checks, lab_needs, reachability, render
     from .lab.loader import load_lab
 
     lab = load_lab(a.lab) if a.lab else None  # a bad lab fails in one line, before the host table
     items = checks()
     print(render(items))
+    print("\n" + "\n".join(reachability(items, lab)))
     problems = [f"{i.name}: {i.fix}" for i in items if i.required and not i.ok]
     if lab is not None:
         problems = lab_needs(lab, items)

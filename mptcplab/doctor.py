@@ -98,7 +98,9 @@ def lab_needs(lab: Lab, items: list[Item]) -> list[str]:
     """What this lab needs that the host lacks, one line each with the fix."""
     have = {i.name: i for i in items}
     problems = [f"{i.name}: {i.detail} (fix: {i.fix})" for i in items if i.required and not i.ok]
-    needs_delay = any(link.delay or link.jitter or link.loss for sc in lab.scenarios for link in sc.body.links.values())
+    needs_delay = any(d.get(k) for sc in lab.scenarios for link in sc.body.links.values()
+                      for d in (link.direction("egress"), link.direction("ingress"))
+                      for k in ("delay", "jitter", "loss"))
     if needs_delay and not have["tc netem (delay)"].ok and not (have["NFQUEUE"].ok and have["delay line (native)"].ok):
         problems.append("link delay/loss: neither netem nor the NFQUEUE delay line is usable (fix: make -C native)")
     return problems
@@ -112,3 +114,28 @@ def render(items: list[Item]) -> str:
         fix = f"   -> {i.fix}" if (i.fix and not i.ok) else ""
         lines.append(f"{mark:7} {i.name:<{w}}  {i.detail}{fix}")
     return "\n".join(lines)
+
+
+def reachability(items: list[Item], lab: Lab | None = None, cpus: int | None = None) -> list[str]:
+    """Whether this machine's link emulation carries the lab's links (or, without a lab,
+    the papers' configurations), with the scale factor that would fit (emulation/capacity.py)."""
+    from .lab.reachability import lab_estimate, paper_estimates
+    from .lab.scale import fmt_factor, nice_factor_at_most
+
+    emulator = next((i.detail for i in items if i.name == "link emulation backend"), "nfqueue")
+    if emulator == "none":
+        emulator = "nfqueue"  # what a run would use once the delay line is built
+    out = [f"reachability estimate ({emulator}; model and limits: mptcplab/emulation/capacity.py):"]
+    if lab is not None:
+        est = lab_estimate(lab, lab.scenarios, emulator, cpus)
+        scaled = f", as scaled {fmt_factor(lab.scale)} by the lab" if lab.scale != 1 else ""
+        out.append(f"lab {lab.name}{scaled}: {est.verdict}")
+        out += [f"  {line}" for line in est.lines()]
+        if est.suggested_factor != 1:
+            out.append(f"  fits at: --scale {est.suggested_factor * lab.scale:g}")
+        return out
+    for label, e in paper_estimates(emulator, cpus):
+        fit = "" if e.fit_factor >= 1 else f"; fits at --scale {nice_factor_at_most(e.fit_factor):g}"
+        out.append(f"{label} ({e.links[0].name} one way): {e.verdict}{fit}")
+        out += [f"  {line}" for line in e.lines()]
+    return out

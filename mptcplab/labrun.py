@@ -9,7 +9,7 @@ import sys
 import time
 import traceback
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +20,7 @@ from .backends.base import Backend
 from .emulation.base import Emulator
 from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
+from .lab import scale
 from .lab.loader import Lab, ScenarioRun, unsupported
 from .plan import build_plan
 from .progress import Progress
@@ -53,6 +54,10 @@ class RunOptions:
     argv: list[str] = field(default_factory=lambda: list(sys.argv))
     #: where nodes run: "netns" or "containerlab" (the CLI resolves "auto")
     backend: str = "netns"
+    #: coded run-level warnings known before measuring (preflight.reachability)
+    warnings: list[dict[str, str]] = field(default_factory=list)
+    #: manifest.json's ``reachability`` (preflight.reachability's record)
+    reachability: dict[str, Any] | None = None
 
 
 def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
@@ -75,10 +80,11 @@ def repetitions(lab: Lab, opts: RunOptions) -> int:
 
 
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
-            emulation_forced: bool = True) -> None:
+            emulation_forced: bool = True, notes: Sequence[str] = ()) -> None:
     """Print, for each scenario, the exact commands a repetition runs: the run's own
     steps (steps.py), asked for their commands instead of run. Runs none, creates
-    nothing, needs no root."""
+    nothing, needs no root. ``notes`` (the reachability estimate) follow the header
+    line as comments."""
     backend_cls = backends.get(opts.backend)
     ctx = RunContext(lab, emulator, opts.quick, calibrate=opts.calibrate)
     reps = repetitions(lab, opts)
@@ -86,8 +92,11 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     backend, naming = backend_cls.for_dry_run(lab, run_dir)
     how = "" if emulation_forced else \
         f" (not probed: a dry run creates nothing; a run picks {backend_cls.emulator_rule()})"
+    scaled = f"; rates scaled ×{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
     out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
-        f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}")
+        f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
+    for line in notes:
+        out(f"# {line}")
     for sc in select_scenarios(lab, opts.scenarios):
         wd = run_dir / "scenarios" / sc.name / "rep1"
         plan = build_plan(lab.topology, sc, emulator, backend, wd, file=str(lab.path / "experiment.yml"))
@@ -129,6 +138,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
+        "scale": scale.manifest_record(lab), "reachability": opts.reachability,
     }
 
     def first_manifest(rid: str) -> dict[str, Any]:
@@ -158,7 +168,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             rec = fut.result()
             rec["dir"] = str(m.job.out.relative_to(run_dir))
             records.append(rec)
-            _log_rep(log, rec, reps, m.seconds)
+            _log_rep(log, rec, reps, m.seconds, lab.scale)
             store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
 
     try:
@@ -257,11 +267,11 @@ def _worker_exit(_signum: int, _frame: object) -> None:
     os.killpg(os.getpgrp(), signal.SIGKILL)  # the worker and whatever it runs
 
 
-def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float) -> None:
+def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float, factor: float = 1.0) -> None:
     mp = rec["mptcp"]
     verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
     flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
-    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rec['goodput_mbps']:.1f} Mbit/s, {verdict}, "
+    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rec['goodput_mbps']:.1f} {scale.rate_unit(factor)}, {verdict}, "
         f"measured in {seconds:.1f} s, analysed in {rec['analysis_seconds']:.1f} s{flag}")
     for w in rec["warnings"]:
         log(f"    ! {w['message'] if isinstance(w, dict) else w}")
@@ -288,4 +298,5 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
             if "died" in st:
                 invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
-                         facts["platform"], timing, repetitions_per_scenario=reps)
+                         facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
+                         run_warnings=opts.warnings)

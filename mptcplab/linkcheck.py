@@ -29,12 +29,13 @@ RATE_CHECK_CC = "cubic"
 RATE_CHECK_PORT = 5299
 
 
-def expected_rtt_s(shape: LinkShape) -> float:
-    """Two crossings of the link's delay plus the serialization of a ping at the rate."""
-    ser = 0.0
-    if shape.rate_bps:
-        ser = 2 * (PING_PAYLOAD + 28 + ETH_HEADER) * 8 / shape.rate_bps
-    return 2 * shape.delay_s + ser
+def expected_rtt_s(shape: LinkShape, back: LinkShape | None = None) -> float:
+    """The delay of each direction plus the serialization of a ping at each direction's
+    rate; ``back`` is the reverse direction's shape (default: the same as ``shape``)."""
+    back = shape if back is None else back
+    ping_bits = (PING_PAYLOAD + 28 + ETH_HEADER) * 8
+    ser = sum(ping_bits / s.rate_bps for s in (shape, back) if s.rate_bps)
+    return shape.delay_s + back.delay_s + ser
 
 
 def ping_argv(dst: str, src: str, count: int, interval_s: float) -> list[str]:
@@ -44,13 +45,15 @@ def ping_argv(dst: str, src: str, count: int, interval_s: float) -> list[str]:
     return ["ping", "-U", "-n", "-q", "-c", str(count), "-i", f"{interval_s:g}", "-W", "3", "-I", src, dst]
 
 
-def ping_interval_s(shape: LinkShape) -> float:
+def ping_interval_s(shape: LinkShape, back: LinkShape | None = None) -> float:
     """Pings 10 ms apart, or 50 ms on long links (fewer pings in flight at once)."""
-    return 0.01 if shape.delay_s < 0.05 else 0.05
+    rtt = shape.delay_s + (shape if back is None else back).delay_s
+    return 0.01 if rtt < 0.1 else 0.05
 
 
-def ping_cmd(node: str, dst: str, src: str, shape: LinkShape, count: int = PING_COUNT) -> Cmd:
-    return cmd(*ping_argv(dst, src, count, ping_interval_s(shape)), node=node, check=False,
+def ping_cmd(node: str, dst: str, src: str, shape: LinkShape, count: int = PING_COUNT,
+             back: LinkShape | None = None) -> Cmd:
+    return cmd(*ping_argv(dst, src, count, ping_interval_s(shape, back)), node=node, check=False,
                why="RTT of the link against its configuration")
 
 
@@ -95,6 +98,8 @@ class Check:
     measured: float | None
     tolerance: str
     ok: bool
+    #: which direction of the link was measured ("a:if->b:if"); "both" for a round trip
+    direction: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -110,25 +115,30 @@ def parse_ping(out: str) -> tuple[float | None, float | None, int, int]:
     return float(m.group(1)) / 1e3, float(m.group(2)) / 1e3, tx, rx
 
 
-def rtt_checks(shape: LinkShape, ping_out: str) -> list[Check]:
+def rtt_checks(shape: LinkShape, ping_out: str, back: LinkShape | None = None) -> list[Check]:
+    """A round trip crosses both directions: one-way delays cannot be told apart by ping,
+    so an asymmetric link's RTT is checked against the sum of its two directions."""
+    back = shape if back is None else back
     mn, mean, tx, rx = parse_ping(ping_out)
-    exp = expected_rtt_s(shape)
+    exp = expected_rtt_s(shape, back)
     tol = RTT_REL_TOL * exp + RTT_ABS_TOL_S
     ok = mn is not None and abs(mn - exp) <= tol
     checks = [Check("rtt_min_ms", exp * 1e3, mn * 1e3 if mn is not None else None,
-                    f"±{tol * 1e3:.3f} ms", ok)]
+                    f"±{tol * 1e3:.3f} ms", ok, "both")]
     # the mean includes queueing of pings behind each other at low rates: reported, not judged,
     # unless jitter is configured, where the mean is what the jitter centres on
-    checks.append(Check("rtt_mean_ms", exp * 1e3, mean * 1e3 if mean is not None else None, "reported", True))
-    if shape.loss == 0 and tx and rx < tx:
-        checks.append(Check("ping_loss", 0.0, 1 - rx / tx, "no loss configured", False))
+    checks.append(Check("rtt_mean_ms", exp * 1e3, mean * 1e3 if mean is not None else None, "reported", True,
+                        "both"))
+    if shape.loss == 0 and back.loss == 0 and tx and rx < tx:
+        checks.append(Check("ping_loss", 0.0, 1 - rx / tx, "no loss configured", False, "both"))
     return checks
 
 
-def rate_check(shape: LinkShape, goodput_mbps: float | None) -> Check:
+def rate_check(shape: LinkShape, goodput_mbps: float | None, direction: str | None = None) -> Check:
+    """One direction's TCP goodput against that direction's rate."""
     rate = (shape.rate_bps or 0) / 1e6
     ok = goodput_mbps is not None and goodput_mbps >= RATE_MIN_FRACTION * rate
-    return Check("goodput_mbps", rate, goodput_mbps, f">= {RATE_MIN_FRACTION:.0%} of rate", ok)
+    return Check("goodput_mbps", rate, goodput_mbps, f">= {RATE_MIN_FRACTION:.0%} of rate", ok, direction)
 
 
 def binomial_interval(p: float, n: int, z: float = 2.576) -> tuple[float, float]:

@@ -91,7 +91,7 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
         plan.config += firewall_cmds(scenario.body, name)
     queue = 0
     for link in net.links:
-        if not link.shape.impaired:
+        if not link.impaired:
             continue
         for dl in link.directions():
             cmds, daemons = emulator.link_cmds(dl, queue, workdir)

@@ -227,3 +227,52 @@ def check(lab: Lab, scenarios: Sequence[ScenarioRun], **kwargs: object) -> None:
     problems = preflight(lab, scenarios, **kwargs)  # type: ignore[arg-type]
     if problems:
         raise problems[0]
+
+
+@dataclass(frozen=True)
+class Reach:
+    """The reachability preflight's outcome: the lab to run (scaled as decided), what to
+    print before measuring, and the coded warnings the results must carry."""
+
+    lab: Lab
+    lines: list[str]
+    warnings: list[dict[str, str]]
+    #: manifest.json's ``reachability``: verdict, suggested factor, the estimate's lines
+    record: dict[str, object]
+
+
+def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, scale_arg: str | None,
+                 cpus: int | None = None) -> Reach:
+    """Estimate whether this machine carries the lab's links (emulation/capacity.py) and
+    settle the scale factor: ``--scale F`` wins, ``--scale auto`` takes the factor the
+    estimate suggests for the lab as written, otherwise the lab's own ``scale`` (which
+    load_lab has applied already). The
+    verdict is then given for the links as they will run (scaled); what is marginal or
+    beyond becomes a coded warning of the run, never a silent bad run."""
+    from .lab.reachability import lab_estimate, run_warnings, verdict_text
+    from .lab.scale import apply_scale, manifest_record, parse_scale_arg
+
+    def chosen(lb: Lab) -> list[ScenarioRun]:
+        return [s for s in lb.scenarios if not scenario_names or s.name in scenario_names]
+
+    if scale_arg is not None:
+        factor = parse_scale_arg(scale_arg)
+        if factor is None:  # auto: from the lab as written
+            base = apply_scale(lab, 1.0, "none")
+            factor = lab_estimate(base, chosen(base), emulator, cpus).suggested_factor
+            lab = apply_scale(lab, factor, "auto")
+        else:
+            lab = apply_scale(lab, factor, "command line")
+    est = lab_estimate(lab, chosen(lab), emulator, cpus)
+    lines = verdict_text(est, lab.scale)
+    if lab.scale != 1:
+        rec = manifest_record(lab)
+        unscaled = rec["unscaled_fields"]
+        lines[:0] = [f"scale {lab.scale:g} ({lab.scale_source}): {rec['scaled']} ×{lab.scale:g}, delays unchanged; "
+                     "goodput is reported scaled"]
+        if unscaled:
+            lines.insert(1, f"  not scaled (sized for the unscaled rates; scale them in the lab if they matter): "
+                            f"{', '.join(unscaled)}")
+    record: dict[str, object] = {"verdict": est.verdict, "emulator": emulator,
+                                 "suggested_factor": est.suggested_factor * lab.scale, "lines": est.lines()}
+    return Reach(lab, lines, run_warnings(est, lab.scale), record)

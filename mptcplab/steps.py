@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from .backends.base import Backend
 from .capture import CaptureCommand, capture_command, parse_tcpdump_stats
 from .commands import Cmd, cmd
+from .emulation.linkmodel import DirectedLink
 from .lab.network import Link
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, parse_rate_mbps, ping_cmd, rate_check, rate_check_cmds, rtt_checks
@@ -72,9 +73,9 @@ class RunContext:
     quick: bool
     log: Callable[[str], None] = print
     calibrate: bool = True
-    #: rate checks already made in this run, by (link, shape, mtu): a link configured
+    #: rate checks already made in this run, by (link, direction, shape, mtu): a link configured
     #: identically in several scenarios is rate-checked once (RTT is checked every time)
-    rate_cache: dict[tuple[str, str, int], Check] = field(default_factory=dict)
+    rate_cache: dict[tuple[str, str, str, int], Check] = field(default_factory=dict)
     #: the backend of each repetition, given the command-log writer
     make_backend: Callable[[Callable[[str], None]], Backend] = _default_backend
 
@@ -190,14 +191,21 @@ class Deploy(Step):
 
 
 # ------------------------------------------------------------------ link check
-def _shape_dict(shape: Any, mtu: int) -> dict[str, Any]:
-    return {"rate_bps": shape.rate_bps, "delay_s": shape.delay_s, "jitter_s": shape.jitter_s, "loss": shape.loss,
-            "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
+def _shape_dict(shape: Any, mtu: int, direction: str) -> dict[str, Any]:
+    return {"direction": direction, "rate_bps": shape.rate_bps, "delay_s": shape.delay_s, "jitter_s": shape.jitter_s,
+            "loss": shape.loss, "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
+
+
+def _direction_name(dl: DirectedLink) -> str:
+    return f"{dl.src}->{dl.dst}"
 
 
 class LinkCheck(Step):
-    """RTT on every repetition; rate (one TCP flow, linkcheck.rate_check_cmds) once per
-    run for each distinct link configuration, the result shared by every scenario."""
+    """RTT on every repetition (both directions at once: a round trip); rate (one TCP flow,
+    linkcheck.rate_check_cmds) once per run for each distinct link configuration, the result
+    shared by every scenario. A symmetric link's rate is checked a -> b only (b -> a is the
+    same shape on the same emulator); an asymmetric link's in each direction against its
+    own shape, the sender at that direction's source."""
 
     title = "link checks (RTT on every repetition; rate once per run per distinct link configuration)"
 
@@ -207,29 +215,39 @@ class LinkCheck(Step):
 
     @staticmethod
     def _links(rep: Rep) -> list[Link]:
-        return [link for link in rep.plan.net.links if link.shape.impaired]
+        return [link for link in rep.plan.net.links if link.impaired]
 
     @staticmethod
     def _ends(link: Link) -> tuple[str, str]:
         return str(link.addr(link.a).ip), str(link.addr(link.b).ip)
 
-    def _rate_cmds(self, rep: Rep, link: Link) -> Any:
-        src, dst = self._ends(link)
-        return rate_check_cmds(link.b.node, link.a.node, src, dst, parse_time(rep.body.calibration.rate_seconds))
+    def _rate_cmds(self, rep: Rep, link: Link, dl: DirectedLink) -> Any:
+        # the client sends: it runs at the direction's source, the server at its end
+        return rate_check_cmds(dl.dst.node, dl.src.node, str(link.addr(dl.src).ip), str(link.addr(dl.dst).ip),
+                               parse_time(rep.body.calibration.rate_seconds))
 
-    def _wants_rate(self, rep: Rep, link: Link) -> bool:
-        return bool(rep.body.calibration.rate_check and link.shape.rate_bps)
+    def _rated(self, rep: Rep, link: Link) -> list[DirectedLink]:
+        """The directions whose rate is checked."""
+        if not rep.body.calibration.rate_check:
+            return []
+        dirs = link.directions()[:1] if link.symmetric else link.directions()
+        return [dl for dl in dirs if dl.shape.rate_bps]
+
+    @staticmethod
+    def _ping(link: Link) -> Cmd:
+        src, dst = LinkCheck._ends(link)
+        return ping_cmd(link.a.node, dst, src, link.shape_ab, back=link.shape_ba)
 
     def commands(self, rep: Rep) -> list[Planned]:
         out: list[Planned] = []
         if not self._enabled(rep):
             return out
         for link in self._links(rep):
-            src, dst = self._ends(link)
-            out.append(Planned(ping_cmd(link.a.node, dst, src, link.shape), note=f"link {link.name}: RTT"))
-            if self._wants_rate(rep, link):
-                rc = self._rate_cmds(rep, link)
-                out += [Planned(rc.server, background=True, note=f"link {link.name}: rate (once per run)"),
+            out.append(Planned(self._ping(link), note=f"link {link.name}: RTT"))
+            for dl in self._rated(rep, link):
+                rc = self._rate_cmds(rep, link, dl)
+                out += [Planned(rc.server, background=True,
+                                note=f"link {link.name}: rate {_direction_name(dl)} (once per run)"),
                         Planned(rc.listening, note=UNTIL_READY), Planned(rc.client)]
         return out
 
@@ -237,27 +255,29 @@ class LinkCheck(Step):
         if not self._enabled(rep):
             return
         for link in self._links(rep):
-            src, dst = self._ends(link)
-            p = rep.backend.run([ping_cmd(link.a.node, dst, src, link.shape)])[0]
-            checks: list[Check] = rtt_checks(link.shape, p.stdout)
+            p = rep.backend.run([self._ping(link)])[0]
+            checks: list[Check] = rtt_checks(link.shape_ab, p.stdout, back=link.shape_ba)
             rate_measured_here = False
-            if self._wants_rate(rep, link):
-                key = (link.name, repr(link.shape), link.mtu)
+            for dl in self._rated(rep, link):
+                key = (link.name, _direction_name(dl), repr(dl.shape), link.mtu)
                 if key not in rep.ctx.rate_cache:
-                    rep.ctx.rate_cache[key] = rate_check(link.shape, self._rate(rep, link))
+                    rep.ctx.rate_cache[key] = rate_check(dl.shape, self._rate(rep, link, dl), _direction_name(dl))
                     rate_measured_here = True
                 checks.append(rep.ctx.rate_cache[key])
-            entry = {"link": link.name, "configured": _shape_dict(link.shape, link.mtu),
+            ab, ba = link.directions()
+            entry = {"link": link.name, "configured": _shape_dict(ab.shape, link.mtu, _direction_name(ab)),
+                     "configured_reverse": _shape_dict(ba.shape, link.mtu, _direction_name(ba)),
                      "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
                      "rate_measured_in_this_rep": rate_measured_here}
             if not entry["ok"]:
-                bad = "; ".join(f"{c.quantity} {c.measured} vs {c.configured} ({c.tolerance})"
+                bad = "; ".join(f"{c.quantity}{f' {c.direction}' if c.direction not in (None, 'both') else ''} "
+                                f"{c.measured} vs {c.configured} ({c.tolerance})"
                                 for c in checks if not c.ok)
                 rep.warnings.append(f"link {link.name} out of tolerance: {bad}")
             rep.calibration.append(entry)
 
-    def _rate(self, rep: Rep, link: Link) -> float | None:
-        rc = self._rate_cmds(rep, link)
+    def _rate(self, rep: Rep, link: Link, dl: DirectedLink) -> float | None:
+        rc = self._rate_cmds(rep, link, dl)
         backend = rep.backend
         assert rc.server.node is not None
         srv = backend.spawn(rc.server.node, rc.server.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

@@ -27,12 +27,13 @@ def _route_dev(net: Network, node: str, dst: IPv4Address) -> str | None:
     return best[1] if best else None
 
 
-def path_links(net: Network, start: Endpoint, dst: IPv4Address) -> list[Link] | None:
-    """The links a packet from ``start`` (a client interface) crosses to ``dst``: the
-    start's own link, then each router's connected subnet or main-table route. None when
-    the walk leaves the network or loops (the path cannot reach ``dst``)."""
+def path_hops(net: Network, start: Endpoint, dst: IPv4Address) -> list[tuple[Link, Endpoint]] | None:
+    """The links a packet from ``start`` (a client interface) crosses to ``dst``, each with
+    the endpoint it enters the link by: the start's own link, then each router's connected
+    subnet or main-table route. None when the walk leaves the network or loops (the path
+    cannot reach ``dst``)."""
     link = net.link_of(start)
-    out = [link]
+    out = [(link, start)]
     ep = link.other(start)
     for _ in range(_MAX_HOPS):
         if link.addr(ep).ip == dst or any(lk.addr(e).ip == dst for e, lk in net.interfaces(ep.node)):
@@ -44,24 +45,33 @@ def path_links(net: Network, start: Endpoint, dst: IPv4Address) -> list[Link] | 
         if nxt is None:
             dev = _route_dev(net, ep.node, dst)
             nxt = next(((e, lk) for e, lk in ifaces if e.iface == dev), None)
-        if nxt is None or nxt[1] in out:
+        if nxt is None or any(nxt[1] is lk for lk, _ in out):
             return None
         e, link = nxt
-        out.append(link)
+        out.append((link, e))
         ep = link.other(e)
     return None
 
 
-def path_rates(body: ExperimentBody, net: Network, server: str) -> dict[str, float]:
-    """Path label -> the lowest configured rate on its links to the server (bit/s), to
-    the first of the server's addresses the path reaches (a multi-homed server may be
+def path_links(net: Network, start: Endpoint, dst: IPv4Address) -> list[Link] | None:
+    """The links of ``path_hops``."""
+    hops = path_hops(net, start, dst)
+    return None if hops is None else [lk for lk, _ in hops]
+
+
+def path_rates(body: ExperimentBody, net: Network, server: str,
+               direction: str = "upload") -> dict[str, float]:
+    """Path label -> the lowest configured rate on its links to the server (bit/s), in the
+    direction the data flows (``upload``: client to server, ``download``: back), to the
+    first of the server's addresses the path reaches (a multi-homed server may be
     reachable on each path by another address); paths with no rate on any link, or that
     reach none of the server's addresses, are left out."""
     targets = [lk.addr(e).ip for e, lk in net.interfaces(server)]
     out: dict[str, float] = {}
     for label, ep in body.paths.items():
-        links = next((ls for dst in targets if (ls := path_links(net, Endpoint.parse(ep), dst))), None)
-        rates = [lk.shape.rate_bps for lk in links or [] if lk.shape.rate_bps]
+        hops = next((hs for dst in targets if (hs := path_hops(net, Endpoint.parse(ep), dst))), None)
+        shapes = [lk.shape_from(near if direction == "upload" else lk.other(near)) for lk, near in hops or []]
+        rates = [sh.rate_bps for sh in shapes if sh.rate_bps]
         if rates:
             out[label] = float(min(rates))
     return out

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ipaddress import IPv4Address
 
-from ..emulation.linkmodel import ETH_HEADER, LinkShape, QueueLimit
+from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
 from .events import EndpointAdd, EndpointFlags, LinkChange
@@ -32,11 +32,14 @@ def _rate(bps: int) -> str:
     return f"{bps / 1e12:g}tbit" if bps >= 10**12 and bps % 10**9 == 0 else fmt_rate(bps)
 
 
-def _link_field(body: ExperimentBody, link: Link) -> str:
+def _direction_field(body: ExperimentBody, link: Link, src: Endpoint, name: str) -> str:
+    """The lab field a direction's ``name`` came from: links.<ep>.egress.rate when the
+    direction set it, else links.<ep>.rate (egress/ingress relative to <ep>)."""
     for ep in (link.a, link.b):
-        if str(ep) in body.links:
-            return f"links.{ep}"
-    return f"links.{link.a}"
+        spec = body.links.get(str(ep))
+        if spec is not None:
+            return f"links.{ep}.{spec.field_of('egress' if src == ep else 'ingress', name)}"
+    return f"links.{link.a}.{name}"
 
 
 def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
@@ -71,16 +74,18 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
     """Raise LabInputError for the first problem the built network shows."""
     _check_addresses(net, body, file)
     for link in net.links:
-        bad = tbf_problem(link.shape, link.mtu)
-        if bad:
-            raise LabInputError(file, f"{_link_field(body, link)}.{bad[0]}", bad[1])
+        for dl in link.directions():
+            bad = tbf_problem(dl.shape, link.mtu)
+            if bad:
+                raise LabInputError(file, _direction_field(body, link, dl.src, bad[0]), bad[1])
     for k, ev in enumerate(body.traffic.events):
         if isinstance(ev, LinkChange) and (ev.rate is not None or ev.queue is not None):
             link = net.link_of(ev.link)
-            rate = parse_rate(ev.rate) if ev.rate is not None else link.shape.rate_bps
+            shape = link.shape_from(Endpoint.parse(ev.link))
+            rate = parse_rate(ev.rate) if ev.rate is not None else shape.rate_bps
             if rate is None:
                 raise LabInputError(file, f"traffic.events[{k}].queue", "a queue limit needs a rate on the link")
-            queue = QueueLimit.parse(ev.queue) if ev.queue is not None else link.shape.queue
+            queue = QueueLimit.parse(ev.queue) if ev.queue is not None else shape.queue
             bad = tbf_problem(LinkShape(rate, queue=queue), link.mtu)
             if bad:
                 raise LabInputError(file, f"traffic.events[{k}].{bad[0]}", bad[1])

@@ -46,6 +46,15 @@ class Lab:
     published: Published | None
     scenarios: tuple[ScenarioRun, ...]
     file_hashes: dict[str, str]
+    #: the factor the scenarios' rates were scaled by (lab/scale.py apply_scale; 1: not scaled)
+    scale: float = 1.0
+    #: where the factor came from: "none", "lab", "command line", "auto"
+    scale_source: str = "none"
+    #: the scenarios as the lab files give them, before scaling (empty: ``scenarios`` are)
+    unscaled: tuple[ScenarioRun, ...] = ()
+
+    def base_scenarios(self) -> tuple[ScenarioRun, ...]:
+        return self.unscaled or self.scenarios
 
 
 _TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict"}
@@ -196,7 +205,8 @@ def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, file: Path) -> tuple[ScenarioRun, ...]:
-    base = {k: v for k, v in raw.items() if k != "scenarios"}
+    # scenarios and the run-wide scale are not part of a scenario's body
+    base = {k: v for k, v in raw.items() if k not in ("scenarios", "scale")}
     runs: list[ScenarioRun] = []
     names: set[str] = set()
     for i, sc in enumerate(exp.scenarios):
@@ -394,4 +404,9 @@ def load_lab(path: str | Path) -> Lab:
         published = _validate(Published, read_yaml(pfile), pfile)
         _check_published(published, {s.name for s in scenarios}, pfile)
     hashes = {f: sha256(lab_dir / f) for f in LAB_FILES if (lab_dir / f).exists()}
-    return Lab(topo.name, lab_dir, topo, exp, published, scenarios, hashes)
+    lab = Lab(topo.name, lab_dir, topo, exp, published, scenarios, hashes)
+    if exp.scale is not None and exp.scale != 1:
+        from .scale import apply_scale
+
+        lab = apply_scale(lab, exp.scale, "lab")  # the lab's own factor; `run --scale` replaces it
+    return lab

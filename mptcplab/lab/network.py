@@ -36,7 +36,10 @@ class Link:
     subnet: IPv4Network
     addr_a: IPv4Interface
     addr_b: IPv4Interface
-    shape: LinkShape
+    #: impairments of packets going a -> b and b -> a (equal unless the lab gave a
+    #: direction its own shape: links.<ep>.egress / ingress)
+    shape_ab: LinkShape
+    shape_ba: LinkShape
 
     def other(self, ep: Endpoint) -> Endpoint:
         return self.b if ep == self.a else self.a
@@ -45,7 +48,20 @@ class Link:
         return self.addr_a if ep == self.a else self.addr_b
 
     def directions(self) -> tuple[DirectedLink, DirectedLink]:
-        return (DirectedLink(self.a, self.b, self.shape, self.mtu), DirectedLink(self.b, self.a, self.shape, self.mtu))
+        return (DirectedLink(self.a, self.b, self.shape_ab, self.mtu),
+                DirectedLink(self.b, self.a, self.shape_ba, self.mtu))
+
+    def shape_from(self, ep: Endpoint) -> LinkShape:
+        """The shape of the direction whose packets leave ``ep``."""
+        return self.shape_ab if ep == self.a else self.shape_ba
+
+    @property
+    def impaired(self) -> bool:
+        return self.shape_ab.impaired or self.shape_ba.impaired
+
+    @property
+    def symmetric(self) -> bool:
+        return self.shape_ab == self.shape_ba
 
     @property
     def name(self) -> str:
@@ -157,10 +173,14 @@ def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experim
     links: list[Link] = []
     for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file), strict=True)):
         a, b = (Endpoint.parse(e) for e in clab_link.endpoints)
-        spec = body.links.get(str(a)) or body.links.get(str(b))
+        key = a if str(a) in body.links else b
+        spec = body.links.get(str(key))
         mtu = (spec.mtu if spec and spec.mtu else None) or clab_link.mtu or DEFAULT_MTU
-        shape = LinkShape.parse(spec.rate, spec.delay, spec.jitter, spec.loss, spec.queue) if spec else LinkShape()
-        links.append(Link(i, a, b, mtu, net, ia, ib, shape))
+        # egress/ingress are relative to the endpoint that names the link in `links:`
+        out, back = ((LinkShape.parse(**spec.direction("egress")), LinkShape.parse(**spec.direction("ingress")))
+                     if spec else (LinkShape(), LinkShape()))
+        ab, ba = (out, back) if key == a else (back, out)
+        links.append(Link(i, a, b, mtu, net, ia, ib, ab, ba))
     netw = Network(nodes, links)
     for name, node in nodes.items():
         node_spec = body.nodes[name]

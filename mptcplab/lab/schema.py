@@ -139,15 +139,14 @@ class ClabTopology(BaseModel):
 
 
 # --------------------------------------------------------------------------- experiment
-class LinkSpec(Strict):
-    """Impairments applied in each direction of a link (see emulation/linkmodel.py)."""
+class _ShapeFields(Strict):
+    """The impairments of a link direction (see emulation/linkmodel.py LinkShape)."""
 
     rate: str | int | None = None
     delay: str | float | None = None
     jitter: str | float | None = None
     loss: str | float | None = None
     queue: str | int | None = Field(default=None, description="bytes ('150KB') or time at the link rate ('80ms')")
-    mtu: int | None = Field(default=None, ge=68, le=65535, description="overrides the topology's mtu")
 
     _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
     _delay = field_validator("delay", "jitter")(classmethod(lambda cls, v: _check(parse_time, v)))
@@ -166,6 +165,42 @@ class LinkSpec(Strict):
         from ..emulation.linkmodel import QueueLimit
 
         return _check(QueueLimit.parse, v)
+
+    def shape_values(self) -> dict[str, Any]:
+        """The impairment fields that are set, by name."""
+        return {k: getattr(self, k) for k in SHAPE_FIELDS if getattr(self, k) is not None}
+
+
+#: the fields a direction can set (and override one by one)
+SHAPE_FIELDS = ("rate", "delay", "jitter", "loss", "queue")
+
+
+class DirectionSpec(_ShapeFields):
+    """One direction's impairments; a field it leaves out keeps the link's value."""
+
+
+#: the two directions of a link, relative to the endpoint that names it in ``links:``
+Direction = Literal["egress", "ingress"]
+
+
+class LinkSpec(_ShapeFields):
+    """Impairments of a link. The fields at the top apply to each direction; ``egress``
+    (packets leaving the endpoint that names the link) and ``ingress`` (packets arriving
+    at it) override them field by field for one direction (see emulation/linkmodel.py)."""
+
+    mtu: int | None = Field(default=None, ge=68, le=65535, description="overrides the topology's mtu")
+    egress: DirectionSpec | None = Field(default=None, description="from this endpoint to its peer")
+    ingress: DirectionSpec | None = Field(default=None, description="from the peer to this endpoint")
+
+    def direction(self, which: Direction) -> dict[str, Any]:
+        """The impairment fields of one direction: the link's, overridden by the direction's."""
+        own = self.egress if which == "egress" else self.ingress
+        return {**self.shape_values(), **(own.shape_values() if own else {})}
+
+    def field_of(self, which: Direction, name: str) -> str:
+        """Where ``name`` of direction ``which`` comes from: 'egress.rate' or 'rate'."""
+        own = self.egress if which == "egress" else self.ingress
+        return f"{which}.{name}" if own is not None and getattr(own, name) is not None else name
 
 
 class MptcpLimits(Strict):
@@ -489,6 +524,11 @@ class ExperimentBody(Strict):
 
 class Experiment(ExperimentBody):
     scenarios: list[Scenario] = Field(min_length=1)
+    #: every rate (and queue given in bytes) times this factor, delays unchanged: a lab this
+    #: machine cannot carry at full rate keeps its rate and delay ratios (lab/scale.py). Not
+    #: per scenario: one run has one scale, stated next to every number it affects.
+    scale: float | None = Field(default=None, gt=0, le=1,
+                                description="rate scale factor in (0, 1]; `mptcplab run --scale` overrides it")
 
     @field_validator("scenarios")
     @classmethod

@@ -19,6 +19,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..lab.scale import rate_unit
+from .fmt import missing
 from .model import Summary
 from .tables import aggregates_frame, path_stats, published_for, reps_frame
 
@@ -118,6 +120,7 @@ def plot_throughput(
     ncols: int = 2,
     total: bool = True,
     events: pd.DataFrame | None = None,
+    scale: float = 1.0,
 ) -> Figure:
     """Throughput over time per scenario, one line per path (plus the connection total);
     ``events`` (results.model.load_events) are marked: those of each scenario's first
@@ -143,7 +146,7 @@ def plot_throughput(
         ax.set_title(f"{name} ({how})", fontsize=10)
         mark_events(ax, events_of(events, name))
         ax.set_xlabel("time since first SYN (s)")
-        ax.set_ylabel("Mbit/s")
+        ax.set_ylabel(rate_unit(scale))
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8, loc="lower right")
     # the y axis is shared: scale it once, to the largest total, so no line is clipped
@@ -217,7 +220,7 @@ def plot_goodput(summary: Summary, baseline: str | None = None) -> Figure:
     if baseline is not None and baseline in set(agg["scenario"]):
         b = float(agg.loc[agg["scenario"] == baseline, "goodput_mean"].iloc[0])
         ax.axhline(b, color="tab:blue", ls="--", lw=1,
-                   label=f"{baseline} baseline ({b:.1f} Mbit/s)")
+                   label=f"{baseline} baseline ({b:.1f} {rate_unit(summary.scale)})")
     # The paper's numbers were measured elsewhere (other kernel, often no rate limit), so a
     # value far above this run's scale is marked at the top edge instead of rescaling the plot.
     pub = published_for(summary, "goodput_mbps")
@@ -227,21 +230,24 @@ def plot_goodput(summary: Summary, baseline: str | None = None) -> Figure:
         if p["scenario"] not in pos:
             continue
         i = pos[p["scenario"]]
-        v = float(p["paper_value"])
+        # a scaled run is compared with the paper's rate x the factor (lab/scale.py)
+        scaled = not missing(p["paper_value_scaled"])
+        v = float(p["paper_value_scaled"] if scaled else p["paper_value"])
         kind = "in" if v <= top else "off"
+        paper = f"paper ×{summary.scale:g}" if scaled else "paper"
         lab = None if kind in labelled else (
-            "paper (its kernel)" if kind == "in" else "paper, above this scale (value printed)")
+            f"{paper} (its kernel)" if kind == "in" else f"{paper}, above this scale (value printed)")
         labelled.add(kind)
         if kind == "in":
             ax.plot([i], [v], marker="D", color="tab:red", ms=6, ls="", label=lab, zorder=4)
         else:
             ax.plot([i], [top * 0.97], marker="^", color="tab:red", ms=7, ls="", label=lab,
                     zorder=4)
-        ax.annotate(f"paper {v:g}", (i, min(v, top * 0.97)), xytext=(6, -3),
+        ax.annotate(f"{paper} {v:g}", (i, min(v, top * 0.97)), xytext=(6, -3),
                     textcoords="offset points", fontsize=7, color="tab:red")
     ax.set_ylim(0, top)
     ax.set_xticks(x, agg["scenario"], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("goodput (Mbit/s)")
+    ax.set_ylabel(f"goodput ({rate_unit(summary.scale)})")
     # two lines: one would be cut off at the figure's width with few scenarios
     ax.set_title("Goodput per scenario (bar: mean ± std over reps; dots: reps)\n"
                  "green: MPTCP verified, orange hatched: MPTCP not verified, grey: TCP", fontsize=10)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
+from ..lab.scale import fmt_factor, metric_scales
 from ..lab.schema import CaptureFact, Expectation, Finding, Published
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
@@ -35,14 +36,30 @@ def _describe(metric: str, path: str | None, scenario: str, v: Value, show_scena
     return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} rep{'' if v.n == 1 else 's'})"
 
 
-def _target(e: Expectation) -> str:
+def _target(e: Expectation, factor: float = 1.0) -> str:
+    if e.value is None:
+        return e.op
     tol = f" ± {e.tolerance:g}" if e.tolerance else ""
-    return f"{e.op} {e.value:g}{tol}" if e.value is not None else e.op
+    text = f"{e.op} {e.value:g}{tol}"
+    if factor != 1 and _scaled(e):
+        stol = f" ± {e.tolerance * factor:g}" if e.tolerance else ""
+        text += f", compared scaled {fmt_factor(factor)}: {e.op} {e.value * factor:g}{stol}"
+    return text
+
+
+def _scaled(e: Expectation) -> bool:
+    """Whether the expectation's constant is an absolute rate (scaled with the run): a
+    value of a rate metric, or a difference of two; a ratio is unitless."""
+    return e.value is not None and metric_scales(e.metric) and e.by != "ratio"
 
 
 def check(e: Expectation, default_scenario: str | None,
-          reps: dict[str, list[Repetition]]) -> tuple[bool | None, str]:
-    """(holds, evidence) of one expectation; holds None when it cannot be measured here."""
+          reps: dict[str, list[Repetition]], factor: float = 1.0) -> tuple[bool | None, str]:
+    """(holds, evidence) of one expectation; holds None when it cannot be measured here.
+    In a run scaled by ``factor`` an absolute rate is compared with the paper's x factor
+    (lab/scale.py), and the evidence says so."""
+    value = e.value * factor if e.value is not None and _scaled(e) else e.value
+    tolerance = e.tolerance * factor if _scaled(e) else e.tolerance
     left_name = e.scenario or default_scenario
     if left_name is None:
         return None, "no scenario of this lab to measure it on"
@@ -54,8 +71,8 @@ def check(e: Expectation, default_scenario: str | None,
     across = e.than is not None
     lhs = _describe(e.metric, e.path, left_name, left, across)
     if e.than is None:
-        assert e.value is not None  # the schema requires value without than
-        return _compare(left.value, e.op, e.value, e.tolerance), f"{lhs}; paper: {_target(e)}"
+        assert value is not None  # the schema requires value without than
+        return _compare(left.value, e.op, value, tolerance), f"{lhs}; paper: {_target(e, factor)}"
     right_name = e.than.scenario
     if right_name not in reps:
         return None, f"{lhs}; scenario {right_name} not run"
@@ -68,15 +85,15 @@ def check(e: Expectation, default_scenario: str | None,
     if e.by is None:
         holds = _compare(left.value, e.op, right.value, e.tolerance)
         return holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}"
-    assert e.value is not None  # the schema requires value with by
+    assert value is not None  # the schema requires value with by
     if e.by == "difference":
         x, how = left.value - right.value, "difference"
     else:
         if right.value == 0:
             return None, f"{lhs}; {rhs}: a ratio to zero is not defined"
         x, how = left.value / right.value, "ratio"
-    holds = _compare(x, e.op, e.value, e.tolerance)
-    return holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e)}"
+    holds = _compare(x, e.op, value, tolerance)
+    return holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e, factor)}"
 
 
 def check_fact(c: CaptureFact, default_scenario: str | None,
@@ -104,23 +121,23 @@ def check_fact(c: CaptureFact, default_scenario: str | None,
     return holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}"
 
 
-def evaluate(f: Finding, reps: dict[str, list[Repetition]]) -> FindingRow:
+def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0) -> FindingRow:
     row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
     if f.not_measurable:
         return row.model_copy(update={"evidence": f"not measurable here: {f.not_measurable}"})
     if not f.expectations:
         return row.model_copy(update={"evidence": "not checkable automatically"})
-    results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps)
+    results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps, factor)
                for e in f.expectations]
     verdicts = [h for h, _ in results]
     holds = False if False in verdicts else None if None in verdicts else True
     return row.model_copy(update={"holds_here": holds, "evidence": "; and ".join(ev for _, ev in results)})
 
 
-def findings_table(pub: Published | None, records: Sequence[Repetition]) -> list[FindingRow]:
+def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0) -> list[FindingRow]:
     if pub is None:
         return []
     by_name: dict[str, list[Repetition]] = {}
     for r in records:
         by_name.setdefault(r.name, []).append(r)
-    return [evaluate(f, by_name) for f in pub.findings]
+    return [evaluate(f, by_name, factor) for f in pub.findings]

@@ -297,6 +297,9 @@ class PublishedRow(_Model):
     this_std: float | None = None
     this_n: int = 0
     this_kernel: str | None = None
+    #: what this run's value compares with when the run is scaled and the metric is a rate:
+    #: paper_value x the scale factor (lab/scale.py); None when the run is not scaled
+    paper_value_scaled: float | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -347,6 +350,10 @@ class Summary(_Model):
     aggregates: list[ScenarioAggregate] = Field(default_factory=list)
     published: list[PublishedRow] = Field(default_factory=list)
     findings: list[FindingRow] = Field(default_factory=list)
+    #: the factor every link rate was scaled by (lab/scale.py): goodput is measured at it
+    scale: float = 1.0
+    #: run-level coded warnings known before measuring (e.g. emulation-beyond-host)
+    warnings: list[Warning] = Field(default_factory=list)
 
     @classmethod
     def coerce(cls, data: Summary | dict[str, Any]) -> Summary:
@@ -409,6 +416,10 @@ class Manifest(_Model):
     sysctls: dict[str, Any] = Field(default_factory=dict)
     #: {scenario: {"rep<N>": [{"link", "configured", "checks": [...], "ok"}]}}
     calibration: dict[str, Any] = Field(default_factory=dict)
+    #: {"factor", "source", "scaled", "unscaled_fields"} (lab/scale.py manifest_record)
+    scale: dict[str, Any] | None = None
+    #: the reachability estimate made before measuring (preflight.reachability)
+    reachability: dict[str, Any] | None = None
     #: False when the run had no manifest.json (the report says so)
     present: bool = Field(default=True, exclude=True)
 

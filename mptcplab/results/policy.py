@@ -126,6 +126,8 @@ def collect_warnings(
     if s.valid is False:
         for reason in s.invalid_reasons or ["no reason recorded"]:
             out.append(Warning(code=RUN_INVALID, message=f"RUN INVALID: {reason}"))
+    # known before measuring (preflight): e.g. links beyond what this machine carries
+    out += [Warning(code=w.code, path=w.path, message=w.message) for w in s.warnings]
     for note in s.timing_notes:
         out.append(Warning(code=TIMING_NOTE, message=f"timing (not held against a functional check): {note}"))
     for r in s.scenarios:

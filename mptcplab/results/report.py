@@ -14,6 +14,7 @@ from typing import Any
 
 from matplotlib.figure import Figure
 
+from ..lab.scale import fmt_factor, rate_unit
 from . import figures as F
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .model import (
@@ -65,6 +66,7 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
         ("CPUs", manifest.cpu_count),
         ("network backend", manifest.backend),
         ("link emulation", manifest.link_emulation),
+        ("scale", _scale_text(summary, manifest)),
         ("paper", f"{src.title or DASH} ({src.id or DASH})" if src else None),
         ("paper kernel", src.kernel if src else None),
         ("results format", f"version {summary.format_version}"),
@@ -80,6 +82,17 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
                   "slow-start and PMTUD transients weigh more, and the numbers are for checking "
                   "the lab works, not for comparing with the paper. Run without `--quick` for that.", ""]
     return lines
+
+
+def _scale_text(summary: Summary, manifest: Manifest) -> str | None:
+    """The run's scale factor, where it came from and what it left alone (lab/scale.py)."""
+    if summary.scale == 1:
+        return None
+    rec = manifest.scale or {}
+    unscaled = rec.get("unscaled_fields") or []
+    return (f"**every link rate {fmt_factor(summary.scale)}** ({rec.get('source', '?')}); delays, loss, MTUs "
+            "unchanged; goodput is in scaled Mbit/s and compared with the paper's rates "
+            f"{fmt_factor(summary.scale)}" + (f"; not scaled: {', '.join(unscaled)}" if unscaled else ""))
 
 
 def _records_table(records: list[dict[str, Any]]) -> str:
@@ -149,8 +162,8 @@ def _per_rep_section(summary: Summary) -> list[str]:
                 f"{fmt_num(s['median_seg'], 'median_seg')} / {fmt_num(s['max_seg'], 'max_seg')}",
                 fmt_num(s["icmp_frag_needed"]), fmt_num(s["retransmissions"]),
             ])
-    header = ["scenario", "rep", "goodput", "MPTCP", "path", "subflow", "initial", "established", "bytes",
-              "share", "median / max seg", "ICMP frag-needed", "retransmissions"]
+    header = ["scenario", "rep", f"goodput {rate_unit(summary.scale)}", "MPTCP", "path", "subflow", "initial",
+              "established", "bytes", "share", "median / max seg", "ICMP frag-needed", "retransmissions"]
     return lines + [md_table(header, rows), ""]
 
 
@@ -256,7 +269,7 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
     plan: list[tuple[str, str, Callable[[], Figure]]] = [
         ("Throughput over time", "throughput.png",
          lambda: F.plot_throughput(ts, [s for s in order if (ts["scenario"] == s).any()] if not ts.empty else None,
-                                   events=events)),
+                                   events=events, scale=summary.scale)),
         ("Goodput per scenario", "goodput.png", lambda: F.plot_goodput(summary)),
         ("Per-subflow byte share", "subflow_share.png", lambda: F.plot_subflow_share(summary)),
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),

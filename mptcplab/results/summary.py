@@ -13,11 +13,12 @@ from typing import Any
 
 import pandas as pd
 
+from ..lab.scale import metric_scales, paper_target
 from ..lab.schema import Published
 from ..platform import MEASUREMENT, run_kind
 from . import findings
 from .aggregate import METRICS, aggregates, scenario_value
-from .model import FindingRow, PublishedRow, PublishedSource, Repetition, Summary
+from .model import FindingRow, PublishedRow, PublishedSource, Repetition, Summary, Warning
 
 RecordLike = Repetition | dict[str, Any]
 
@@ -27,7 +28,8 @@ def repetitions(records: Iterable[RecordLike]) -> list[Repetition]:
     return [r if isinstance(r, Repetition) else Repetition.model_validate(r) for r in records]
 
 
-def published_table(pub: Published | None, records: Sequence[RecordLike], kernel: str | None) -> list[PublishedRow]:
+def published_table(pub: Published | None, records: Sequence[RecordLike], kernel: str | None,
+                    scale: float = 1.0) -> list[PublishedRow]:
     if pub is None:
         return []
     reps = repetitions(records)
@@ -39,19 +41,23 @@ def published_table(pub: Published | None, records: Sequence[RecordLike], kernel
             id=v.id, scenario=v.scenario, metric=v.metric, path=v.path, paper_value=v.value, unit=v.unit,
             paper_kernel=v.kernel or pub.source.kernel, where=v.where, note=v.note,
             this_value=val.value if val else None, this_statistic=val.statistic if val else None,
-            this_std=val.std if val else None, this_n=len(mine), this_kernel=kernel if mine else None))
+            this_std=val.std if val else None, this_n=len(mine), this_kernel=kernel if mine else None,
+            paper_value_scaled=paper_target(v.value, v.metric, scale) if scale != 1 and metric_scales(v.metric)
+            else None))
     return rows
 
 
-def findings_table(pub: Published | None, records: Sequence[RecordLike]) -> list[FindingRow]:
-    """The paper's findings checked on this run (findings.py)."""
-    return findings.findings_table(pub, repetitions(records))
+def findings_table(pub: Published | None, records: Sequence[RecordLike], scale: float = 1.0) -> list[FindingRow]:
+    """The paper's findings checked on this run (findings.py), absolute rates against the
+    paper's x ``scale``."""
+    return findings.findings_table(pub, repetitions(records), scale)
 
 
 def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quick: bool,
                         records: Sequence[RecordLike], pub: Published | None, invalid_reasons: list[str],
                         cpu: dict[str, Any], timing_reasons: Iterable[str] = (),
-                        repetitions_per_scenario: int | None = None) -> Summary:
+                        repetitions_per_scenario: int | None = None, scale: float = 1.0,
+                        run_warnings: Sequence[dict[str, Any] | Warning] = ()) -> Summary:
     """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check.
 
     invalid_reasons make any run invalid (the evidence is wrong); timing_reasons (links out of
@@ -69,8 +75,9 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
         repetitions=repetitions_per_scenario,
         published_source=(PublishedSource(id=pub.source.id, title=pub.source.title, kernel=pub.source.kernel)
                           if pub else None),
-        scenarios=reps, aggregates=aggregates(reps), published=published_table(pub, reps, kernel),
-        findings=findings_table(pub, reps))
+        scenarios=reps, aggregates=aggregates(reps), published=published_table(pub, reps, kernel, scale),
+        findings=findings_table(pub, reps, scale), scale=scale,
+        warnings=[w if isinstance(w, Warning) else Warning.model_validate(w) for w in run_warnings])
 
 
 def build_summary(*args: Any, **kwargs: Any) -> dict[str, Any]:

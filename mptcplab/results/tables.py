@@ -11,6 +11,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..lab.scale import fmt_factor, rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Manifest, Summary
 from .policy import functional_check_reason
@@ -89,7 +90,8 @@ def aggregates_frame(summary: Summary) -> pd.DataFrame:
 
 
 PUBLISHED_COLUMNS = ["id", "scenario", "metric", "path", "paper_value", "unit", "paper_kernel", "where",
-                     "this_value", "this_statistic", "this_std", "this_n", "this_kernel", "note"]
+                     "this_value", "this_statistic", "this_std", "this_n", "this_kernel", "note",
+                     "paper_value_scaled"]
 
 
 def published_frame(summary: Summary) -> pd.DataFrame:
@@ -100,7 +102,8 @@ def published_frame(summary: Summary) -> pd.DataFrame:
              "paper_kernel": p.paper_kernel or src_kernel, "where": p.where,
              "this_value": _num(p.this_value), "this_statistic": p.this_statistic,
              "this_std": _num(p.this_std), "this_n": p.this_n,
-             "this_kernel": p.this_kernel or summary.kernel, "note": p.note} for p in summary.published]
+             "this_kernel": p.this_kernel or summary.kernel, "note": p.note,
+             "paper_value_scaled": _num(p.paper_value_scaled)} for p in summary.published]
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
 
 
@@ -126,7 +129,7 @@ def scenario_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
     agg = aggregates_frame(summary)
     ps = path_stats(summary)
     paths = sorted(ps["path"].unique()) if not ps.empty else []
-    header = ["scenario", "reps", "goodput Mbit/s (mean ± std)", "min – max", "MPTCP verified"]
+    header = ["scenario", "reps", f"goodput {rate_unit(summary.scale)} (mean ± std)", "min – max", "MPTCP verified"]
     header += [f"path {p}: share / median / max seg" for p in paths]
     header += ["ICMP frag-needed (total; per rep)"]
     rows = []
@@ -178,12 +181,16 @@ def published_table(summary: Summary) -> pd.DataFrame:
         metric = (text(p["metric"]) or DASH) + (f" (path {path})" if path else "")
         unit = text(p["unit"]) or ""
         paper = f"{p['paper_value']:g} {unit}".strip() if not missing(p["paper_value"]) else DASH
+        if not missing(p["paper_value_scaled"]):  # a rate, in a scaled run: compared scaled
+            paper += f"; compared scaled {fmt_factor(summary.scale)}: {p['paper_value_scaled']:g} {unit}".rstrip()
         n = int(p["this_n"]) if not missing(p["this_n"]) else 0
         rows.append([p["id"], text(p["scenario"]) or DASH, metric, paper, text(p["paper_kernel"]) or DASH,
                      text(p["where"]) or DASH, this_run_cell(p), n if n else DASH,
                      (text(p["this_kernel"]) or DASH) if n else DASH])
     this_run = ("this run (functional check)" if functional_check_reason(summary)
                 else "this run (mean ± std, or the statistic named)")
+    if summary.scale != 1:
+        this_run += f", rates scaled {fmt_factor(summary.scale)}"
     header = ["id", "scenario", "metric", "paper", "paper kernel", "where", this_run, "n", "this kernel"]
     return pd.DataFrame(rows, columns=header)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from ..lab.scale import rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Summary
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
@@ -22,7 +23,7 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
     ps = path_stats(s)
     pub = published_frame(s)
     paths = sorted(ps["path"].unique()) if not ps.empty else []
-    header = ["scenario", "goodput Mbit/s", "MPTCP"] + [f"{p}: share / seg" for p in paths] + ["paper"]
+    header = ["scenario", f"goodput {rate_unit(s.scale)}", "MPTCP"] + [f"{p}: share / seg" for p in paths] + ["paper"]
     rows = []
     for _, a in agg.iterrows():
         name = a["scenario"]
@@ -42,7 +43,9 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
             what = _SHORT.get(p["metric"], p["metric"])
             if text(p["path"]):
                 what = f"{p['path']} {what}"
-            paper.append(f"{what} {p['paper_value']:g}")
+            scaled = p["paper_value_scaled"]
+            as_run = f" (×{s.scale:g}: {scaled:g})" if not missing(scaled) else ""
+            paper.append(f"{what} {p['paper_value']:g}{as_run}")
         row.append("; ".join(paper) if paper else DASH)
         rows.append(row)
     widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) if rows else len(str(h))
@@ -61,6 +64,9 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
     functional = functional_check_reason(s)
     if functional:
         out.append(f"{FUNCTIONAL}: {functional}")
+    if s.scale != 1:
+        out.append(f"SCALED RUN: every link rate ×{s.scale:g} (delays kept); goodput is in scaled Mbit/s, "
+                   f"the paper's rates are compared ×{s.scale:g}")
     out += ["", line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
     n_warn = len(collect_warnings(s))

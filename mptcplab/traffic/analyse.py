@@ -134,7 +134,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     path_of_ip = {str(net.address(ep)): lbl for lbl, ep in body.paths.items()}
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
-                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server),
+                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),
                         backup_paths=backup_paths(body, flow))
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec

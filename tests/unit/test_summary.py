@@ -177,8 +177,8 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
     dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
                "capture_stats": {"client:eth1": {"dropped": 5}}}
     # stand-ins for Lab and RunOptions: _summary reads these attributes only
-    lab: Any = SimpleNamespace(name="lab", published=PUB)
-    opts: Any = SimpleNamespace(quick=True)
+    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0)
+    opts: Any = SimpleNamespace(quick=True, warnings=[])
     kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
     tcg = {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
 
