@@ -106,7 +106,9 @@ def test_netem_shapes_each_direction_at_its_senders_egress(tmp_path: Path) -> No
 
 
 def test_nfqueue_rate_at_the_sender_delay_at_the_receiver(tmp_path: Path) -> None:
-    lines = _rendered(_asym(tmp_path), NfqueueEmulator(firewall="nft", binary=Path("/bin/true")))
+    # --rate-in-tbf: the rate by tbf at each direction's sender
+    lines = _rendered(_asym(tmp_path), NfqueueEmulator(firewall="nft", binary=Path("/bin/true"),
+                                                        rate_in_delayline=False))
     assert "ip netns exec mplabcdef-client tc qdisc replace dev eth1 root handle 1: tbf rate 4mbit burst 18028 " \
            "limit 25000" in lines
     assert "ip netns exec mplabcdef-ra tc qdisc replace dev eth1 root handle 1: tbf rate 40mbit burst 18028 " \
@@ -119,6 +121,16 @@ def test_nfqueue_rate_at_the_sender_delay_at_the_receiver(tmp_path: Path) -> Non
     assert len(rules) == 2
     assert any("mplabcdef-ra nft add rule inet mptcplab rx_eth1" in ln for ln in rules)
     assert any("mplabcdef-client nft add rule inet mptcplab rx_eth1" in ln for ln in rules)
+
+
+def test_nfqueue_default_paces_each_direction_in_its_delay_line(tmp_path: Path) -> None:
+    # the default: a delayed direction's rate and queue are the receiver's delay line's
+    lines = _rendered(_asym(tmp_path), NfqueueEmulator(firewall="nft", binary=Path("/bin/true")))
+    assert not any(" tbf rate " in ln for ln in lines)
+    dl_ra = next(ln for ln in lines if "mplabcdef-ra /bin/true" in ln)
+    dl_client = next(ln for ln in lines if "mplabcdef-client /bin/true" in ln)
+    assert "--delay-us 10000" in dl_ra and "--rate-bps 4000000" in dl_ra
+    assert "--delay-us 30000" in dl_client and "--rate-bps 40000000" in dl_client
 
 
 def test_containerlab_applies_each_direction_in_its_container(tmp_path: Path) -> None:
