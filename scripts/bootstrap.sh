@@ -10,7 +10,7 @@ APT_PACKAGES=(
   iproute2 iputils-ping iptables nftables ethtool procps
   iperf3 mptcpize tcpdump tshark
   python3 python3-venv python3-pip
-  build-essential pkg-config libnetfilter-queue-dev libmnl-dev
+  build-essential pkg-config libnetfilter-queue-dev libmnl-dev libpcap-dev
   git ca-certificates
 )
 

@@ -1,6 +1,7 @@
 """``analyze_flow``: captures of one iperf3 run in, tables and a verdict out.
 
-Hand-written orchestration of the modules beside it: tshark extraction (tshark.py),
+Hand-written orchestration of the modules beside it: the packet table from the native
+reader (pcapread.py; tshark.py gives the same table and is the tests' oracle),
 subflow/connection identification (flows.py), numbers and time series (stats.py) and the
 one-line reasons (diagnose.py). See flows.py for how the data connection is picked.
 """
@@ -23,7 +24,7 @@ from .flows import (
 )
 from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
-from .tshark import extract
+from .pcapread import extract
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
@@ -31,12 +32,12 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
     """Analyse the capture files taken at one or more points during one iperf3 run.
 
     The time origin of every time in the result is the data connection's first SYN (or its
-    first captured packet when the SYN was not captured). ``workers``: parallel tshark
-    processes, default one per CPU. IPv4 only: the labs are IPv4, and IPv6 fields (and
-    ICMPv6 Packet Too Big) are not extracted.
+    first captured packet when the SYN was not captured). ``workers``: files read in
+    parallel, default one per CPU. The reader decodes IPv6 and ICMPv6 too; the verdict's
+    ICMP rules count IPv4 frag-needed and ICMPv6 packet-too-big alike.
     """
     t_start = time.perf_counter()
-    pk = extract(captures, workers=workers, server_port=spec.server_port)
+    pk = extract(captures, workers=workers)
     result = analyze_packets(pk, [c.point for c in captures], spec, bin_s)
     result.warnings = list(pk.attrs.get("warnings", [])) + result.warnings
     result.analysis_seconds = time.perf_counter() - t_start
@@ -51,7 +52,8 @@ def _empty_ts() -> pd.DataFrame:
 
 def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
                     bin_s: float = 0.1) -> FlowAnalysis:
-    """The analysis on an already extracted packet table (see tshark.extract)."""
+    """The analysis on an already extracted packet table (packets.py: pcapread.extract or
+    tshark.extract)."""
     upload = spec.direction == "upload"
     t = orient_tcp(pk, spec.server_port)
     subs = find_subflows(t, points, upload)

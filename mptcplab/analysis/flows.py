@@ -1,8 +1,8 @@
 """Which packets belong to which subflow, and which subflows form the data connection.
 
 Hand-written: tshark's own MPTCP stream analysis (``mptcp.analyze_mptcp``) would do the
-grouping too, but it is stateful, so it forbids cutting a file into chunks for parallel
-dissection, and it costs time on every packet. The grouping needs only the handshakes:
+grouping too, but the packet table comes from the native reader (pcapread.py), and the
+grouping needs only the handshakes:
 
 * A subflow is a TCP 4-tuple with the server port on one side; the other side is the
   client. A packet is "from the client" when it goes to the server port.
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .tshark import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, RST, SYN
+from .packets import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, RST, SYN
 
 
 @dataclass
@@ -90,56 +90,45 @@ def tokens_of_key(key: int) -> tuple[int, int]:
             int.from_bytes(hashlib.sha1(b).digest()[:4], "big"))
 
 
-def mp_mask(col: pd.Series) -> np.ndarray:
-    """MPTCP option subtypes of each packet as a bit mask (bit n: subtype n present)."""
-    uniq: dict[str, int] = {}
-    for v in col.unique():
-        m = 0
-        for part in str(v).split(","):
-            if part.strip().isdigit():
-                m |= 1 << int(part)
-        uniq[v] = m
-    return col.map(uniq).to_numpy(dtype=np.int64)
-
-
 def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
-    """TCP packets to/from the server port, with client/server sides and a bitmask of MPTCP
-    subtypes. ICMP rows (which carry a quoted TCP header) are left out."""
-    tcp = pk[pk["icmp_type"].isna() & pk["sport"].notna()]
-    to_srv = (tcp["dport"] == server_port).to_numpy()
-    from_srv = (tcp["sport"] == server_port).to_numpy()
-    tcp = tcp[to_srv | from_srv].reset_index(drop=True)
-    fc = (tcp["dport"] == server_port).to_numpy()
+    """TCP packets to/from the server port, with client/server sides. ICMP rows (which carry
+    a quoted TCP header) are left out. ``row``: the packet's position in ``pk``."""
+    sp = pk["sport"].to_numpy()
+    dp = pk["dport"].to_numpy()
+    keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & ((dp == server_port) | (sp == server_port)))
+    fc = dp[keep] == server_port
+    src = pk["ip_src"].to_numpy()[keep]
+    dst = pk["ip_dst"].to_numpy()[keep]
+    tlen = pk["tlen"].to_numpy()[keep]
     out = pd.DataFrame({
-        "t": tcp["t"].to_numpy(),
-        "point": tcp["point"].to_numpy(),
+        "t": pk["t"].to_numpy()[keep],
+        "point": pk["point"].to_numpy()[keep],
         "from_client": fc,
-        "cip": np.where(fc, tcp["ip_src"], tcp["ip_dst"]),
-        "cport": np.where(fc, tcp["sport"], tcp["dport"]).astype(np.int64),
-        "sip": np.where(fc, tcp["ip_dst"], tcp["ip_src"]),
-        "sport": np.where(fc, tcp["dport"], tcp["sport"]).astype(np.int64),
-        "ip_len": tcp["ip_len"].to_numpy(),
-        "ttl": tcp["ip_ttl"].to_numpy(),
-        "tlen": tcp["tlen"].fillna(0).to_numpy(dtype=np.int64),
-        "seq": tcp["seq"].to_numpy(),
-        "ack": tcp["ack"].to_numpy(),
-        "flags": tcp["flags"].to_numpy(),
-        "mp": mp_mask(tcp["mp"]),
-        "sendkey": tcp["sendkey"].to_numpy(),
-        "recvkey": tcp["recvkey"].to_numpy(),
-        "recvtok": tcp["recvtok"].to_numpy(),
-        "addaddr": tcp["addaddr"].to_numpy(),
-        "rst_reason": tcp["rst_reason"].to_numpy(),
+        "cip": np.where(fc, src, dst),
+        "cport": np.where(fc, sp[keep], dp[keep]).astype(np.int64),
+        "sip": np.where(fc, dst, src),
+        "sport": np.where(fc, dp[keep], sp[keep]).astype(np.int64),
+        "ip_len": pk["ip_len"].to_numpy()[keep],
+        "ttl": pk["ip_ttl"].to_numpy()[keep],
+        "tlen": np.where(np.isnan(tlen), 0, tlen).astype(np.int64),
+        "seq": pk["seq"].to_numpy()[keep],
+        "ack": pk["ack"].to_numpy()[keep],
+        "flags": pk["flags"].to_numpy()[keep],
+        "mp": pk["mp"].to_numpy()[keep],
+        "sendkey": pk["sendkey"].array[keep],
+        "recvkey": pk["recvkey"].array[keep],
+        "recvtok": pk["recvtok"].array[keep],
+        "addaddr": pk["addaddr"].to_numpy()[keep],
+        "rst_reason": pk["rst_reason"].array[keep],
+        "row": keep,
     })
     return out
 
 
-def _first_int(s: str, base: int = 10) -> int | None:
-    s = s.split(",")[0].strip()
-    try:
-        return int(s, base) if s and s != "nan" else None
-    except ValueError:
-        return None
+def _opt(t: pd.DataFrame, col: str, i: int) -> int | None:
+    """An MPTCP option value (nullable integer column) of row ``i``, None if absent."""
+    v = t[col].iat[i]
+    return None if pd.isna(v) else int(v)
 
 
 def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -> None:
@@ -163,7 +152,7 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
             sf.kind = "mp_capable"
         elif mp[i0] & (1 << MP_JOIN):
             sf.kind = "mp_join"
-            tok = _first_int(str(t["recvtok"].iat[idx[i0]]))
+            tok = _opt(t, "recvtok", idx[i0])
             if tok is not None:
                 sf.join_token = tok
     t_synack = None
@@ -175,7 +164,7 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
         if want is not None and mp[j] & (1 << want):
             sf.synack_mp = True
         if sf.kind == "mp_capable":
-            k = _first_int(str(t["sendkey"].iat[idx[j]]))
+            k = _opt(t, "sendkey", idx[j])
             if k is not None:
                 sf.server_key = k
     elif n_syn == 0 and (mp & (1 << MP_JOIN)).any():
@@ -198,7 +187,7 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
     if sf.server_key is None:
         mpc_client = fc & ((mp & (1 << MP_CAPABLE)) != 0) & ~is_syn
         for j in np.flatnonzero(mpc_client)[:3]:
-            k = _first_int(str(t["recvkey"].iat[idx[j]]))
+            k = _opt(t, "recvkey", idx[j])
             if k is not None:
                 sf.server_key = k
                 if sf.kind == "tcp":
@@ -214,16 +203,16 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
             if sf.rst_server_t is None or times[j] < sf.rst_server_t:
                 sf.rst_server_t = float(times[j])
                 sf.rst_before_synack = t_synack is None or times[j] < t_synack
-                sf.rst_reason = _first_int(str(t["rst_reason"].iat[idx[j]]), base=16)
+                sf.rst_reason = _opt(t, "rst_reason", idx[j])
     fail = (mp & (1 << MP_FAIL)) != 0
     if fail.any():
         tf = float(times[np.flatnonzero(fail)[0]])
         sf.mp_fail_t = tf if sf.mp_fail_t is None else min(sf.mp_fail_t, tf)
     adds = (mp & (1 << ADD_ADDR)) != 0
     for j in np.flatnonzero(adds):
-        for a in str(t["addaddr"].iat[idx[j]]).split(","):
-            if a and a not in sf.add_addrs:
-                sf.add_addrs.append(a)
+        a = str(t["addaddr"].iat[idx[j]])
+        if a and a not in sf.add_addrs:
+            sf.add_addrs.append(a)
 
 
 def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) -> list[Subflow]:
