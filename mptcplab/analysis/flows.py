@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from . import packets
 from .packets import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, RST, SYN
 
 
@@ -97,16 +98,20 @@ def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
     dp = pk["dport"].to_numpy()
     keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & ((dp == server_port) | (sp == server_port)))
     fc = dp[keep] == server_port
-    src = pk["ip_src"].to_numpy()[keep]
-    dst = pk["ip_dst"].to_numpy()[keep]
+    (src, dst), names = packets.address_codes(pk, "ip_src", "ip_dst")
+    src, dst = src[keep], dst[keep]
+    cats = pd.Index(names, dtype=object)
     tlen = pk["tlen"].to_numpy()[keep]
+    point = pk["point"]
+    if not isinstance(point.dtype, pd.CategoricalDtype):
+        point = point.astype("category")
     out = pd.DataFrame({
         "t": pk["t"].to_numpy()[keep],
-        "point": pk["point"].to_numpy()[keep],
+        "point": point.array[keep],
         "from_client": fc,
-        "cip": np.where(fc, src, dst),
+        "cip": pd.Categorical.from_codes(np.where(fc, src, dst), categories=cats, validate=False),
         "cport": np.where(fc, sp[keep], dp[keep]).astype(np.int64),
-        "sip": np.where(fc, dst, src),
+        "sip": pd.Categorical.from_codes(np.where(fc, dst, src), categories=cats, validate=False),
         "sport": np.where(fc, dp[keep], sp[keep]).astype(np.int64),
         "ip_len": pk["ip_len"].to_numpy()[keep],
         "ttl": pk["ip_ttl"].to_numpy()[keep],
@@ -118,7 +123,7 @@ def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
         "sendkey": pk["sendkey"].array[keep],
         "recvkey": pk["recvkey"].array[keep],
         "recvtok": pk["recvtok"].array[keep],
-        "addaddr": pk["addaddr"].to_numpy()[keep],
+        "addaddr": pk["addaddr"].array[keep],
         "rst_reason": pk["rst_reason"].array[keep],
         "row": keep,
     })
@@ -215,6 +220,39 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
             sf.add_addrs.append(a)
 
 
+def group_rows(t: pd.DataFrame) -> dict[tuple[str, int, str, int, str], np.ndarray]:
+    """(cip, cport, sip, sport, point) -> row positions (ascending), groups in order of first
+    appearance. Numpy on integer codes: pandas' groupby on these columns took 0.1 s for 120k
+    rows, most of it factorizing the address and point columns again."""
+    n = len(t)
+    if n == 0:
+        return {}
+    parts = [(t["cip"].cat.codes.to_numpy().astype(np.int64), len(t["cip"].cat.categories) + 1),
+             (t["cport"].to_numpy(), 1 << 16),
+             (t["sip"].cat.codes.to_numpy().astype(np.int64), len(t["sip"].cat.categories) + 1),
+             (t["sport"].to_numpy(), 1 << 16),
+             (t["point"].cat.codes.to_numpy().astype(np.int64), len(t["point"].cat.categories) + 1)]
+    key = np.zeros(n, dtype=np.int64)
+    span = 1
+    for vals, width in parts:
+        span *= width
+        if span >= 1 << 62:       # would overflow: fall back to factorizing tuples
+            codes, _ = pd.factorize(pd.MultiIndex.from_arrays([v for v, _ in parts]))
+            key = codes.astype(np.int64)
+            break
+        key = key * width + vals
+    codes, _ = pd.factorize(key)          # in order of first appearance
+    order = np.argsort(codes, kind="stable")
+    bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2))
+    out: dict[tuple[str, int, str, int, str], np.ndarray] = {}
+    for g in range(len(bounds) - 1):
+        idx = order[bounds[g]:bounds[g + 1]]
+        i = int(idx[0])
+        out[(str(t["cip"].iat[i]), int(parts[1][0][i]), str(t["sip"].iat[i]), int(parts[3][0][i]),
+             str(t["point"].iat[i]))] = idx
+    return out
+
+
 def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) -> list[Subflow]:
     """Group the oriented TCP table into subflows, pick each one's capture point.
 
@@ -226,11 +264,9 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     subs: dict[tuple, Subflow] = {}
     if t.empty:
         return []
-    groups: dict[tuple, np.ndarray] = t.groupby(["cip", "cport", "sip", "sport", "point"],
-                                                sort=False).indices  # type: ignore[assignment]
     rank = {p: i for i, p in enumerate(point_order)}
     tlen = t["tlen"].to_numpy()
-    for (cip, cport, sip, sport, point), idx in groups.items():
+    for (cip, cport, sip, sport, point), idx in group_rows(t).items():
         sf = subs.setdefault((cip, int(cport), sip, int(sport)),
                              Subflow(str(cip), int(cport), str(sip), int(sport)))
         sf.rows[str(point)] = np.asarray(idx)

@@ -5,6 +5,11 @@ Both readers produce exactly these columns with these dtypes: the native reader
 the tests compare the native reader against field by field). Hand-written on purpose: one
 place says what a column means, what "absent" looks like, and which tshark field it matches.
 
+Addresses, the capture point and the REMOVE_ADDR ids are pandas categoricals of strings
+(kind "c"): a table holds few distinct values, and a categorical column costs an integer per
+row instead of a Python string per row (pandas 3 would otherwise validate each one). The
+address columns share one category list, so their codes compare across columns.
+
 Absent values: strings are ""; TCP/IP/ICMP numbers are float64 NaN (they fit a float64
 exactly, and numpy code can test ``np.isnan``); MPTCP option values are pandas nullable
 integers (``<NA>``), since 64-bit keys and sequence numbers do not fit a float64.
@@ -27,18 +32,18 @@ MP_NAMES = ("MP_CAPABLE", "MP_JOIN", "DSS", "ADD_ADDR", "REMOVE_ADDR", "MP_PRIO"
 # TCP flag bits
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
-#: column -> (kind, meaning [tshark field]). kind: "f" float64 with NaN, "s" str ("" absent),
-#: "i" int64 (never absent), "u" nullable UInt64, "n" nullable Int64, "b" bool.
+#: column -> (kind, meaning [tshark field]). kind: "f" float64 with NaN, "c" categorical of
+#: str ("" absent), "i" int64 (never absent), "u" nullable UInt64, "n" nullable Int64, "b" bool.
 COLUMNS: dict[str, tuple[str, str]] = {
     "t": ("f", "capture time, epoch seconds [frame.time_epoch]"),
-    "point": ("s", "capture point of the file, e.g. client:eth1"),
+    "point": ("c", "capture point of the file, e.g. client:eth1"),
     "frame": ("i", "1-based packet number in its file [frame.number]"),
-    "ip_src": ("s", "outer IP source [ip.src / ipv6.src]"),
-    "ip_dst": ("s", "outer IP destination [ip.dst / ipv6.dst]"),
+    "ip_src": ("c", "outer IP source [ip.src / ipv6.src]"),
+    "ip_dst": ("c", "outer IP destination [ip.dst / ipv6.dst]"),
     "ip_len": ("f", "IPv4 total length / IPv6 payload length + 40 [ip.len]"),
     "ip_ttl": ("f", "IPv4 TTL / IPv6 hop limit [ip.ttl / ipv6.hlim]"),
-    "q_src": ("s", "source of the IP header quoted by an ICMP error"),
-    "q_dst": ("s", "destination of the quoted IP header"),
+    "q_src": ("c", "source of the IP header quoted by an ICMP error"),
+    "q_dst": ("c", "destination of the quoted IP header"),
     "q_len": ("f", "length field of the quoted IP header"),
     "q_ttl": ("f", "TTL of the quoted IP header"),
     "sport": ("f", "TCP source port [tcp.srcport]"),
@@ -64,10 +69,10 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "datafin": ("b", "DSS DATA_FIN flag [tcp.options.mptcp.datafin.flag]"),
     "addr_id": ("n", "address id of MP_JOIN SYN(/ACK), ADD_ADDR or MP_PRIO v0 [tcp.options.mptcp.addrid]"),
     "backup": ("n", "B flag of MP_JOIN SYN(/ACK) or MP_PRIO [tcp.options.mptcp.backup.flag]"),
-    "addaddr": ("s", "ADD_ADDR address [tcp.options.mptcp.ipv4 / ipv6]"),
+    "addaddr": ("c", "ADD_ADDR address [tcp.options.mptcp.ipv4 / ipv6]"),
     "add_port": ("n", "ADD_ADDR port [tcp.options.mptcp.port]"),
     "add_echo": ("b", "ADD_ADDR echo flag [tcp.options.mptcp.echo]"),
-    "rm_ids": ("s", "REMOVE_ADDR address ids, comma-separated [tcp.options.mptcp.addrid]"),
+    "rm_ids": ("c", "REMOVE_ADDR address ids, comma-separated [tcp.options.mptcp.addrid]"),
     "fail_dsn": ("u", "MP_FAIL data sequence number"),
     "rst_reason": ("n", "MP_TCPRST reason [tcp.options.mptcp.rst_reason]"),
     "rst_flags": ("n", "MP_TCPRST flags U V W T"),
@@ -78,7 +83,9 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "malformed": ("b", "a header or option was inconsistent or cut short by the snaplen"),
 }
 
-_DTYPES = {"f": "float64", "s": object, "i": "int64", "u": "UInt64", "n": "Int64", "b": "bool"}
+_DTYPES = {"f": "float64", "c": "category", "i": "int64", "u": "UInt64", "n": "Int64", "b": "bool"}
+ADDRESS_COLUMNS = ("ip_src", "ip_dst", "q_src", "q_dst", "addaddr")
+CATEGORICAL = tuple(c for c, (k, _) in COLUMNS.items() if k == "c")
 
 
 def dtype_of(col: str) -> object:
@@ -87,7 +94,31 @@ def dtype_of(col: str) -> object:
 
 def empty() -> pd.DataFrame:
     """A packet table without rows."""
-    return pd.DataFrame({c: pd.Series(dtype=dtype_of(c)) for c in COLUMNS})  # type: ignore[call-overload]
+    return categorize(pd.DataFrame({c: pd.Series(dtype=object if COLUMNS[c][0] == "c" else dtype_of(c))  # type: ignore[call-overload]
+                                    for c in COLUMNS}))
+
+
+def categorize(pk: pd.DataFrame) -> pd.DataFrame:
+    """Make the "c" columns categoricals, the address columns over one shared category list
+    (with "" first). For tables built from strings (tshark, tests); the native reader builds
+    its categoricals from codes directly."""
+    addrs = [""] + sorted({str(v) for c in ADDRESS_COLUMNS for v in pd.unique(pk[c].astype(object)) if v})
+    for c in CATEGORICAL:
+        vals = pk[c].astype(object).to_numpy()
+        cats = addrs if c in ADDRESS_COLUMNS else [""] + sorted({str(v) for v in pd.unique(vals) if v})
+        pk[c] = pd.Categorical(vals, categories=cats)
+    return pk
+
+
+def address_codes(pk: pd.DataFrame, *cols: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Integer codes of address columns over one shared list of addresses, and that list."""
+    series = [pk[c] for c in cols]
+    cats = [s.cat.categories if isinstance(s.dtype, pd.CategoricalDtype) else None for s in series]
+    if cats[0] is not None and all(c is not None and c.equals(cats[0]) for c in cats):
+        return [s.cat.codes.to_numpy().astype(np.int64) for s in series], np.asarray(cats[0], dtype=object)
+    codes, uniq = pd.factorize(np.concatenate([s.astype(object).to_numpy() for s in series]))
+    n = len(pk)
+    return [codes[i * n:(i + 1) * n].astype(np.int64) for i in range(len(cols))], np.asarray(uniq, dtype=object)
 
 
 def nullable(values: np.ndarray, present: np.ndarray, unsigned: bool = False) -> pd.arrays.IntegerArray:
@@ -107,7 +138,7 @@ def frag_needed(pk: pd.DataFrame) -> np.ndarray:
 
 
 def _absent(kind: str) -> object:
-    return {"f": np.nan, "s": "", "i": 0, "u": None, "n": None, "b": False}[kind]
+    return {"f": np.nan, "c": "", "i": 0, "u": None, "n": None, "b": False}[kind]
 
 
 def table(rows: list[dict[str, object]]) -> pd.DataFrame:
@@ -119,9 +150,11 @@ def table(rows: list[dict[str, object]]) -> pd.DataFrame:
     data: dict[str, object] = {}
     for c, (kind, _) in COLUMNS.items():
         vals = [r.get(c, _absent(kind)) for r in rows]
-        if kind in ("u", "n"):
+        if kind == "c":
+            data[c] = pd.Series(vals, dtype=object)
+        elif kind in ("u", "n"):
             data[c] = pd.array([None if v is None or v == "" else int(v) for v in vals],  # type: ignore[call-overload]
                                dtype=dtype_of(c))
         else:
             data[c] = pd.Series(vals, dtype=dtype_of(c))  # type: ignore[call-overload]
-    return pd.DataFrame(data)
+    return categorize(pd.DataFrame(data))

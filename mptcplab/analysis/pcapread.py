@@ -135,37 +135,74 @@ def _f(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(present, values, np.nan)
 
 
-def _rm_text(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    out = np.full(len(ids), "", dtype=object)
+def _rm_text(ids: np.ndarray, counts: np.ndarray) -> pd.Categorical:
+    text = [""]
+    codes = np.zeros(len(ids), dtype=np.int64)
     for i in np.flatnonzero(counts):       # REMOVE_ADDR is rare: a loop is fine
         v = int(ids[i])
-        out[i] = ",".join(str((v >> (8 * k)) & 0xFF) for k in range(min(int(counts[i]), 8)))
-    return out
+        s = ",".join(str((v >> (8 * k)) & 0xFF) for k in range(min(int(counts[i]), 8)))
+        if s not in text:
+            text.append(s)
+        codes[i] = text.index(s)
+    return pd.Categorical.from_codes(codes, categories=text)
 
 
-def to_table(raw: RawFile, point: str) -> pd.DataFrame:
-    """The packet table (packets.COLUMNS) of one decoded file."""
-    r = raw.rows
+def merge(raws: Sequence[RawFile], points: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
+    """The rows of several files as one set of columns, with their address indices mapped
+    into one address list and a ``point`` column of indices into the list of points.
+    Concatenating the raw columns once is much cheaper than concatenating finished tables
+    (pandas' concat of 46 columns, nullable and categorical ones among them)."""
+    names: list[str] = [""]
+    index: dict[str, int] = {"": 0}
+    point_names = list(dict.fromkeys(points))
+    parts: dict[str, list[np.ndarray]] = {}
+    for raw, point in zip(raws, points, strict=True):
+        amap = np.zeros(len(raw.addresses), dtype=np.uint32)
+        for i, a in enumerate(raw.addresses):
+            if a not in index:
+                index[a] = len(names)
+                names.append(a)
+            amap[i] = index[a]
+        n = len(raw.rows["has"])
+        for col, vals in raw.rows.items():
+            parts.setdefault(col, []).append(amap[vals] if col in _ADDRESS_FIELDS else vals)
+        parts.setdefault("point", []).append(np.full(n, point_names.index(point), dtype=np.int64))
+    cols = {c: (np.concatenate(v) if len(v) > 1 else v[0]) for c, v in parts.items()}
+    return cols, names, point_names
+
+
+#: C fields holding an address index, and their packet table columns
+_ADDRESS_FIELDS = {"src": "ip_src", "dst": "ip_dst", "q_src": "q_src", "q_dst": "q_dst", "addaddr": "addaddr"}
+
+
+def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) -> pd.DataFrame:
+    """The packet table (packets.COLUMNS) from merged columns (see merge)."""
     has = r["has"]
 
     def bit(b: int) -> np.ndarray:
         return (has & b) != 0
 
-    names = np.array(raw.addresses, dtype=object)
+    cats = pd.Index(addresses, dtype=object)
+
+    def addr(field: str) -> pd.Categorical:
+        return pd.Categorical.from_codes(r[field], categories=cats, validate=False)
+
     tcp, icmp = bit(H_TCP), bit(H_ICMP)
     ip, quoted = bit(H_IP), bit(H_QUOTED)
-    n = len(has)
     hdr = bit(H_TCPHDR)
+    ns = r["t_ns"]
+    tcprst = (r["mp"] & (1 << packets.MP_TCPRST)) != 0
     cols: dict[str, object] = {
-        "t": r["t_ns"] / 1e9,
-        "point": np.full(n, point, dtype=object),
+        # seconds and the fraction apart: t_ns does not fit a float64 exactly
+        "t": (ns // 1_000_000_000).astype(np.float64) + (ns % 1_000_000_000) / 1e9,
+        "point": pd.Categorical.from_codes(r["point"], categories=points, validate=False),
         "frame": r["frame"].astype(np.int64),
-        "ip_src": names[r["src"]],
-        "ip_dst": names[r["dst"]],
+        "ip_src": addr("src"),
+        "ip_dst": addr("dst"),
         "ip_len": _f(r["ip_len"], ip),
         "ip_ttl": _f(r["ttl"], ip),
-        "q_src": names[r["q_src"]],
-        "q_dst": names[r["q_dst"]],
+        "q_src": addr("q_src"),
+        "q_dst": addr("q_dst"),
         "q_len": _f(r["q_len"], quoted),
         "q_ttl": _f(r["q_ttl"], quoted),
         "sport": _f(r["sport"], tcp),
@@ -191,13 +228,13 @@ def to_table(raw: RawFile, point: str) -> pd.DataFrame:
         "datafin": bit(H_DATAFIN),
         "addr_id": packets.nullable(r["addr_id"], bit(H_ADDR_ID)),
         "backup": packets.nullable(r["backup"], bit(H_BACKUP)),
-        "addaddr": names[r["addaddr"]],
+        "addaddr": addr("addaddr"),
         "add_port": packets.nullable(r["add_port"], bit(H_ADDPORT)),
         "add_echo": bit(H_ADDECHO),
         "rm_ids": _rm_text(r["rm_ids"], r["rm_n"]),
         "fail_dsn": packets.nullable(r["fail_dsn"], bit(H_FAILDSN), unsigned=True),
-        "rst_reason": packets.nullable(r["rst_reason"], (r["mp"] & (1 << packets.MP_TCPRST)) != 0),
-        "rst_flags": packets.nullable(r["rst_flags"], (r["mp"] & (1 << packets.MP_TCPRST)) != 0),
+        "rst_reason": packets.nullable(r["rst_reason"], tcprst),
+        "rst_flags": packets.nullable(r["rst_flags"], tcprst),
         "icmp_type": _f(r["icmp_type"], icmp),
         "icmp_code": _f(r["icmp_code"], icmp),
         "icmp_mtu": _f(r["icmp_mtu"], bit(H_ICMP_MTU)),
@@ -214,22 +251,21 @@ def extract(captures: Sequence[CaptureFile], workers: int | None = None) -> pd.D
     for c in captures:
         if not Path(c.path).is_file():
             raise RunFailed(f"capture file missing: {c.path} ({c.point})")
+    if not captures:
+        pk = packets.empty()
+        pk.attrs["warnings"] = []
+        return pk
     _load()
     workers = max(1, min(workers or os.cpu_count() or 1, len(captures)))
-
-    def one(c: CaptureFile) -> tuple[pd.DataFrame, str]:
-        raw = read_raw(Path(c.path))
-        return to_table(raw, c.point), raw.warning
-
+    # the C reading runs without the GIL, so files are read in parallel
     if workers > 1:
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            done = list(pool.map(one, captures))
+            raws = list(pool.map(lambda c: read_raw(Path(c.path)), captures))
     else:
-        done = [one(c) for c in captures]
-    frames = [d for d, _ in done]
-    pk = pd.concat(frames, ignore_index=True) if frames else packets.empty()
-    pk.attrs["warnings"] = sorted({f"{c.point}: {_warning_text(w)}"
-                                   for c, (_, w) in zip(captures, done, strict=True) if w})
+        raws = [read_raw(Path(c.path)) for c in captures]
+    pk = to_table(*merge(raws, [c.point for c in captures]))
+    pk.attrs["warnings"] = sorted({f"{c.point}: {_warning_text(raw.warning)}"
+                                   for c, raw in zip(captures, raws, strict=True) if raw.warning})
     return pk
 
 

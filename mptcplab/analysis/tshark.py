@@ -345,6 +345,6 @@ def extract(captures: Sequence[CaptureFile], workers: int | None = None,
         # chunks restart tshark's numbering; tshark prints one line per packet
         df["frame"] = np.arange(1, len(df) + 1, dtype=np.int64)
         out.append(df)
-    pk = pd.concat(out, ignore_index=True) if out else packets.empty()
+    pk = packets.categorize(pd.concat(out, ignore_index=True)) if out else packets.empty()
     pk.attrs["warnings"] = warnings
     return pk
