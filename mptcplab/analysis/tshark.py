@@ -212,7 +212,10 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
     addr_id = df["addr_id"].where(~rm_only, "")
     rm_ids = np.where(rm_only, df["addr_id"].to_numpy(dtype=object), "")
     data_ack = _nullable(df["data_ack"], unsigned=True)
-    dsn = _nullable(df["dsn"], unsigned=True)
+    # tshark shows MP_FAIL's sequence number in the DSN field; without a DSS it is MP_FAIL's
+    fail_only = pd.Series(((mp & (1 << packets.MP_FAIL)) != 0) & ((mp & (1 << packets.DSS)) == 0), index=df.index)
+    dsn = _nullable(df["dsn"].where(~fail_only, ""), unsigned=True)
+    fail_dsn = _nullable(df["dsn"].where(fail_only, ""), unsigned=True)
     tcprst = (mp & (1 << packets.MP_TCPRST)) != 0
     rst_reason = _nullable(df["rst_reason"].where(pd.Series(tcprst, index=df.index), ""))
     flags = df["flags"].map({v: (_int(v) or 0) for v in df["flags"].unique()}).astype("int64")
@@ -250,7 +253,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
         "add_port": _nullable(df["add_port"]),
         "add_echo": (df["add_echo"].str.split(",").str[0] == "1").to_numpy(),
         "rm_ids": rm_ids,
-        "fail_dsn": packets.nullable(np.zeros(n, dtype=np.uint64), np.zeros(n, dtype=bool), True),
+        "fail_dsn": fail_dsn,
         "rst_reason": rst_reason,
         "rst_flags": packets.nullable(np.zeros(n, dtype=np.int64), np.zeros(n, dtype=bool)),
         "icmp_type": np.where(icmp6, _num(df["icmp6_type"]), _num(df["icmp_type"])),
@@ -263,7 +266,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
 
 
 #: columns tshark does not give in a form the oracle can compare (see _finish)
-NOT_FROM_TSHARK = ("fail_dsn", "rst_flags", "malformed")
+NOT_FROM_TSHARK = ("rst_flags", "malformed")
 
 
 def _packet_count(path: Path) -> int | None:
