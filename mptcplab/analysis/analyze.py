@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import contribution, diagnose
+from . import contribution, depth, diagnose
 from .flows import (
     dss_missing,
     find_subflows,
@@ -115,6 +116,11 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         ))
     contribution.assess(results, spec)
 
+    deep = depth.depth(pk, t, conn, paths, upload, t0) if negotiated else None
+    if deep is not None:
+        for r in results:
+            r.__dict__.update(deep.per_subflow.get(r.name, {}))
+
     add_addrs: list[str] = []
     for s in conn:
         add_addrs += [a for a in s.add_addrs if a not in add_addrs]
@@ -142,4 +148,20 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         timeseries=timeseries(t, conn, paths, upload, t0, bin_s),
         icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
         t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,
+        dsn=deep.dsn if deep else pd.DataFrame(columns=depth.DSN_COLUMNS),
+        reinjections=deep.reinjections if deep else pd.DataFrame(columns=depth.REINJECTION_COLUMNS),
+        mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
+        dss_checksum=deep.dss_checksum if deep else None,
+        checksum_required=deep.checksum_required if deep else None,
     )
+
+
+#: the per-repetition files write_tables makes (docs/results-format.md)
+TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
+               "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv"}
+
+
+def write_tables(fa: FlowAnalysis, out: Path) -> None:
+    """The analysis' tables as CSV files in ``out`` (names: TABLE_FILES)."""
+    for attr, name in TABLE_FILES.items():
+        getattr(fa, attr).to_csv(out / name, index=False)
