@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .analysis import CaptureFile, analyze_flow
+from .analysis.analyze import write_tables
 from .analysis import FlowSpec as AnalysisSpec
 from .analysis.labspec import backup_paths, path_rates, signal_paths
 from .analysis.verdict import transfer_failure
@@ -174,8 +175,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
                         backup_paths=backup_paths(body, flow))
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
     fa = analyze_flow(caps, spec, workers=job.workers)
-    fa.timeseries.to_csv(out / "timeseries.csv", index=False)
-    fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+    write_tables(fa, out)     # timeseries.csv, icmp.csv, dsn.csv, mptcp_*.csv
     subflows = [asdict(s) for s in fa.subflows]
     pd.DataFrame(subflows).to_csv(out / "subflows.csv", index=False)
     if flow.mptcp:
@@ -207,7 +207,10 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
                   "verified": fa.verified if flow.mptcp else False,
                   "subflows": sum(1 for s in fa.subflows if s.established),
-                  "expected_paths": list(spec.expected_paths)},
+                  "expected_paths": list(spec.expected_paths),
+                  "data_retransmissions": fa.mptcp_retransmissions,
+                  "data_retrans_bytes": fa.mptcp_retrans_bytes,
+                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required},
         "subflows": subflows,
         "add_addrs": fa.add_addrs,
         "warnings": warnings,

@@ -8,10 +8,14 @@ are listed here, each with the reason, so nothing else can differ silently.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
+
+from mptcplab.errors import RunFailed
 
 from . import pcapread, tshark
 from .model import CaptureFile
@@ -63,3 +67,39 @@ def differences(native: pd.DataFrame, oracle: pd.DataFrame, limit: int = 5) -> l
 def compare_files(captures: Sequence[CaptureFile]) -> list[str]:
     """Read ``captures`` with both readers; the differences (see ``differences``)."""
     return differences(pcapread.extract(captures), tshark.extract(captures, workers=1))
+
+
+#: tshark's own MPTCP analysis: mappings tracked per connection, data re-sent on any subflow
+TSHARK_MPTCP_PREFS = ("mptcp.analyze_mptcp:TRUE", "mptcp.analyze_mappings:TRUE",
+                      "mptcp.intersubflows_retransmission:TRUE", "mptcp.relative_sequence_numbers:TRUE")
+
+
+def tshark_reinjections(paths: Sequence[Path], tmp: Path) -> list[tuple[float, float]]:
+    """(time of the re-sending packet, time of the packet that first sent the data), epoch
+    seconds, for every packet tshark marks ``mptcp.reinjection_of``. The files (one per
+    capture point, e.g. one per subflow) are merged by time into one (in ``tmp``) first:
+    tshark sees a re-send on another subflow only when both subflows are in one file."""
+    path = Path(paths[0])
+    if len(paths) > 1:
+        path = tmp / "merged.pcap"
+        m = subprocess.run(["mergecap", "-F", "pcap", "-w", str(path), *map(str, paths)], capture_output=True, text=True)
+        if m.returncode != 0:
+            raise RunFailed(f"mergecap failed: {m.stderr.strip()}")
+    cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch",
+           "-e", "mptcp.reinjection_of"]
+    for p in TSHARK_MPTCP_PREFS:
+        cmd += ["-o", p]
+    r = subprocess.run(cmd, capture_output=True, text=True)
+    if r.returncode not in (0, 2):      # 2: the capture was cut short, the packets before count
+        raise RunFailed(f"tshark failed on {path}: {r.stderr.strip()}")
+    times: dict[int, float] = {}
+    pairs: list[tuple[int, int]] = []
+    for line in r.stdout.splitlines():
+        f = line.split("\t")
+        if len(f) < 3 or not f[0]:
+            continue
+        times[int(f[0])] = float(f[1])
+        # several frames when the range was sent in several segments: the earliest counts
+        if f[2]:
+            pairs.append((int(f[0]), min(int(x) for x in f[2].split(","))))
+    return [(times[a], times[b]) for a, b in pairs]

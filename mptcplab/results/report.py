@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from . import figures as F
@@ -250,6 +251,13 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
         ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order)),
     ]
+    # DSN vs time of the first repetition of each MPTCP scenario (the files are per repetition)
+    for r in summary.scenarios:
+        d = run_dir / r.rel_dir()
+        if r.rep != 1 or not r.mptcp.negotiated or not (d / "dsn.csv").is_file():
+            continue
+        plan.append((f"Data sequence numbers per subflow, {r.name}", f"dsn-{r.name}.png",
+                     lambda d=d, n=r.name: F.plot_dsn(pd.read_csv(d / "dsn.csv"), _events(d), f"{n}, repetition 1")))
     files: dict[str, str] = {}
     errors: list[str] = []
     for caption, name, draw in plan:
@@ -259,6 +267,11 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         except Exception as exc:  # noqa: BLE001 - reported in the WARNINGS section
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
     return files, missing, errors
+
+
+def _events(rep_dir: Path) -> pd.DataFrame | None:
+    p = rep_dir / "mptcp_events.csv"
+    return pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else None
 
 
 def write_report(run_dir: str | Path) -> Path:
