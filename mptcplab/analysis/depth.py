@@ -9,8 +9,8 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   numbers compare across subflows; without a captured key, relative to the lowest mapped DSN.
   4-octet DSNs and data ACKs are widened to 64 bits next to the last 8-octet value before
   them (or the IDSN).
-* A mapping is a DSS (DSN, subflow sequence number, data-level length) as first seen on a
-  subflow; Linux repeats one mapping on every segment of a chunk, and a TCP retransmission
+* A mapping is a DSS (DSN, subflow sequence number, data-level length) on a segment with
+  payload (a DATA_FIN alone is not data), as first seen on a subflow; Linux repeats one mapping on every segment of a chunk, and a TCP retransmission
   repeats the segment's mapping, so repeats of the same (subflow, DSN, SSN, length) are one
   mapping.
 * MPTCP-level retransmission: a mapping whose data range starts below the highest data byte
@@ -130,6 +130,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
     dll_na = pk["dll"].isna().to_numpy()
     dll_all = pk["dll"].to_numpy(dtype=np.int64, na_value=0)
     csum_all = pk["csum"].to_numpy()
+    tlen_pk = np.nan_to_num(pk["tlen"].to_numpy())
     fc_t = t["from_client"].to_numpy()
     tlen_t = t["tlen"].to_numpy()
     # the data sender's key -> IDSN (upload: the client's key, sent in its MP_CAPABLE ACK)
@@ -160,7 +161,9 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         prow = rows_t[trows]
         data_dir = fc_t[trows] == upload
         # mappings in the data direction
-        has_map = data_dir & ~dsn_na[prow]
+        # a mapping on a segment without payload carries only the DATA_FIN (one DSN, sent on
+        # every subflow): not data
+        has_map = data_dir & ~dsn_na[prow] & (tlen_pk[prow] > 0)
         mr = prow[has_map]
         if len(mr):
             raw = dsn_all[mr]
@@ -235,8 +238,8 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     DSN-to-subflow-sequence offset place the same data at the same place (Linux repeats a
     chunk's mapping on each of its segments and grows the mapping of an unsent chunk), so
     their overlaps are not re-sends. Of two overlapping mappings, the later one re-sends.
-    A sweep over the mappings sorted by data sequence finds each one's overlap with the
-    farthest-reaching mapping before it."""
+    A sweep over the mappings sorted by data sequence finds the overlaps; for each, the
+    mappings of the data range after the earliest one are the re-sends."""
     if maps.empty:
         return _empty(REINJECTION_COLUMNS)
     u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
@@ -248,29 +251,39 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     key, _ = pd.factorize(pd.MultiIndex.from_arrays([u["subflow"].to_numpy(),
                                                      start - u["ssn"].to_numpy(dtype=np.int64)]))
     times = u["t"].to_numpy()
-    # index of the farthest-reaching mapping among those before each one (in DSN order)
-    best = np.zeros(len(u), dtype=np.int64)
-    run = np.maximum.accumulate(end)
-    arg = np.flatnonzero(np.r_[True, run[1:] > run[:-1]])       # where the running max moves
-    best = arg[np.searchsorted(arg, np.arange(len(u)), side="right") - 1]
-    prev = np.r_[-1, best[:-1]]
-    i = np.arange(len(u))
-    cand = np.flatnonzero((i > 0) & (start < end[np.maximum(prev, 0)]))
-    cand = cand[key[cand] != key[prev[cand]]]
+    # sweep in DSN order keeping the farthest-reaching mapping and the farthest-reaching one
+    # of any other key: a mapping overlaps an earlier-starting one of another key exactly when
+    # it starts below the end of the farthest of those
+    flagged: list[int] = []
+    b1 = b2 = -1                       # b1: farthest so far; b2: farthest with a key != key[b1]
+    for i in range(len(u)):
+        c = b1 if b1 >= 0 and key[b1] != key[i] else b2
+        if c >= 0 and start[i] < end[c]:
+            flagged.append(i)
+        if b1 < 0 or end[i] > end[b1]:
+            if b1 >= 0 and key[b1] != key[i]:
+                b2 = b1
+            elif b2 >= 0 and key[b2] == key[i]:
+                b2 = -1
+            b1 = i
+        elif key[i] != key[b1] and (b2 < 0 or end[i] > end[b2]):
+            b2 = i
     rows = []
     seen: set[int] = set()
-    for c in cand:   # overlaps are few
-        j = int(prev[c])
-        later, first = (int(c), j) if times[c] >= times[j] else (j, int(c))
-        if later in seen:
-            continue
-        seen.add(later)
-        lo, hi = max(start[later], start[first]), min(end[later], end[first])
-        rows.append({"t": times[later], "path": u["path"].iat[later], "subflow": u["subflow"].iat[later],
-                     "dsn": int(lo), "length": int(hi - lo),
-                     "first_t": times[first], "first_path": u["path"].iat[first],
-                     "first_subflow": u["subflow"].iat[first],
-                     "same_subflow": bool(u["subflow"].iat[first] == u["subflow"].iat[later])})
+    for i in flagged:   # few: find, among the overlapping mappings of other keys, the earliest
+        other = np.flatnonzero((start < end[i]) & (end > start[i]) & (key != key[i]))
+        both = np.r_[other, i]
+        first = int(both[np.argmin(times[both])])
+        for later in (int(x) for x in both if times[x] > times[first] or (x == i and first != i)):
+            lo, hi = max(start[later], start[first]), min(end[later], end[first])
+            if later in seen or key[later] == key[first] or hi <= lo:
+                continue
+            seen.add(later)
+            rows.append({"t": times[later], "path": u["path"].iat[later], "subflow": u["subflow"].iat[later],
+                         "dsn": int(lo), "length": int(hi - lo),
+                         "first_t": times[first], "first_path": u["path"].iat[first],
+                         "first_subflow": u["subflow"].iat[first],
+                         "same_subflow": bool(u["subflow"].iat[first] == u["subflow"].iat[later])})
     if not rows:
         return _empty(REINJECTION_COLUMNS)
     return pd.DataFrame(rows, columns=REINJECTION_COLUMNS).sort_values("t", kind="stable").reset_index(drop=True)
