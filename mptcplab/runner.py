@@ -17,8 +17,8 @@ from typing import Any
 import pandas as pd
 
 from .analysis import CaptureFile, analyze_flow
-from .analysis.analyze import write_tables
 from .analysis import FlowSpec as AnalysisSpec
+from .analysis.analyze import write_tables
 from .analysis.labspec import backup_paths, path_rates, signal_paths
 from .analysis.verdict import transfer_failure
 from .capture import capture_file_name

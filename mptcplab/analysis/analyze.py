@@ -24,8 +24,8 @@ from .flows import (
     pick_data_connection,
 )
 from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
-from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
 from .pcapread import extract
+from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,

@@ -10,7 +10,8 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   4-octet DSNs and data ACKs are widened to 64 bits next to the last 8-octet value before
   them (or the IDSN).
 * A mapping is a DSS (DSN, subflow sequence number, data-level length) on a segment with
-  payload (a DATA_FIN alone is not data), as first seen on a subflow; Linux repeats one mapping on every segment of a chunk, and a TCP retransmission
+  payload (a DATA_FIN alone is not data), as first seen on a subflow; Linux repeats one
+  mapping on every segment of a chunk, and a TCP retransmission
   repeats the segment's mapping, so repeats of the same (subflow, DSN, SSN, length) are one
   mapping.
 * MPTCP-level retransmission: a mapping whose data range starts below the highest data byte
@@ -143,7 +144,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         mpc = (mp_all[idx] & (1 << MP_CAPABLE)) != 0
         sender = mpc & (fc == upload) & ~pk["sendkey"].isna().to_numpy()[idx]
         if sender.any():
-            base = idsn(int(pk["sendkey"].iat[int(idx[np.flatnonzero(sender)[0]])]))
+            base = idsn(int(pk["sendkey"].to_numpy(dtype=np.uint64, na_value=0)[idx[np.flatnonzero(sender)[0]]]))
         flags = pk["mpc_flags"].array[idx[mpc]]
         flags = flags[~flags.isna()]
         if len(flags):
@@ -283,7 +284,7 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
                          "dsn": int(lo), "length": int(hi - lo),
                          "first_t": times[first], "first_path": u["path"].iat[first],
                          "first_subflow": u["subflow"].iat[first],
-                         "same_subflow": bool(u["subflow"].iat[first] == u["subflow"].iat[later])})
+                         "same_subflow": str(u["subflow"].iat[first]) == str(u["subflow"].iat[later])})
     if not rows:
         return _empty(REINJECTION_COLUMNS)
     return pd.DataFrame(rows, columns=REINJECTION_COLUMNS).sort_values("t", kind="stable").reset_index(drop=True)

@@ -133,7 +133,7 @@ def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
 def _opt(t: pd.DataFrame, col: str, i: int) -> int | None:
     """An MPTCP option value (nullable integer column) of row ``i``, None if absent."""
     v = t[col].iat[i]
-    return None if pd.isna(v) else int(v)
+    return None if pd.isna(v) else int(v)  # type: ignore[arg-type]
 
 
 def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -> None:

@@ -49,8 +49,10 @@ def differences(native: pd.DataFrame, oracle: pd.DataFrame, limit: int = 5) -> l
             bad = ~np.isclose(a.to_numpy(), b.to_numpy(), atol=1e-6, rtol=0)
         else:
             na, nb = pd.isna(a).to_numpy(), pd.isna(b).to_numpy()
-            xa = np.where(na, None, a.astype(object).to_numpy())
-            xb = np.where(nb, None, b.astype(object).to_numpy())
+            xa = a.astype(object).to_numpy().copy()
+            xb = b.astype(object).to_numpy().copy()
+            xa[na] = None
+            xb[nb] = None
             bad = (na != nb) | (xa != xb)
             if col in ICMP_ONLY_NATIVE:
                 bad &= ~icmp
@@ -82,7 +84,8 @@ def tshark_reinjections(paths: Sequence[Path], tmp: Path) -> list[tuple[float, f
     path = Path(paths[0])
     if len(paths) > 1:
         path = tmp / "merged.pcap"
-        m = subprocess.run(["mergecap", "-F", "pcap", "-w", str(path), *map(str, paths)], capture_output=True, text=True)
+        m = subprocess.run(["mergecap", "-F", "pcap", "-w", str(path), *map(str, paths)],
+                           capture_output=True, text=True)
         if m.returncode != 0:
             raise RunFailed(f"mergecap failed: {m.stderr.strip()}")
     cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch",

@@ -115,7 +115,7 @@ def read_raw(path: Path) -> RawFile:
         for i, (name, dt) in enumerate(nat.columns):
             if n:
                 buf = (ctypes.c_char * (n * dt.itemsize)).from_address(nat.lib.pcr_column(h, i))
-                rows[name] = np.frombuffer(buf, dtype=dt, count=n).copy()
+                rows[name] = np.frombuffer(buf, dtype=dt, count=n).copy()  # type: ignore[call-overload]
             else:
                 rows[name] = np.zeros(0, dtype=dt)
         addrs = [""]
@@ -144,7 +144,7 @@ def _rm_text(ids: np.ndarray, counts: np.ndarray) -> pd.Categorical:
         if s not in text:
             text.append(s)
         codes[i] = text.index(s)
-    return pd.Categorical.from_codes(codes, categories=text)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(text, dtype=object))
 
 
 def merge(raws: Sequence[RawFile], points: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
@@ -195,7 +195,7 @@ def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) 
     cols: dict[str, object] = {
         # seconds and the fraction apart: t_ns does not fit a float64 exactly
         "t": (ns // 1_000_000_000).astype(np.float64) + (ns % 1_000_000_000) / 1e9,
-        "point": pd.Categorical.from_codes(r["point"], categories=points, validate=False),
+        "point": pd.Categorical.from_codes(r["point"], categories=pd.Index(points, dtype=object), validate=False),
         "frame": r["frame"].astype(np.int64),
         "ip_src": addr("src"),
         "ip_dst": addr("dst"),

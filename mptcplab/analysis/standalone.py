@@ -51,7 +51,7 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         lo, hi = np.minimum(sp, dp), np.maximum(sp, dp)
         tlen = np.nan_to_num(tcp["tlen"].to_numpy())
         conn = pd.DataFrame({"lo": lo, "hi": hi, "tlen": tlen}).groupby(["lo", "hi"])["tlen"].sum()
-        lo_p, hi_p = conn.idxmax()
+        lo_p, hi_p = (int(x) for x in conn.idxmax())  # type: ignore[attr-defined]
         syn_to = dp[syn & (((sp == lo_p) & (dp == hi_p)) | ((sp == hi_p) & (dp == lo_p)))]
         server_port = int(syn_to[0]) if len(syn_to) else int(lo_p)
         how.append(f"server port {server_port}: " + ("the SYNs of the connection with most payload go to it"
@@ -71,7 +71,8 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         paths = {str(c): labels[i] for i, c in enumerate(clients)}
         how.append("paths: " + ", ".join(f"{v}={k}" for k, v in paths.items()))
     mptcp = bool((syn & to_srv & ((tcp["mp"].to_numpy() & (1 << MP_CAPABLE)) != 0)).any())
-    how.append(f"MPTCP {'requested (a SYN carried MP_CAPABLE)' if mptcp else 'not requested (no SYN carried MP_CAPABLE)'}")
+    how.append("MPTCP requested (a SYN carried MP_CAPABLE)" if mptcp
+               else "MPTCP not requested (no SYN carried MP_CAPABLE)")
     return Guess(server_port, "upload" if direction == "upload" else "download", paths, mptcp, how)
 
 

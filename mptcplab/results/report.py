@@ -9,6 +9,7 @@ loudly, everything that went wrong (policy.py decides what that is; this module 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -257,7 +258,7 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         if r.rep != 1 or not r.mptcp.negotiated or not (d / "dsn.csv").is_file():
             continue
         plan.append((f"Data sequence numbers per subflow, {r.name}", f"dsn-{r.name}.png",
-                     lambda d=d, n=r.name: F.plot_dsn(pd.read_csv(d / "dsn.csv"), _events(d), f"{n}, repetition 1")))
+                     partial(_dsn_figure, d, r.name)))
     files: dict[str, str] = {}
     errors: list[str] = []
     for caption, name, draw in plan:
@@ -267,6 +268,10 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         except Exception as exc:  # noqa: BLE001 - reported in the WARNINGS section
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
     return files, missing, errors
+
+
+def _dsn_figure(rep_dir: Path, scenario: str) -> Figure:
+    return F.plot_dsn(pd.read_csv(rep_dir / "dsn.csv"), _events(rep_dir), f"{scenario}, repetition 1")
 
 
 def _events(rep_dir: Path) -> pd.DataFrame | None:

@@ -63,7 +63,8 @@ def ipv4(src: str, dst: str, proto: int, payload: bytes, ttl: int = 64, total: i
     return h + payload
 
 
-def ipv6(src: str, dst: str, nh: int, payload: bytes, hlim: int = 64, ext: list[tuple[int, bytes]] | None = None) -> bytes:
+def ipv6(src: str, dst: str, nh: int, payload: bytes, hlim: int = 64,
+         ext: list[tuple[int, bytes]] | None = None) -> bytes:
     """``ext``: extension headers (their own next-header value, body padded to 8 bytes)."""
     body = b""
     chain = [h for h, _ in ext or []] + [nh]

@@ -7,7 +7,6 @@ de-duplication across capture points, and the one-line reasons for failed joins.
 
 from __future__ import annotations
 
-import shutil
 from functools import cache
 from pathlib import Path
 

@@ -12,8 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab.analysis import FlowSpec, analyze_packets
-from mptcplab.analysis import packets
+from mptcplab.analysis import FlowSpec, analyze_packets, packets
 from mptcplab.analysis.flows import tokens_of_key
 from mptcplab.analysis.stats import unwrap32
 from mptcplab.analysis.tshark import FIELDS, _finish, _parse

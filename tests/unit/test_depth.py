@@ -13,9 +13,9 @@ import shutil
 from pathlib import Path
 
 import numpy as np
+import pcapkit as K
 import pytest
 
-import pcapkit as K
 from mptcplab.analysis import CaptureFile, FlowAnalysis, FlowSpec, analyze_flow, oracle, pcapread
 from mptcplab.analysis.depth import idsn, widen
 from mptcplab.analysis.flows import tokens_of_key
@@ -131,7 +131,9 @@ def test_grown_and_repeated_mappings_are_not_retransmissions(tmp_path: Path) -> 
 def test_reinjections_agree_with_tshark_on_a_hand_made_connection(tmp_path: Path) -> None:
     path = reinjection_conn().write(tmp_path / "r.pcap")
     r = analyse(path)
-    ours = [(round(t + r.t0_epoch, 6), round(f + r.t0_epoch, 6)) for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
+    t0 = r.t0_epoch or 0.0
+    ours = [(round(t + t0, 6), round(f + t0, 6))
+            for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
     theirs = [(round(a, 6), round(b, 6)) for a, b in oracle.tshark_reinjections([path], tmp_path)]
     assert ours == theirs and len(ours) == 1
 
@@ -203,7 +205,8 @@ def test_signalling_events_on_the_timeline(tmp_path: Path) -> None:
     c.data(2, 701, 1001, 1)
     c.add(C2, 40001, S, 5201, 1701, 901, ACK, K.mp_prio(True))
     c.ack(2, 1701, 2001, K.remove_addr([5]))
-    c.add(C1, 40000, S, 5201, 1101, 501, ACK, K.dss(data_ack=(c.ds + 1) % 2**64, dsn=(c.dc + 2001) % 2**64, ssn=1001, dll=0),
+    c.add(C1, 40000, S, 5201, 1101, 501, ACK,
+          K.dss(data_ack=(c.ds + 1) % 2**64, dsn=(c.dc + 2001) % 2**64, ssn=1001, dll=0),
           b"i" * 10)                                   # infinite mapping: fallback
     c.add(C1, 40000, S, 5201, 1111, 501, ACK | PSH, K.dss(dsn=(c.dc + 2011) % 2**64, ssn=1011, dll=1, fin=True), b"f")
     c.add(S, 5201, C1, 40000, 501, 1112, RST, K.mp_fastclose(KC))

@@ -17,11 +17,11 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pcapkit as K
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import pcapkit as K
 from mptcplab.analysis import CaptureFile, oracle, packets, pcapread
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -83,7 +83,8 @@ def test_every_mptcp_option_decoded_as_built(tmp_path: Path) -> None:
     assert row[6]["addr_id"] == 5 and row[6]["backup"] == 0 and pd.isna(row[6]["recvtok"])
     assert row[8]["data_ack"] == 2**40 + 5 and row[8]["dack64"] and pd.isna(row[8]["dsn"])
     assert row[9]["data_ack"] == 77 and not row[9]["dack64"]
-    assert (row[10]["dsn"], row[10]["ssn"], row[10]["dll"], row[10]["dsn64"], row[10]["csum"]) == (2**50 + 1, 1, 1448, True, False)
+    assert (row[10]["dsn"], row[10]["ssn"], row[10]["dll"], row[10]["dsn64"], row[10]["csum"]) == \
+        (2**50 + 1, 1, 1448, True, False)
     assert (row[11]["dsn"], row[11]["ssn"], row[11]["dsn64"], row[11]["csum"]) == (123456, 5, False, True)
     assert row[12]["datafin"] and pd.isna(row[12]["data_ack"]) and row[12]["dsn"] == 2**33
     assert row[13]["addaddr"] == "10.0.2.9" and row[13]["addr_id"] == 2 and not row[13]["add_echo"]
