@@ -14,10 +14,10 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   mapping on every segment of a chunk, and a TCP retransmission
   repeats the segment's mapping, so repeats of the same (subflow, DSN, SSN, length) are one
   mapping.
-* MPTCP-level retransmission: a mapping whose data range starts below the highest data byte
-  mapped before it (on any subflow): the same data sent again at the MPTCP level, on another
-  subflow (a reinjection) or on the same one under a new subflow sequence number. Each is
-  listed with the subflow and time of the earliest mapping that first carried its start.
+* MPTCP-level retransmission: a mapping whose data range overlaps that of an earlier mapping
+  (on any subflow, not the same chunk): the same data sent again at the MPTCP level, on
+  another subflow (a reinjection) or on the same one under a new subflow sequence number.
+  One row per (re-sending mapping, earlier mapping) pair, with the overlapping bytes.
 * RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
   from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
   side (the data direction's sender); at the receiver's side it is only the ACK delay.
@@ -239,8 +239,8 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     DSN-to-subflow-sequence offset place the same data at the same place (Linux repeats a
     chunk's mapping on each of its segments and grows the mapping of an unsent chunk), so
     their overlaps are not re-sends. Of two overlapping mappings, the later one re-sends.
-    A sweep over the mappings sorted by data sequence finds the overlaps; for each, the
-    mappings of the data range after the earliest one are the re-sends."""
+    A sweep over the mappings sorted by data sequence finds the overlaps; one row per pair
+    (re-sending mapping, earlier mapping it overlaps), with the overlapping bytes."""
     if maps.empty:
         return _empty(REINJECTION_COLUMNS)
     u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
@@ -270,16 +270,14 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
         elif key[i] != key[b1] and (b2 < 0 or end[i] > end[b2]):
             b2 = i
     rows = []
-    seen: set[int] = set()
-    for i in flagged:   # few: find, among the overlapping mappings of other keys, the earliest
-        other = np.flatnonzero((start < end[i]) & (end > start[i]) & (key != key[i]))
-        both = np.r_[other, i]
-        first = int(both[np.argmin(times[both])])
-        for later in (int(x) for x in both if times[x] > times[first] or (x == i and first != i)):
+    pairs: set[tuple[int, int]] = set()
+    for i in flagged:   # few: pair each with every overlapping mapping of another key
+        for j in np.flatnonzero((start < end[i]) & (end > start[i]) & (key != key[i])):
+            later, first = (i, int(j)) if (times[i], i) > (times[j], j) else (int(j), i)
             lo, hi = max(start[later], start[first]), min(end[later], end[first])
-            if later in seen or key[later] == key[first] or hi <= lo:
+            if (later, first) in pairs or hi <= lo:
                 continue
-            seen.add(later)
+            pairs.add((later, first))
             rows.append({"t": times[later], "path": u["path"].iat[later], "subflow": u["subflow"].iat[later],
                          "dsn": int(lo), "length": int(hi - lo),
                          "first_t": times[first], "first_path": u["path"].iat[first],

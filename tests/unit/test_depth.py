@@ -144,24 +144,24 @@ MPTCP_SCENARIOS = sorted({p.name.split("__")[0] for p in DATA.glob("mptcp_*__cli
 @needs_tshark
 @pytest.mark.parametrize("scenario", MPTCP_SCENARIOS)
 def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, scenario: str) -> None:
-    """Re-sends on another subflow (tshark checks only those: "intersubflows"): the packet of
-    every re-sent mapping we list is one tshark marks, and when tshark marks any, we list
-    some. The definitions differ at the edges, so the lists are not equal: tshark marks each
-    segment of a re-sent mapping (we list the mapping once), marks a TCP retransmission of
-    re-sent data again (we count it TCP-level), and names the latest earlier carrier where
-    we name the first. Re-sends on the same subflow under a new subflow sequence number are
-    ours only: the recorded join_rst run has them (Linux re-sends at the MPTCP level on its
-    only working subflow)."""
+    """Where tshark's MPTCP analysis (it checks re-sends across subflows only) marks data sent
+    again, we list a re-send across subflows no later than its first mark.
+
+    The definitions differ, so the lists are not equal: tshark marks packets whose bytes
+    were sent before on another subflow, each segment, and a TCP retransmission of re-sent
+    data again; we list mappings (a data range mapped again: on another subflow, or on the
+    same one under a new subflow sequence number), once per pair of overlapping mappings,
+    including bytes the first subflow had mapped but not yet sent when the scheduler moved
+    them (recorded join_rst and b_starved runs have those)."""
     files = sorted(DATA.glob(f"{scenario}__client_eth*.pcap"))
     direction = "download" if "download" in scenario else "upload"
     spec = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True, direction)  # type: ignore[arg-type]
     r = analyze_flow([CaptureFile(f, f.stem.split("__")[1]) for f in files], spec)
-    theirs = {(round(a, 6), round(b, 6)) for a, b in oracle.tshark_reinjections(files, tmp_path)}
+    theirs = oracle.tshark_reinjections(files, tmp_path)
     x = r.reinjections[~r.reinjections["same_subflow"].astype(bool)]
-    ours = {round(t + (r.t0_epoch or 0), 6) for t in x["t"]}
-    assert ours <= {a for a, _ in theirs}
-    assert bool(theirs) == bool(ours)
     assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
+    if theirs:
+        assert len(x) and x["t"].min() + (r.t0_epoch or 0) <= min(a for a, _ in theirs) + 1e-6
 
 
 def test_recorded_pmtud_run_has_one_reinjection_at_the_black_hole() -> None:
