@@ -34,8 +34,9 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
 
     The time origin of every time in the result is the data connection's first SYN (or its
     first captured packet when the SYN was not captured). ``workers``: files read in
-    parallel, default one per CPU. The reader decodes IPv6 and ICMPv6 too; the verdict's
-    ICMP rules count IPv4 frag-needed and ICMPv6 packet-too-big alike.
+    parallel, default one per CPU. The reader decodes IPv6 and ICMPv6 too, but the ICMP
+    rules here count IPv4 frag-needed only (the labs are IPv4; ICMPv6 packet-too-big rows
+    are in the packet table, see packets.frag_needed).
     """
     t_start = time.perf_counter()
     pk = extract(captures, workers=workers)

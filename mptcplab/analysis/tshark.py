@@ -2,8 +2,8 @@
 
 The production path is the native reader (pcapread.py); this module stays so the tests can
 compare it field by field against tshark's own dissectors (TCP, its MPTCP option dissector,
-ICMP with the quoted header) on captures they make. It is also a fallback for a one-off
-look at a capture without the native library.
+ICMP with the quoted header) on captures they make; ``analyze_packets(tshark.extract(...))``
+also works where the native library is not built.
 
 Speed (measured with tshark 4.0 on the 2-core dev machine, 115k packets, before the native
 reader existed; see bench/analysis_bench.py):
