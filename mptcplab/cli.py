@@ -33,6 +33,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where nodes run: network namespaces, or containers deployed by containerlab "
                         "(auto: containerlab when it and a working Docker are present, else netns)")
     r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
+    r.add_argument("--rate-in-tbf", action="store_true",
+                   help="nfqueue: rate and queue by tbf at the sender instead of the delay line (the default); "
+                        "the queue is then hidden from local senders by TCP Small Queues (docs/architecture.md)")
 
     v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
     v.add_argument("lab")
@@ -58,8 +61,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
     k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
     k.add_argument("--capture", action="store_true", help="tcpdump on both ends while measuring, as labs capture")
-    k.add_argument("--rate-in-delayline", action="store_true",
-                   help="nfqueue: the delay line does rate and queue instead of tbf (see emulation/nfqueue.py)")
+    k.add_argument("--rate-in-tbf", action="store_true",
+                   help="nfqueue: rate and queue by tbf at the sender, not by the delay line (the default; "
+                        "see emulation/nfqueue.py)")
 
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
@@ -72,6 +76,17 @@ def _parser() -> argparse.ArgumentParser:
                     help="a path label for a client address, e.g. A=10.0.1.2 (repeatable; default: guessed)")
     an.add_argument("--direction", choices=["upload", "download"], help="data direction (default: guessed)")
     return p
+
+
+def _rate_in_tbf(em: Emulator, asked: bool) -> Emulator:
+    """``--rate-in-tbf``: the nfqueue emulator's rate and queue go back to tbf."""
+    if asked:
+        from .emulation.nfqueue import NfqueueEmulator
+
+        if not isinstance(em, NfqueueEmulator):
+            raise LabInputError("command line", "--rate-in-tbf", "needs the nfqueue emulation backend")
+        em.rate_in_delayline = False
+    return em
 
 
 def _emulator(force: str | None) -> Emulator:
@@ -98,7 +113,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,
                       calibrate=not a.no_calibrate, backend=backend.name)
     repetitions(lab, opts)
-    emulator = backend.choose_emulator(a.emulation, scenarios, a.dry_run)
+    emulator = _rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
     if a.dry_run:
         dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None)
         return 0
@@ -182,17 +197,15 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     _line_lab(req)  # validate before anything is created
     if os.geteuid() != 0:
         raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
-    em = _emulator(a.backend)
-    if a.rate_in_delayline:
-        from .emulation.nfqueue import NfqueueEmulator
+    em = _rate_in_tbf(_emulator(a.backend), a.rate_in_tbf)
+    from .emulation.linkmodel import LinkShape
 
-        if not isinstance(em, NfqueueEmulator):
-            raise LabInputError("command line", "--rate-in-delayline", "needs the nfqueue emulation backend")
-        em.rate_in_delayline = True
+    # a direction without delay has no delay line, so tbf keeps its rate
+    paced = getattr(em, "rate_in_delayline", False) and LinkShape.parse(a.rate, a.delay, a.jitter).needs_delay
     print(f"link: rate {a.rate}, one-way delay {a.delay} each direction"
           + (f", jitter {a.jitter}" if a.jitter else "") + (f", loss {a.loss}" if a.loss else "")
           + (f", buffer {a.buffer}" if a.buffer else "") + f", MTU {a.mtu}; emulation: {em.name}"
-          + (" (rate and queue in the delay line, no tbf)" if a.rate_in_delayline else ""))
+          + (" (rate and queue in the delay line, no tbf)" if paced else ""))
     with tempfile.TemporaryDirectory(prefix="mptcplab-cal-") as wd:
         ok, checks = calibrate(req, em, Path(wd))
     print(render(checks))

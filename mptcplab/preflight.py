@@ -25,11 +25,14 @@ from pathlib import Path
 from .errors import HostNotReady, LabInputError
 from .lab.loader import EXPERIMENT, Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
+from .traffic import KINDS
 
 PROC_SYS = Path("/proc/sys")
 #: tools every run executes, with the Debian package that has them
 TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps", "ping": "iputils-ping", "iperf3": "iperf3",
          "tcpdump": "tcpdump", "tshark": "tshark", "nft": "nftables", "iptables": "iptables", "ethtool": "ethtool"}
+#: tools some traffic kind runs (traffic/<kind>.py ``tools``), checked when a lab uses it
+KIND_TOOLS = {t: p for k in KINDS.values() for t, p in k.tools.items()}
 # interface-specific sysctl directories: the interface does not exist yet when the
 # preflight runs, so the key is checked under "default", which every interface copies
 _PER_IFACE = re.compile(r"^(net\.ipv[46]\.(?:conf|neigh))\.([^.]+)\.(.+)$")
@@ -77,7 +80,7 @@ class HostFacts:
             congestion_controls=_words(PROC_SYS / "net/ipv4/tcp_available_congestion_control"),
             schedulers=_words(PROC_SYS / "net/mptcp/available_schedulers"),
             sysctls=sysctls,
-            tools=frozenset(t for t in {*TOOLS, "mptcpize", "unshare"} if shutil.which(t)),
+            tools=frozenset(t for t in {*TOOLS, *KIND_TOOLS, "mptcpize", "unshare"} if shutil.which(t)),
         )
 
 
@@ -95,10 +98,11 @@ def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[P
     body = sc.body
     tag = f" (scenario {sc.name})"
     for fname, flow in body.traffic.flows.items():
-        if flow.cc and facts.congestion_controls is not None and flow.cc not in facts.congestion_controls:
+        cc = getattr(flow, "cc", None)  # iperf3 flows only
+        if cc and facts.congestion_controls is not None and cc not in facts.congestion_controls:
             have = " ".join(sorted(facts.congestion_controls))
             yield LabInputError(file, f"traffic.flows.{fname}.cc",
-                                f"congestion control {flow.cc!r} is not in this kernel "
+                                f"congestion control {cc!r} is not in this kernel "
                                 f"(tcp_available_congestion_control: {have}){tag}")
     keyed: list[tuple[str, str]] = [(f"sysctls.{k}", k) for k in body.sysctls]
     for name, spec in body.nodes.items():
@@ -170,6 +174,11 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
         for tool, pkg in TOOLS.items():
             if tool not in facts.tools:
                 problems.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg})"))
+        kinds = {f.kind for sc in scenarios for f in sc.body.traffic.flows.values()}
+        for tool, pkg in sorted({t: p for k in kinds for t, p in KINDS[k].tools.items()}.items()):
+            if tool not in facts.tools:
+                problems.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}), "
+                                             "which this lab's traffic kinds run"))
         if results_root is not None:
             bad = _results_problem(results_root) or _results_problem(results_root / lab.name)
             if bad:

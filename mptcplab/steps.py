@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import signal
 import subprocess
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable
@@ -30,7 +31,8 @@ from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, parse_rate_mbps, ping_cmd, rate_check, rate_check_cmds, rtt_checks
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, bring_up
-from .traffic import IPERF3_HELP, FlowCommands, flow_commands, help_has_multipath
+from .traffic import IPERF3_HELP, KindContext, help_has_multipath, kind_of
+from .traffic.control import FlowControl
 from .units import parse_time
 
 if TYPE_CHECKING:
@@ -92,6 +94,12 @@ class Rep:
     captures: list[tuple[CaptureCommand, subprocess.Popen[bytes], Path]] = field(default_factory=list)
     servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     multipath: dict[str, bool] = field(default_factory=dict)
+    #: time.time() when the (first) measured flow's client was spawned: the timeline's zero,
+    #: on the capture clock (CONTRACT.md); t_zero_event is set at that moment
+    t_zero: float | None = None
+    t_zero_event: threading.Event = field(default_factory=threading.Event)
+    #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
+    flow_control: FlowControl | None = None
 
     @property
     def body(self) -> ExperimentBody:
@@ -333,7 +341,29 @@ class StopCaptures(Step):
 
 # ------------------------------------------------------------------ traffic
 def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
+    """How long a flow runs: the quick duration in a quick run, else its own. A byte-count
+    flow ends when its bytes are sent; its duration is the limit, kept in quick runs too
+    (the byte count is the experiment)."""
+    if getattr(flow, "bytes", None) is not None:
+        return parse_time(flow.duration)
     return parse_time(body.quick.duration) if ctx.quick else parse_time(flow.duration)
+
+
+def event_started_flows(body: ExperimentBody) -> set[str]:
+    """Flows a timeline ``flow_start`` event starts (CONTRACT.md): not by their offset."""
+    # read by name: the timeline's event schema (another branch) defines flow_start
+    out = set()
+    for ev in body.traffic.events:
+        target = getattr(ev, "flow", None)
+        if getattr(ev, "action", None) == "flow_start" and target:
+            out.add(str(target))
+    return out
+
+
+def measured_flows(body: ExperimentBody) -> list[str]:
+    """Names of the measured flows in the lab's order; the first is the primary one (the
+    repetition's top-level fields, iperf3.json)."""
+    return [n for n, f in body.traffic.flows.items() if f.role == "measured"]
 
 
 class StartOffsets:
@@ -355,81 +385,130 @@ class StartOffsets:
 
 
 class Traffic(Step):
-    """iperf3 servers (waited for), then the clients at their start offsets."""
+    """Each flow's server (waited for until it listens), then the clients at their start
+    offsets (flows a timeline event starts wait for it); what runs is the flow's kind's
+    (mptcplab/traffic/). Sets rep.t_zero when the first measured client starts."""
 
     title = "traffic"
 
     @staticmethod
-    def _nodes(rep: Rep) -> list[str]:
-        flows = rep.body.traffic.flows.values()
+    def _iperf3_nodes(rep: Rep) -> list[str]:
+        flows = [f for f in rep.body.traffic.flows.values() if kind_of(f).uses_iperf3]
         return list(dict.fromkeys(n for f in flows for n in (f.server, f.client)))
 
     @staticmethod
     def help_cmd(node: str) -> Cmd:
         return cmd(*IPERF3_HELP, node=node, check=False, why="does this iperf3 have -m (else mptcpize)?")
 
-    def _flow(self, rep: Rep, flow: Flow, node: str | None = None) -> FlowCommands:
+    def _ctx(self, rep: Rep, flow: Flow, node: str | None = None) -> KindContext:
         # the dry run asks the host's iperf3 (node None), the run each node's
         mp = rep.multipath.get(node) if node else None
-        return flow_commands(flow, rep.plan.net, flow_duration(rep.ctx, rep.body, flow), mp)
+        return KindContext(rep.plan.net, flow_duration(rep.ctx, rep.body, flow), mp, rep.out)
+
+    def _server(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
+        return Cmd(kind_of(flow).server_argv(flow, name, self._ctx(rep, flow, node)), node=flow.server)
+
+    def _client(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
+        return Cmd(kind_of(flow).client_argv(flow, name, self._ctx(rep, flow, node)), node=flow.client)
 
     def commands(self, rep: Rep) -> list[Planned]:
         flows = rep.body.traffic.flows
-        out = [Planned(self.help_cmd(n), note="does this iperf3 have -m (else mptcpize)?") for n in self._nodes(rep)]
-        for flow in flows.values():
-            fc = self._flow(rep, flow)
-            out.append(Planned(Cmd(fc.server_argv, node=fc.server_node), background=True))
-        out += [Planned(listening_cmd(f.server, f.port), note=UNTIL_READY) for f in flows.values()]
+        by_event = event_started_flows(rep.body)
+        out = [Planned(self.help_cmd(n), note="does this iperf3 have -m (else mptcpize)?")
+               for n in self._iperf3_nodes(rep)]
+        for name, flow in flows.items():
+            out.append(Planned(self._server(rep, name, flow), background=True, note=f"flow {name}: {flow.kind} server"))
+        out += [Planned(kind_of(f).ready_cmd(f), note=UNTIL_READY) for f in flows.values()]
         for name, flow in sorted(flows.items(), key=lambda kv: parse_time(kv[1].start)):
-            fc = self._flow(rep, flow)
-            out.append(Planned(Cmd(fc.client_argv, node=fc.client_node), background=True,
-                               note=f"flow {name} ({flow.role}), at +{parse_time(flow.start):g} s"))
+            when = "by its timeline event" if name in by_event else f"at +{parse_time(flow.start):g} s"
+            out.append(Planned(self._client(rep, name, flow), background=True,
+                               note=f"flow {name} ({flow.kind}, {flow.role}), {when}"))
         return out
 
     def run(self, rep: Rep) -> None:
         backend, body = rep.backend, rep.body
-        for n in self._nodes(rep):
+        for n in self._iperf3_nodes(rep):
             helped = backend.run([self.help_cmd(n)])[0]
             rep.multipath[n] = help_has_multipath(helped.stdout + helped.stderr)
         for name, flow in body.traffic.flows.items():
-            fc = self._flow(rep, flow, flow.server)
-            path = rep.out / f"iperf3-server-{name}.json"
-            rep.servers[name] = (backend.spawn(fc.server_node, fc.server_argv, stdout=path.open("wb"),
+            kind_of(flow).prepare(flow, name, self._ctx(rep, flow, flow.server))
+        for name, flow in body.traffic.flows.items():
+            c = self._server(rep, name, flow, flow.server)
+            suffix = ".json" if kind_of(flow).uses_iperf3 else ".log"
+            path = rep.out / f"{'iperf3' if kind_of(flow).uses_iperf3 else flow.kind}-server-{name}{suffix}"
+            rep.servers[name] = (backend.spawn(flow.server, c.argv, stdout=path.open("wb"),
                                                stderr=subprocess.STDOUT), path)
         for name, flow in body.traffic.flows.items():
-            listening = listening_cmd(flow.server, flow.port)
-            wait_for(lambda c=listening: _answers(backend, c), READY_TIMEOUT_S,  # type: ignore[misc]
-                     f"iperf3 server of flow {name}")
-        self._run_clients(rep)
+            ready = kind_of(flow).ready_cmd(flow)
+            wait_for(lambda c=ready: _answers(backend, c), READY_TIMEOUT_S,  # type: ignore[misc]
+                     f"{flow.kind} server of flow {name}")
+        try:
+            self._run_clients(rep)
+        finally:
+            self._stop_servers(rep)
         rep.running.check()  # a delay line that died invalidates the run: fail loudly
+
+    def _stop_servers(self, rep: Rep) -> None:
+        flows = rep.body.traffic.flows
         for name, (server, _) in rep.servers.items():
+            if not kind_of(flows[name]).server_exits and server.poll() is None:
+                rep.backend.signal(server, signal.SIGTERM)  # a web or echo server runs until told
             try:
                 server.wait(timeout=5)
             except subprocess.TimeoutExpired:
-                rep.warnings.append(f"iperf3 server of flow {name} did not exit")
+                rep.warnings.append(f"{flows[name].kind} server of flow {name} did not exit")
+                rep.backend.signal(server, signal.SIGKILL)
+                server.wait(timeout=5)
+
+    def _spawn_client(self, rep: Rep, name: str) -> tuple[subprocess.Popen[bytes], Path]:
+        flow = rep.body.traffic.flows[name]
+        measured = measured_flows(rep.body)
+        path = rep.out / kind_of(flow).output_name(name, primary=bool(measured) and name == measured[0])
+        err = rep.out / f"{flow.kind}-{name}.stderr"
+        c = self._client(rep, name, flow, flow.client)
+        return rep.backend.spawn(flow.client, c.argv, stdout=path.open("wb"), stderr=err.open("wb")), path
 
     def _run_clients(self, rep: Rep) -> None:
         flows = rep.body.traffic.flows
-        started: dict[str, tuple[subprocess.Popen[bytes], Path, float]] = {}
-        schedule = StartOffsets(flows)
-        longest = max(parse_time(f.start) + flow_duration(rep.ctx, rep.body, f) for f in flows.values())
+        by_event = event_started_flows(rep.body)
+        measured = set(measured_flows(rep.body))
+
+        def started(name: str, at: float) -> None:
+            # the timeline's zero: the first measured client's spawn (CONTRACT.md)
+            if name in measured and rep.t_zero is None:
+                rep.t_zero = at
+                rep.t_zero_event.set()
+
+        control = FlowControl(lambda n: self._spawn_client(rep, n), rep.backend.signal, started)
+        rep.flow_control = control
+        schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event})
+        limits = {n: parse_time(f.start) + flow_duration(rep.ctx, rep.body, f) for n, f in flows.items()}
+        longest = max(limits.values())
         t0 = time.monotonic()
         deadline = t0 + longest + CLIENT_GRACE_S
-        while not schedule.done or any(p.poll() is None for p, _, _ in started.values()):
-            now = time.monotonic()
-            for name in schedule.due(now - t0):
-                flow = flows[name]
-                fc = self._flow(rep, flow, flow.client)
-                path = rep.out / ("iperf3.json" if flow.role == "measured" else f"iperf3-{name}.json")
-                err = rep.out / f"iperf3-{name}.stderr"
-                started[name] = (rep.backend.spawn(fc.client_node, fc.client_argv, stdout=path.open("wb"),
-                                                   stderr=err.open("wb")), path, time.time())
-            rep.running.check()
-            if now > deadline:
-                raise RuntimeError(f"iperf3 clients did not finish {CLIENT_GRACE_S:g} s after their duration")
-            time.sleep(0.05)
-        rep.clients = {name: {"path": path, "started": ts, "rc": p.returncode}
-                       for name, (p, path, ts) in started.items()}
+        try:
+            while not schedule.done or control.running():
+                now = time.monotonic()
+                for name in schedule.due(now - t0):
+                    control.start(name)
+                for name in control.running():
+                    # a byte-count flow runs until its bytes are sent; its duration is the limit
+                    if getattr(flows[name], "bytes", None) is not None and now - t0 > limits[name]:
+                        rep.warnings.append(f"flow {name} stopped at its duration limit "
+                                            f"({limits[name]:g} s) before sending all its bytes")
+                        control.stop(name)
+                rep.running.check()
+                if now > deadline:
+                    raise RuntimeError(f"clients did not finish {CLIENT_GRACE_S:g} s after their duration")
+                time.sleep(0.05)
+        finally:
+            for name in control.running():
+                rep.backend.signal(control.started[name].proc, signal.SIGKILL)
+        for name in sorted(by_event - set(control.started)):
+            rep.warnings.append(f"flow {name} waited for a flow_start event that never came: it did not run")
+        rep.clients = {name: {"path": s.path, "started": s.at, "rc": s.proc.returncode, "kind": flows[name].kind,
+                              "stopped": s.stopped}
+                       for name, s in control.started.items()}
 
 
 # ------------------------------------------------------------------ after traffic

@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(
   iproute2 iputils-ping iptables nftables ethtool procps
   iperf3 mptcpize tcpdump tshark
+  busybox wrk
   python3 python3-venv python3-pip
   build-essential pkg-config libnetfilter-queue-dev libmnl-dev libpcap-dev
   git ca-certificates

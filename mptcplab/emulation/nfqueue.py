@@ -1,8 +1,10 @@
-"""The NFQUEUE emulator: tbf at the sender, loss + delay line at the receiver.
+"""The NFQUEUE emulator: loss + delay line (with the rate stage) at the receiver.
 
 For a DirectedLink ``src -> dst``:
 
-* rate and queue limit: tbf on ``src``'s egress (tc.py), as with netem;
+* rate and queue limit: by default in the delay line itself for a delayed
+  direction (``NfqueueEmulator.rate_in_delayline``), else tbf on ``src``'s
+  egress (tc.py), as with netem;
 * random loss and delay: at ``dst``'s ingress, in the PREROUTING hook, matched by
   ``dst``'s interface: first a random drop, then NFQUEUE to the delay line
   (``mptcplab-delayline``) running in ``dst``'s namespace.
@@ -190,6 +192,28 @@ def max_lateness_p99_us(delay_us: float | None) -> float:
     return max(LATENESS_FLOOR_US, LATENESS_FRACTION * (delay_us or 0))
 
 
+#: Longest release slot of a delay line (``--slot-us``): it releases at most once
+#: per slot, so packets due meanwhile wait up to that long. Each release is a
+#: sleep (a timer armed) and a wake-up (an interrupt), and in a VM both exit to
+#: the hypervisor: at 400 Mbit/s the rate stage spaces releases 30 us apart, and
+#: ppoll plus the timer interrupt were ~45% of the delay line's CPU. Measured
+#: (bench/emulation_bench.py rows, 400 Mbit/s, 2 and 100 ms, load 11-14,
+#: interleaved, 3 rounds): CPU per Mbit/s 0.20-0.24 % of a core without a slot,
+#: 0.15-0.20 with 100 us, 0.11-0.15 with 200 us; lateness p50 +Q/2, p99 within
+#: the host's noise. A lone packet (ping) is never held back: the slot counts
+#: from the previous release.
+RELEASE_SLOT_MAX_US = 200
+#: The slot never takes more than this share of the lateness a delay line may have.
+RELEASE_SLOT_SHARE = 0.2
+
+
+def release_slot_us(delay_us: float) -> int:
+    """The release slot for a delay line of ``delay_us`` one way: 100 us up to
+    10 ms of delay (a fifth of the 0.5 ms floor), then 1% of the delay, at most
+    200 us (from 20 ms on)."""
+    return int(min(RELEASE_SLOT_MAX_US, RELEASE_SLOT_SHARE * max_lateness_p99_us(delay_us)))
+
+
 #: Packets the kernel queue may hold beyond the link's own need: the delay line
 #: can stall (measured: tens of ms, up to ~250 ms, at 400 Mbit/s on a loaded
 #: 2-core host), and a queue sized for the delay alone then drops (1024 packets
@@ -230,6 +254,7 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
     )
     if paces(dl, rate_in_delayline):
         argv += ("--rate-bps", str(s.rate_bps), "--limit-bytes", str(s.queue_bytes(dl.mtu)))
+    argv += ("--slot-us", str(release_slot_us(s.delay_s * 1e6)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
     return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats))
@@ -261,21 +286,27 @@ def delayline_problems(stats: dict[str, Any]) -> list[str]:
 
 
 class NfqueueEmulator:
-    """Emulation without sch_netem: tbf + netfilter + mptcplab-delayline.
+    """Emulation without sch_netem: netfilter + mptcplab-delayline (+ tbf).
 
-    ``rate_in_delayline`` (opt-in, measured by bench/emulation_bench.py --paced):
-    a delayed direction gets no tbf; the delay line serializes packets at the
-    link rate through a virtual drop-tail queue of the link's size, then delays
-    them. tbf's watchdog fires once per packet at line rate, and that timer and
-    softirq work is most of what the delay lines spend at 400 Mbit/s. It also
-    moves the bottleneck queue to where the skb no longer counts against the
-    sending socket, so TCP Small Queues no longer keeps that queue empty. Rate
-    changes at run time are not supported in this mode."""
+    ``rate_in_delayline`` (the default; measured by bench/emulation_bench.py
+    --papers --paced and `mptcplab calibrate --rate-in-tbf` A/B): a delayed
+    direction gets no tbf; the delay line serializes packets at the link rate
+    through a virtual drop-tail queue of the link's size, then delays them.
+    tbf's watchdog fires once per packet at line rate, and that timer and
+    softirq work run inside the delay lines' verdict calls: with tbf the lines
+    fell 12-100 ms behind at 400 Mbit/s (lateness p99), with the rate stage
+    0.2-3 ms (docs/architecture.md). It also moves the bottleneck queue to
+    where the skb no longer counts against the sending socket, so TCP Small
+    Queues no longer hides that queue from a local sender: the sender sees the
+    configured drop-tail queue, as behind a router. Directions without delay
+    keep tbf (no delay line runs for them). ``rate_in_delayline=False`` (CLI
+    ``--rate-in-tbf``) restores tbf at the sender for every direction. Rate
+    changes at run time need tbf: not supported for paced directions."""
 
     name = "nfqueue"
 
     def __init__(self, firewall: Firewall = "iptables", binary: Path | None = None,
-                 rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False) -> None:
+                 rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = True) -> None:
         if firewall not in ("iptables", "nft"):
             raise ValueError(f"firewall must be 'iptables' or 'nft', got {firewall!r}")
         if not 0 <= rt_prio <= 99:
@@ -307,5 +338,6 @@ class NfqueueEmulator:
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
         if paces(dl, self.rate_in_delayline):
-            raise ValueError("rate changes need tbf: not available with rate_in_delayline")
+            raise ValueError("rate changes need tbf: not available with rate_in_delayline "
+                             "(the default for delayed directions; --rate-in-tbf)")
         return tc.rate_change_cmds(dl, new_rate_bps)

@@ -12,7 +12,17 @@ import re
 from ipaddress import IPv4Address, IPv4Interface, IPv4Network
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Discriminator,
+    Field,
+    Tag,
+    field_validator,
+    model_validator,
+)
 
 from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
 
@@ -223,7 +233,11 @@ class Addressing(Strict):
     addresses: dict[EndpointRef, IPv4Interface] = {}
 
 
-class Flow(Strict):
+class _FlowBase(Strict):
+    """What every traffic kind has: two hosts, the server's address and port, when it
+    starts and whether it is measured. One subclass per kind (mptcplab/traffic/<kind>.py
+    runs it); ``kind`` selects the class, default ``iperf3`` (docs/lab-format.md)."""
+
     client: Name
     server: Name
     server_address: AddressRef = Field(description="'node:iface' of the server, or an IPv4 address")
@@ -232,15 +246,11 @@ class Flow(Strict):
     mptcp: bool = True
     direction: Literal["upload", "download"] = "upload"
     duration: str | float = "10s"
-    cc: KernelName | None = None
-    window: str | int | None = Field(default=None, description="iperf3 -w: socket buffer size")
-    length: str | int | None = Field(default=None, description="iperf3 -l: write size")
     port: int = Field(default=5201, ge=1024, le=65535)
     start: str | float = "0s"
     role: Literal["measured", "competing"] = "measured"
 
     _dur = field_validator("duration", "start")(classmethod(lambda cls, v: _check(parse_time, v)))
-    _size = field_validator("window", "length")(classmethod(lambda cls, v: _check(parse_size, v)))
 
     @field_validator("duration")
     @classmethod
@@ -258,16 +268,120 @@ class Flow(Strict):
             raise ValueError(f"{v!r} is later than {IPERF3_MAX_SECONDS} s")
         return v
 
+
+def _iperf3_size(v: Any, limit: int) -> Any:
+    if v is None:
+        return v
+    n = parse_size(v)
+    if not 1 <= n <= limit:
+        raise ValueError(f"{v!r} is outside iperf3's range 1 to {limit} bytes")
+    return v
+
+
+class IperfFlow(_FlowBase):
+    """Bulk TCP/MPTCP with iperf3 for ``duration``, or until ``bytes`` are sent."""
+
+    kind: Literal["iperf3"] = "iperf3"
+    cc: KernelName | None = None
+    window: str | int | None = Field(default=None, description="iperf3 -w: socket buffer size")
+    length: str | int | None = Field(default=None, description="iperf3 -l: write size")
+    bytes: str | int | None = Field(default=None, description="iperf3 -n: send this many bytes, then stop "
+                                    "(duration is then the limit after which the flow is stopped)")
+
+    _size = field_validator("window", "length", "bytes")(classmethod(lambda cls, v: _check(parse_size, v)))
+
     @field_validator("window", "length")
     @classmethod
     def _iperf3_sizes(cls, v: Any, info: Any) -> Any:
-        if v is None:
-            return v
-        limit = IPERF3_MAX_WINDOW if info.field_name == "window" else IPERF3_MAX_LENGTH
-        n = parse_size(v)
-        if not 1 <= n <= limit:
-            raise ValueError(f"{v!r} is outside iperf3's range 1 to {limit} bytes")
+        return _iperf3_size(v, IPERF3_MAX_WINDOW if info.field_name == "window" else IPERF3_MAX_LENGTH)
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v: Any) -> Any:
+        if v is not None and parse_size(v) < 1:
+            raise ValueError("bytes must be at least 1")
         return v
+
+
+class UdpFlow(_FlowBase):
+    """An iperf3 UDP stream at ``rate`` (a flood when the rate exceeds the path's)."""
+
+    kind: Literal["udp"]
+    mptcp: Literal[False] = False
+    rate: str | int = Field(description="iperf3 -u -b: the sending rate ('50Mbit')")
+    length: str | int | None = Field(default=None, description="iperf3 -l: datagram payload size")
+
+    _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
+    _size = field_validator("length")(classmethod(lambda cls, v: _check(parse_size, v)))
+
+    @field_validator("length")
+    @classmethod
+    def _datagram(cls, v: Any) -> Any:
+        return _iperf3_size(v, 65507)
+
+
+class HttpFlow(_FlowBase):
+    """A static web server (busybox httpd, under mptcpize for MPTCP) serving files of
+    ``sizes``, loaded by wrk with ``connections`` connections for ``duration``."""
+
+    kind: Literal["http"]
+    direction: Literal["download"] = "download"
+    port: int = Field(default=8080, ge=1024, le=65535)
+    sizes: list[str | int] = Field(default=["10KB"], min_length=1, max_length=16,
+                                   description="sizes of the files served; wrk asks for the first")
+    connections: int = Field(default=8, ge=1, le=1000, description="wrk -c: concurrent connections")
+    threads: int = Field(default=1, ge=1, le=16, description="wrk -t")
+
+    @field_validator("sizes")
+    @classmethod
+    def _sizes(cls, v: list[Any]) -> list[Any]:
+        for x in v:
+            _check(parse_size, x)
+            if not 1 <= parse_size(x) <= 2**31:
+                raise ValueError(f"{x!r}: a file size is between 1 byte and 2 GB")
+        return v
+
+    @model_validator(mode="after")
+    def _threads(self) -> HttpFlow:
+        if self.bind is not None:
+            raise ValueError("bind: wrk cannot choose its source address; routing picks the initial path")
+        if self.threads > self.connections:
+            raise ValueError("wrk needs at least one connection per thread (threads <= connections)")
+        return self
+
+
+class ChurnFlow(_FlowBase):
+    """Many short connections (connect, send ``size`` bytes, read them back, close) at
+    ``rate`` per second, or ``count`` of them, by the project's own client."""
+
+    kind: Literal["churn"]
+    port: int = Field(default=7000, ge=1024, le=65535)
+    rate: float | None = Field(default=None, gt=0, le=10000, description="connections per second")
+    count: int | None = Field(default=None, ge=1, le=1000000, description="stop after this many connections")
+    size: str | int = Field(default=64, description="bytes each connection sends and reads back")
+
+    _size = field_validator("size")(classmethod(lambda cls, v: _check(parse_size, v)))
+
+    @field_validator("size")
+    @classmethod
+    def _size_range(cls, v: Any) -> Any:
+        if not 1 <= parse_size(v) <= 1024 * 1024:
+            raise ValueError(f"{v!r}: size is between 1 byte and 1 MB")
+        return v
+
+
+def _kind_of(v: Any) -> str:
+    # labs written before kinds existed have no ``kind``: they are iperf3 bulk flows
+    kind = v.get("kind", "iperf3") if isinstance(v, dict) else getattr(v, "kind", "iperf3")
+    return str(kind)
+
+
+#: A flow of any kind; ``kind`` picks the class (default iperf3).
+Flow = Annotated[Annotated[IperfFlow, Tag("iperf3")] | Annotated[UdpFlow, Tag("udp")]
+                 | Annotated[HttpFlow, Tag("http")] | Annotated[ChurnFlow, Tag("churn")],
+                 Discriminator(_kind_of, custom_error_type="flow_kind",
+                               custom_error_message="kind must be one of iperf3, udp, http, churn")]
+AnyFlow = IperfFlow | UdpFlow | HttpFlow | ChurnFlow
 
 
 class Event(Strict):
@@ -402,7 +516,7 @@ class Experiment(ExperimentBody):
 
 
 # --------------------------------------------------------------------------- published
-Metric = Literal["goodput_mbps", "subflow_share", "median_seg", "max_seg", "icmp_frag_needed"]
+Metric = Literal["goodput_mbps", "subflow_share", "median_seg", "max_seg", "icmp_frag_needed", "jain_index"]
 
 
 class PublishedSource(Strict):

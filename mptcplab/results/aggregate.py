@@ -49,6 +49,11 @@ def _icmp(r: Repetition, path: str | None) -> float | None:
     return float(sum(s.icmp_frag_needed for s in r.subflows_on(path)))
 
 
+def _jain(r: Repetition, _path: str | None) -> float | None:
+    # one measured flow is trivially fair: the index says something only across several
+    return r.fairness.jain_index if r.fairness is not None and r.fairness.flows > 1 else None
+
+
 def _largest(field: str) -> Callable[[Repetition, str | None], float | None]:
     def per_rep(r: Repetition, path: str | None) -> float | None:
         vals = [getattr(s, field) for s in r.subflows_on(path) if getattr(s, field) is not None]
@@ -63,6 +68,7 @@ METRICS: dict[str, Metric] = {m.name: m for m in [
     Metric("median_seg", _largest("median_seg"), "median",
            "the largest median data-segment payload among the path's subflows"),
     Metric("max_seg", _largest("max_seg"), "max", "the largest data-segment payload on the path"),
+    Metric("jain_index", _jain, "mean", "Jain's fairness index across the repetition's measured flows"),
 ]}
 
 
@@ -126,6 +132,7 @@ def aggregates(records: Sequence[Repetition]) -> list[ScenarioAggregate]:
         g = [r.goodput_mbps for r in reps if r.goodput_mbps is not None]
         gv = scenario_value(reps, "goodput_mbps")
         paths = sorted({s.path for r in reps for s in r.subflows if s.path})
+        jain = scenario_value(reps, "jain_index")
         out.append(ScenarioAggregate(
             scenario=name, n=len(reps), goodput_mean=gv.value, goodput_std=gv.std,
             goodput_min=min(g) if g else None, goodput_max=max(g) if g else None,
@@ -133,6 +140,19 @@ def aggregates(records: Sequence[Repetition]) -> list[ScenarioAggregate]:
             verified_reps=sum(1 for r in reps if r.mptcp.verified),
             fallback_reps=sum(1 for r in reps if r.mptcp.requested and r.mptcp.fallback),
             warning_reps=sum(1 for r in reps if r.warnings),
+            jain_mean=jain.value, jain_std=jain.std, flow_share_mean=_flow_shares(reps),
             paths={p: _path_aggregate(reps, p) for p in paths},
         ))
     return out
+
+
+def _flow_shares(reps: Sequence[Repetition]) -> dict[str, float | None]:
+    """Each measured flow's share, mean over the repetitions that had it (several measured flows only)."""
+    per: dict[str, list[float]] = {}
+    for r in reps:
+        if r.fairness is None or r.fairness.flows < 2:
+            continue
+        for name, share in r.fairness.shares.items():
+            if share is not None:
+                per.setdefault(name, []).append(share)
+    return {name: statistics.fmean(xs) for name, xs in per.items()}

@@ -135,11 +135,93 @@ class Flow(_Model):
     add_addrs: list[str] = Field(default_factory=list)
 
 
+class UdpMetrics(_Model):
+    """iperf3's UDP report, as the receiver counted it."""
+
+    packets: int | None = None
+    sent_packets: int | None = None
+    lost_packets: int | None = None
+    lost_percent: float | None = None
+    jitter_ms: float | None = None
+
+
+class HttpMetrics(_Model):
+    """wrk's report: requests, their rate and latency distribution."""
+
+    requests: int | None = None
+    requests_per_s: float | None = None
+    latency_mean_ms: float | None = None
+    latency_max_ms: float | None = None
+    latency_p50_ms: float | None = None
+    latency_p75_ms: float | None = None
+    latency_p90_ms: float | None = None
+    latency_p99_ms: float | None = None
+    socket_errors: int | None = None
+    non_2xx: int | None = None
+
+
+class ChurnMetrics(_Model):
+    """The churn client's report (the application's view)."""
+
+    attempted: int | None = None
+    completed: int | None = None
+    failed: int | None = None
+    rate_per_s: float | None = None
+    connect_ms_p50: float | None = None
+    connect_ms_p99: float | None = None
+    errors: dict[str, int] = Field(default_factory=dict)
+
+
+class ConnectionsCheck(_Model):
+    """Every connection to the flow's server port in the capture (http, churn): how many,
+    how many were MPTCP (MP_CAPABLE in SYN, SYN/ACK and third ACK), SYN -> SYN/ACK times."""
+
+    connections_seen: int = 0
+    connections_mptcp: int = 0
+    syn_synack_point: str | None = None
+    syn_synack_n: int = 0
+    syn_synack_ms_p50: float | None = None
+    syn_synack_ms_p90: float | None = None
+    syn_synack_ms_p99: float | None = None
+    syn_synack_ms_max: float | None = None
+
+
+class FlowResult(Flow):
+    """One flow of a repetition, analysed on its own (``flows`` of a Repetition)."""
+
+    name: str
+    kind: str = "iperf3"
+    role: str = "measured"
+    #: server address:port the analysis followed
+    server: str | None = None
+    #: the capture proves the flow: MPTCP verified (every connection MPTCP for http/churn),
+    #: or for TCP the connection carried data on its expected paths; None: not provable (UDP)
+    verified: bool | None = None
+    #: this flow's fraction of the measured flows' summed goodput (measured flows only)
+    share: float | None = None
+    #: stopped by the run (flow_stop event, byte-count limit) rather than ending by itself
+    stopped: bool = False
+    udp: UdpMetrics | None = None
+    http: HttpMetrics | None = None
+    churn: ChurnMetrics | None = None
+    connections: ConnectionsCheck | None = None
+
+
+class Fairness(_Model):
+    """Across the measured flows of one repetition (traffic/fairness.py)."""
+
+    flows: int = 0
+    jain_index: float | None = None
+    shares: dict[str, float | None] = Field(default_factory=dict)
+
+
 class Repetition(Flow):
     """One repetition of one scenario: the record runner.analyse() builds, rep.json.
 
-    Format 1 keeps the measured flow's fields at the top level (as the runner writes them);
-    other flows of the repetition are in ``other_flows_goodput_mbps``.
+    Format 1 keeps the (primary) measured flow's fields at the top level (as the runner
+    writes them); ``flows`` holds every flow analysed on its own (the first measured one is
+    the top level's), ``fairness`` Jain's index and shares across the measured flows;
+    ``other_flows_goodput_mbps`` is kept for readers of the earlier records.
     """
 
     # runner-specific extras (firewall, capture_stats, delay_line_stats, ...) stay readable
@@ -154,6 +236,8 @@ class Repetition(Flow):
     other_flows_goodput_mbps: dict[str, float | None] = Field(default_factory=dict)
     analysis_seconds: float | None = None
     packets: int | None = None
+    flows: list[FlowResult] = Field(default_factory=list)
+    fairness: Fairness | None = None
 
     @property
     def flow(self) -> Flow:
@@ -193,6 +277,11 @@ class ScenarioAggregate(_Model):
     verified_reps: int = 0
     fallback_reps: int = 0
     warning_reps: int = 0
+    #: Jain's index across measured flows, mean over reps (None: one measured flow)
+    jain_mean: float | None = None
+    jain_std: float | None = None
+    #: each measured flow's share, mean over reps
+    flow_share_mean: dict[str, float | None] = Field(default_factory=dict)
     paths: dict[str, PathAggregate] = Field(default_factory=dict)
 
 

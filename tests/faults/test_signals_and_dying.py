@@ -96,7 +96,10 @@ def test_process_of_the_run_dies(faults: Session, victim: tuple[str, str]) -> No
             client = _ns_pids(namespaces, "iperf3", " -c ")
             if client:
                 for pid in _ns_pids(namespaces, comm, argv_has)[:1]:
-                    os.kill(pid, signal.SIGKILL)
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        continue  # it exited between being listed and the kill: look again
                     killed.append(pid)
             time.sleep(0.05)
         assert killed, f"no {comm} found while the measured flow ran"

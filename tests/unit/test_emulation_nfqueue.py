@@ -97,15 +97,21 @@ def test_daemon_description(tmp_path: Path) -> None:
     assert list(daemon.argv) == [
         str(BIN), "--queue", "4", "--delay-us", "40000", "--jitter-us", "1000",
         "--seed", str(nfqueue.daemon_seed(d, 4)), "--maxlen", str(nfqueue.queue_maxlen(d.shape, 1500)),
-        "--stats", daemon.stats_path, "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
+        "--stats", daemon.stats_path, "--slot-us", "200", "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
     ]
+    # the release slot is a fifth of the lateness allowed, at most 200 us
+    assert nfqueue.release_slot_us(1000) == 100 and nfqueue.release_slot_us(10_000) == 100
+    assert nfqueue.release_slot_us(15_000) == 150
+    assert nfqueue.release_slot_us(40_000) == 200 and nfqueue.release_slot_us(200_000) == 200
+    assert all(nfqueue.release_slot_us(d) <= nfqueue.RELEASE_SLOT_SHARE * nfqueue.max_lateness_p99_us(d)
+               for d in (0, 500, 2000, 10**6))
     # the seed is a function of the link: reruns reproduce the jitter
     assert nfqueue.daemon_seed(d, 4) == nfqueue.daemon_seed(dl(delay="1ms"), 4)
     assert "--rt-prio" not in nfqueue.delayline_daemon(d, 4, tmp_path, BIN, rt_prio=0).argv
 
 
 def test_emulator_link_cmds(tmp_path: Path) -> None:
-    e = NfqueueEmulator(binary=BIN)
+    e = NfqueueEmulator(binary=BIN, rate_in_delayline=False)
     assert e.name == "nfqueue"
     full = dl(rate="100mbit", delay="20ms", loss="1%")
     cmds, daemons = e.link_cmds(full, 2, tmp_path)
@@ -122,7 +128,7 @@ def test_emulator_link_cmds(tmp_path: Path) -> None:
 
 
 def test_emulator_clear_and_rate_change() -> None:
-    e = NfqueueEmulator(binary=BIN)
+    e = NfqueueEmulator(binary=BIN, rate_in_delayline=False)
     clear = e.clear_cmds(dl(rate="1mbit", delay="1ms"))
     assert clear[0].argv[:3] == ("tc", "qdisc", "del") and all(not c.check for c in clear)
     assert len(e.clear_cmds(dl(rate="1mbit"))) == 1
@@ -192,7 +198,24 @@ def test_rate_in_delayline_replaces_tbf(tmp_path: Path) -> None:
     assert int(argv[argv.index("--maxlen") + 1]) > nfqueue.queue_maxlen(d.shape, 1500)
     with pytest.raises(ValueError, match="rate changes"):
         em.rate_change_cmds(d, 10**8)
-    # a rate-only direction has no delay line, so it keeps tbf; the default keeps tbf everywhere
+    # a rate-only direction has no delay line, so it keeps tbf
     assert any(c.argv[0] == "tc" for c in em.link_cmds(dl(rate="400mbit"), 4, tmp_path)[0])
-    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    # the rate stage is the default; rate_in_delayline=False (--rate-in-tbf) keeps tbf everywhere
+    default_cmds, [default_daemon] = nfqueue.NfqueueEmulator(binary=BIN).link_cmds(d, 3, tmp_path)
+    assert default_cmds == cmds and default_daemon.argv == daemon.argv
+    cmds, [daemon] = nfqueue.NfqueueEmulator(binary=BIN, rate_in_delayline=False).link_cmds(d, 3, tmp_path)
     assert any(c.argv[0] == "tc" for c in cmds) and "--rate-bps" not in daemon.argv
+
+
+def test_rate_in_tbf_switch() -> None:
+    from mptcplab.cli import _rate_in_tbf
+    from mptcplab.emulation.tc import NetemEmulator
+    from mptcplab.errors import LabInputError
+
+    em = NfqueueEmulator(binary=BIN)
+    assert _rate_in_tbf(em, False) is em and em.rate_in_delayline
+    assert _rate_in_tbf(em, True) is em and not em.rate_in_delayline
+    # netem has no delay line to take the rate from tbf: asking is a mistake, said so
+    with pytest.raises(LabInputError, match="--rate-in-tbf"):
+        _rate_in_tbf(NetemEmulator(), True)
+    assert isinstance(_rate_in_tbf(NetemEmulator(), False), NetemEmulator)

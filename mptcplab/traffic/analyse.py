@@ -1,0 +1,199 @@
+"""Each flow of a repetition analysed on its own: its client's report (the kind's
+parser) and its proof from the capture, as the kind asks (TrafficKind.capture_analysis):
+
+* ``connection``: analysis.analyze_flow on the flow's own server address and port (bulk);
+* ``connections``: every connection to the server port checked for MPTCP, with its
+  SYN -> SYN/ACK time (traffic/connections.py; http, churn);
+* ``none``: UDP has no connection to prove; its result is iperf3's.
+
+runner.analyse assembles the repetition from these parts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from ..analysis import CaptureFile, FlowAnalysis, analyze_flow
+from ..analysis import FlowSpec as AnalysisSpec
+from ..analysis.labspec import backup_paths, path_rates, signal_paths
+from ..analysis.verdict import transfer_failure
+from ..lab.network import Network
+from ..lab.schema import ExperimentBody, Flow
+from ..results.model import UNCLASSIFIED
+from . import kind_of
+from .base import Outcome
+from .connections import check_connections
+
+
+def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
+    """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
+    whose client address is a subflow/fullmesh endpoint and paths that reach an address
+    the server announces (analysis/labspec.signal_paths)."""
+    by_ep = {ep: label for label, ep in body.paths.items()}
+    out = []
+    if flow.bind and flow.bind in by_ep:
+        out.append(by_ep[flow.bind])
+    spec = body.nodes[flow.client].mptcp
+    if flow.mptcp and spec:
+        for e in spec.endpoints:
+            if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
+                out.append(by_ep[e.address])
+    # addresses the server announces (ADD_ADDR) draw a subflow on the path that reaches them
+    out += [p for p in signal_paths(body, net, flow) if p not in out]
+    return tuple(out)
+
+
+def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
+    """What the configuration alone says about subflows that cannot form."""
+    out = []
+    spec = body.nodes[flow.client].mptcp
+    if flow.mptcp and spec:
+        n = sum(1 for e in spec.endpoints if {"subflow", "fullmesh"} & set(e.flags))
+        if n > spec.limits.subflows:
+            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints "
+                       "are configured")
+        srv = body.nodes[flow.server].mptcp
+        if srv is None or srv.limits.subflows < n:
+            have = srv.limits.subflows if srv else "default"
+            out.append(f"server subflow limit ({have}) is lower than the client's {n} subflow endpoint(s)")
+    return out
+
+
+def coded(code: str, message: str, path: str | None = None) -> dict[str, Any]:
+    """A warning as the result model holds it (results/model.py Warning)."""
+    return {"code": code, "message": message, "path": path}
+
+
+@dataclass
+class FlowParts:
+    """One flow's analysis: its FlowResult record, its coded warnings and findings, and for
+    a ``connection`` flow the capture analysis itself (time series, ICMP, ...)."""
+
+    name: str
+    outcome: Outcome
+    record: dict[str, Any]
+    warnings: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[dict[str, Any]] = field(default_factory=list)
+    fa: FlowAnalysis | None = None
+    spec: AnalysisSpec | None = None
+
+
+def flow_dir(out: Path, name: str) -> Path:
+    """Per-flow artifacts of flows other than the primary one (docs/results-format.md)."""
+    return out / "flows" / name
+
+
+def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: Path,
+                client: dict[str, Any] | None, captures: list[CaptureFile], workers: int | None,
+                primary: bool) -> FlowParts:
+    kind = kind_of(flow)
+    server = f"{net.address(flow.server_address)}:{flow.port}"
+    label = "" if primary else f"flow {name}: "
+    if client is None:
+        # never started (a flow_start event that did not come): nothing to analyse
+        return FlowParts(name, Outcome(error="did not run"),
+                         {"name": name, "kind": flow.kind, "role": flow.role, "server": server, "verified": False,
+                          "mptcp": {"requested": flow.mptcp}},
+                         [coded("flow-not-run", f"{label}the flow did not run")])
+    o = kind.read(Path(client["path"]))
+    if client.get("stopped") and o.error and "terminated" in o.error:
+        # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"
+        # with the results so far; that is the stop working, not a failure
+        o.error = None
+    rec: dict[str, Any] = {
+        "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.get("stopped", False),
+        "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),
+        "sender_mbps": None if o.sender_mbps is None else round(o.sender_mbps, 3),
+        "retransmits": o.retransmits, "duration_s": o.seconds, "iperf3_error": o.error,
+        "cpu": {"client": o.cpu_host, "server": o.cpu_remote},
+        "mptcp": {"requested": flow.mptcp},
+    }
+    if flow.kind in ("udp", "http", "churn"):
+        rec[flow.kind] = dict(o.metrics)
+    parts = FlowParts(name, o, rec)
+    if o.error:
+        parts.warnings.append(coded(f"{flow.kind}-error" if flow.kind != "iperf3" else "iperf3-error",
+                                    f"{label}{flow.kind} reported an error: {o.error}"))
+    if kind.capture_analysis == "connection":
+        _connection(parts, flow, body, net, out, client, captures, workers, label, primary)
+    elif kind.capture_analysis == "connections":
+        _connections(parts, flow, net, out, client, captures, workers, label)
+    else:
+        rec["verified"] = None if o.error is None else False
+    return parts
+
+
+def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
+                client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str,
+                primary: bool) -> None:
+    o = parts.outcome
+    path_of_ip = {str(net.address(ep)): lbl for lbl, ep in body.paths.items()}
+    spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
+                        paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
+                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server),
+                        backup_paths=backup_paths(body, flow))
+    fa = analyze_flow(captures, spec, workers=workers)
+    parts.fa, parts.spec = fa, spec
+    subflows = [asdict(s) for s in fa.subflows]
+    if not primary:
+        d = flow_dir(out, parts.name)
+        d.mkdir(parents=True, exist_ok=True)
+        fa.timeseries.to_csv(d / "timeseries.csv", index=False)
+        pd.DataFrame(subflows).to_csv(d / "subflows.csv", index=False)
+    if flow.mptcp:
+        if not fa.mptcp_negotiated:
+            parts.warnings.append(coded("mptcp-fallback", f"{label}MPTCP requested but NOT negotiated: "
+                                        "this is a plain TCP result (fallback)"))
+        elif fa.fallback:
+            parts.warnings.append(coded("mptcp-fallback", f"{label}MPTCP fell back to TCP during the connection"))
+    failed = transfer_failure(o.error, o.goodput_mbps or 0.0, client.get("rc"))
+    if failed is not None and not client.get("stopped"):
+        # a transfer that failed verifies nothing, whatever the capture shows
+        fa.verified = False
+        fa.findings.insert(0, failed)
+    parts.warnings += [coded(f.code, label + f.message, f.path) for f in fa.findings]
+    parts.warnings += [coded(UNCLASSIFIED, label + w) for w in fa.warnings]
+    if flow.mptcp and not fa.verified:
+        parts.warnings += [coded("mptcp-limits", label + w) for w in config_diagnostics(body, flow)]
+    parts.findings = [f.to_dict() for f in fa.findings]
+    parts.record.update({
+        "verified": fa.verified,
+        "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
+                  "verified": fa.verified if flow.mptcp else False,
+                  "subflows": sum(1 for s in fa.subflows if s.established),
+                  "expected_paths": list(spec.expected_paths),
+                  # MPTCP depth of the capture (analysis/depth.py)
+                  "data_retransmissions": fa.mptcp_retransmissions,
+                  "data_retrans_bytes": fa.mptcp_retrans_bytes,
+                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required},
+        "subflows": subflows, "add_addrs": fa.add_addrs,
+    })
+
+
+def _connections(parts: FlowParts, flow: Flow, net: Network, out: Path, client: dict[str, Any],
+                 captures: list[CaptureFile], workers: int | None, label: str) -> None:
+    o = parts.outcome
+    rep = check_connections(captures, str(net.address(flow.server_address)), flow.port, flow.server, workers)
+    d = flow_dir(out, parts.name)
+    d.mkdir(parents=True, exist_ok=True)
+    rep.frame().to_csv(d / "connections.csv", index=False)
+    summary = rep.summary()
+    seen, mp = rep.seen, rep.mptcp
+    if seen == 0:
+        parts.warnings.append(coded("no-connection", f"{label}no connection to {flow.server_address} port "
+                                    f"{flow.port} in the captures: nothing proves this flow"))
+    elif flow.mptcp and mp < seen:
+        parts.warnings.append(coded("mptcp-fallback", f"{label}{seen - mp} of {seen} connections were NOT MPTCP "
+                                    "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"))
+    parts.warnings += [coded(UNCLASSIFIED, label + w) for w in rep.warnings]
+    ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None)
+    parts.record.update({
+        "verified": ok, "connections": summary,
+        "mptcp": {"requested": flow.mptcp, "negotiated": (mp == seen and seen > 0) if flow.mptcp else False,
+                  "fallback": bool(flow.mptcp and mp < seen), "verified": ok if flow.mptcp else False,
+                  "subflows": None, "expected_paths": []},
+    })

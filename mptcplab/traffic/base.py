@@ -1,0 +1,92 @@
+"""The interface every traffic kind implements, and what the run gives it.
+
+A kind turns one flow of experiment.yml into commands (server, client, a readiness
+check) and reads the client's output back into an ``Outcome``. It generates; it never
+executes: the Traffic step (steps.py) runs the commands, so ``--dry-run`` prints the same
+argv the run executes. Adding a kind = one module here + one schema class in
+lab/schema.py + its entry in the registry (traffic/__init__.py).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, ClassVar, Generic, Literal, TypeVar
+
+from ..commands import Cmd, cmd
+from ..lab.network import Network
+from ..lab.schema import _FlowBase
+
+F = TypeVar("F", bound=_FlowBase)
+
+#: How the capture is read for a flow of this kind (runner/perflow.py):
+#: "connection": the one data connection, analysis.analyze_flow (bulk transfers);
+#: "connections": every connection to the server port, each checked for MPTCP (http, churn);
+#: "none": no TCP connection to prove (UDP).
+CaptureAnalysis = Literal["connection", "connections", "none"]
+
+
+@dataclass(frozen=True)
+class KindContext:
+    """What the run knows when it builds a flow's commands."""
+
+    net: Network
+    duration_s: float
+    #: the node's iperf3 has -m (None: ask the host's; only iperf3 kinds use it)
+    multipath: bool | None = None
+    #: the repetition directory (files a kind needs, e.g. the web server's documents)
+    workdir: Path = Path(".")
+
+
+@dataclass
+class Outcome:
+    """A client's result. ``goodput_mbps``: what the receiver counted, None when the
+    kind has no such number. ``metrics``: the kind's own numbers (docs/results-format.md)."""
+
+    goodput_mbps: float | None = None
+    sender_mbps: float | None = None
+    retransmits: int | None = None
+    seconds: float | None = None
+    cpu_host: float | None = None
+    cpu_remote: float | None = None
+    error: str | None = None
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+
+class TrafficKind(ABC, Generic[F]):
+    """One kind of traffic. Subclasses set ``name`` (the ``kind:`` value) and
+    ``capture_analysis``, and implement the argv builders and the parser."""
+
+    name: ClassVar[str]
+    capture_analysis: ClassVar[CaptureAnalysis]
+    #: the client's output file suffix (output_name)
+    output_suffix: ClassVar[str] = ".json"
+    #: which side of the run asks the node's iperf3 for -m (iperf3-based kinds)
+    uses_iperf3: ClassVar[bool] = False
+
+    @abstractmethod
+    def server_argv(self, flow: F, name: str, ctx: KindContext) -> tuple[str, ...]: ...
+
+    @abstractmethod
+    def client_argv(self, flow: F, name: str, ctx: KindContext) -> tuple[str, ...]: ...
+
+    #: programs it runs -> the Debian package that has them (preflight checks them)
+    tools: ClassVar[dict[str, str]] = {}
+    #: the server exits by itself when its client is done (iperf3 -1); others get SIGTERM
+    server_exits: ClassVar[bool] = False
+
+    def ready_cmd(self, flow: F) -> Cmd:
+        """A command whose non-empty output says the server listens (repeated until it does)."""
+        return cmd("ss", "-Hltn", f"sport = :{flow.port}", node=flow.server, check=False)
+
+    def prepare(self, flow: F, name: str, ctx: KindContext) -> None:  # noqa: B027 - optional hook
+        """Files the server needs before it starts (run only, not in the dry run)."""
+
+    def output_name(self, name: str, primary: bool) -> str:
+        """The client's stdout file in the repetition directory."""
+        return f"{self.name}-{name}{self.output_suffix}"
+
+    @abstractmethod
+    def read(self, path: Path) -> Outcome:
+        """The client's output file -> its Outcome (an error Outcome when unreadable)."""

@@ -1,0 +1,164 @@
+"""Kind ``iperf3``: bulk TCP/MPTCP for a duration or a byte count, upload or download.
+
+MPTCP: iperf3 >= 3.19 has ``-m/--multipath``; older ones (Debian 12's 3.12) are
+wrapped with ``mptcpize run``, which turns their TCP sockets into MPTCP sockets.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..lab.network import Network
+from ..lab.schema import IperfFlow, _FlowBase
+from ..units import parse_size, parse_time
+from .base import KindContext, Outcome, TrafficKind
+
+IPERF3_HELP = ("iperf3", "--help")
+
+
+def help_has_multipath(help_text: str) -> bool:
+    return "--multipath" in help_text
+
+
+@functools.cache
+def iperf3_has_multipath() -> bool:
+    """Whether the *host's* iperf3 has -m; nodes in containers have their own
+    iperf3, asked through the backend (steps.Traffic)."""
+    try:
+        out = subprocess.run(list(IPERF3_HELP), capture_output=True, text=True, timeout=5)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return help_has_multipath(out.stdout + out.stderr)
+
+
+def mptcp_prefix(mptcp: bool, multipath: bool) -> list[str]:
+    return ["mptcpize", "run"] if mptcp and not multipath else []
+
+
+def mptcp_flag(mptcp: bool, multipath: bool) -> list[str]:
+    return ["-m"] if mptcp and multipath else []
+
+
+def _mp(ctx: KindContext) -> bool:
+    return iperf3_has_multipath() if ctx.multipath is None else ctx.multipath
+
+
+def server_argv(flow: _FlowBase, ctx: KindContext) -> tuple[str, ...]:
+    """One test (-1), JSON: the same for TCP and UDP (the client says -u)."""
+    mp = _mp(ctx)
+    return (*mptcp_prefix(flow.mptcp, mp), "iperf3", "-s", "-1", "-p", str(flow.port), "-J",
+            *mptcp_flag(flow.mptcp, mp))
+
+
+def client_common(flow: _FlowBase, ctx: KindContext, length: list[str]) -> list[str]:
+    """The client argv up to the kind's own options: address, port, JSON, bind, direction."""
+    mp = _mp(ctx)
+    argv = [*mptcp_prefix(flow.mptcp, mp), "iperf3", "-c", str(ctx.net.address(flow.server_address)),
+            "-p", str(flow.port), *length, "-J", "--connect-timeout", "5000", *mptcp_flag(flow.mptcp, mp)]
+    if flow.bind:
+        argv += ["-B", str(ctx.net.address(flow.bind))]
+    if flow.direction == "download":
+        argv += ["-R"]
+    return argv
+
+
+class Iperf3Kind(TrafficKind[IperfFlow]):
+    name = "iperf3"
+    capture_analysis = "connection"
+    uses_iperf3 = True
+    server_exits = True
+
+    def server_argv(self, flow: IperfFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
+        return server_argv(flow, ctx)
+
+    def client_argv(self, flow: IperfFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
+        # -n: iperf3 stops when the bytes are sent; -t would stop it at the duration
+        length = ["-n", str(parse_size(flow.bytes))] if flow.bytes is not None else ["-t", f"{ctx.duration_s:g}"]
+        argv = client_common(flow, ctx, length)
+        if flow.cc:
+            argv += ["-C", flow.cc]
+        if flow.window is not None:
+            argv += ["-w", str(parse_size(flow.window))]
+        if flow.length is not None:
+            argv += ["-l", str(parse_size(flow.length))]
+        return tuple(argv)
+
+    def output_name(self, name: str, primary: bool) -> str:
+        # iperf3.json: the measured flow's file name since the first format (readers rely on it)
+        return "iperf3.json" if primary else f"iperf3-{name}.json"
+
+    def read(self, path: Path) -> Outcome:
+        r = read_iperf3(path)
+        return Outcome(goodput_mbps=r.goodput_mbps, sender_mbps=r.sender_mbps, retransmits=r.retransmits,
+                       seconds=r.seconds, cpu_host=r.cpu_host, cpu_remote=r.cpu_remote, error=r.error,
+                       metrics={"bytes_received": r.bytes_received})
+
+
+# ------------------------------------------------------------------ compatibility
+@dataclass(frozen=True)
+class FlowCommands:
+    server_node: str
+    server_argv: tuple[str, ...]
+    client_node: str
+    client_argv: tuple[str, ...]
+    duration_s: float
+
+
+def flow_commands(flow: IperfFlow, net: Network, duration_s: float | None = None,
+                  multipath: bool | None = None) -> FlowCommands:
+    """An iperf3 flow's commands (the form before kinds; tests and calibrate use it)."""
+    dur = duration_s if duration_s is not None else parse_time(flow.duration)
+    ctx = KindContext(net, dur, multipath)
+    k = Iperf3Kind()
+    return FlowCommands(flow.server, k.server_argv(flow, "", ctx), flow.client, k.client_argv(flow, "", ctx), dur)
+
+
+# ------------------------------------------------------------------ reading
+@dataclass(frozen=True)
+class IperfResult:
+    goodput_mbps: float
+    sender_mbps: float
+    retransmits: int | None
+    seconds: float
+    cpu_host: float | None
+    cpu_remote: float | None
+    error: str | None
+    bytes_received: int | None = None
+
+
+def load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return None, f"no iperf3 JSON: {e}"
+    if not isinstance(data, dict):
+        return None, "iperf3 JSON is not an object"
+    return data, None
+
+
+def read_iperf3(path: Path) -> IperfResult:
+    """Goodput is what the receiver counted (sum_received), whatever the direction."""
+    data, err = load_json(path)
+    if data is None:
+        return IperfResult(0.0, 0.0, None, 0.0, None, None, err)
+    if "error" in data and not data.get("end", {}).get("sum_received"):
+        return IperfResult(0.0, 0.0, None, 0.0, None, None, str(data["error"]))
+    end = data.get("end", {})
+    recv = end.get("sum_received", {})
+    sent = end.get("sum_sent", {})
+    cpu = end.get("cpu_utilization_percent", {})
+    return IperfResult(
+        goodput_mbps=recv.get("bits_per_second", 0.0) / 1e6,
+        sender_mbps=sent.get("bits_per_second", 0.0) / 1e6,
+        retransmits=sent.get("retransmits"),
+        seconds=recv.get("seconds", 0.0),
+        cpu_host=cpu.get("host_total"),
+        cpu_remote=cpu.get("remote_total"),
+        error=data.get("error"),
+        bytes_received=recv.get("bytes"),
+    )
