@@ -1,4 +1,4 @@
-"""Command line: run, validate, clean, doctor, calibrate, report, campaign, compare."""
+"""Command line: run, validate, clean, doctor, calibrate, report, analyze, campaign, compare."""
 
 from __future__ import annotations
 
@@ -89,6 +89,14 @@ def _parser() -> argparse.ArgumentParser:
     cm.add_argument("--out", type=Path, help="where compare.md and its figures go "
                                              "(default: <first campaign>/compare, else ./compare)")
     cm.add_argument("--no-figures", action="store_true", help="markdown only")
+
+    an = sub.add_parser("analyze", help="analyse capture files made elsewhere: tables, figures, verdict")
+    an.add_argument("pcap", nargs="+", type=Path, help="pcap/pcapng files of one connection, one per capture point")
+    an.add_argument("--out", type=Path, help="output directory (default: <first file>-analysis/)")
+    an.add_argument("--server-port", type=int, help="the server's port (default: guessed)")
+    an.add_argument("--path", action="append", metavar="LABEL=ADDRESS",
+                    help="a path label for a client address, e.g. A=10.0.1.2 (repeatable; default: guessed)")
+    an.add_argument("--direction", choices=["upload", "download"], help="data direction (default: guessed)")
     return p
 
 
@@ -334,10 +342,31 @@ def cmd_compare(a: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_analyze(a: argparse.Namespace) -> int:
+    from .analysis.standalone import analyze_files, describe
+
+    for f in a.pcap:
+        if not f.is_file():
+            raise LabInputError("command line", "PCAP", f"{f} is not a file")
+    paths = None
+    if a.path:
+        paths = {}
+        for item in a.path:
+            label, sep, addr = item.partition("=")
+            if not sep or not label or not addr:
+                raise LabInputError("command line", "--path", f"{item!r}: expected LABEL=ADDRESS")
+            paths[addr] = label
+    out = a.out or a.pcap[0].with_name(a.pcap[0].stem + "-analysis")
+    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction)
+    print("\n".join(describe(fa, g)))
+    print(f"tables and figures: {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "clean": cmd_clean, "doctor": cmd_doctor,
-                "calibrate": cmd_calibrate, "report": cmd_report,
+                "calibrate": cmd_calibrate, "report": cmd_report, "analyze": cmd_analyze,
                 "campaign": cmd_campaign, "compare": cmd_compare}
     try:
         return handlers[a.command](a)

@@ -17,6 +17,7 @@ from typing import Any
 import pandas as pd
 
 from .analysis import CaptureFile
+from .analysis.analyze import write_tables
 from .analysis.labspec import backup_paths
 from .capture import capture_file_name
 from .lab.loader import ScenarioRun
@@ -142,8 +143,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         warnings += p.warnings
     fa = main.fa
     if fa is not None:
-        fa.timeseries.to_csv(out / "timeseries.csv", index=False)
-        fa.icmp_events.to_csv(out / "icmp.csv", index=False)
+        write_tables(fa, out)     # timeseries.csv, icmp.csv, dsn.csv, mptcp_*.csv
         add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
         pd.DataFrame(main.record.get("subflows", [])).to_csv(out / "subflows.csv", index=False)
     probes: dict[str, Any] = {}

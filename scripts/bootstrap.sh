@@ -11,7 +11,7 @@ APT_PACKAGES=(
   iperf3 mptcpize tcpdump tshark
   busybox wrk
   python3 python3-venv python3-pip
-  build-essential pkg-config libnetfilter-queue-dev libmnl-dev
+  build-essential pkg-config libnetfilter-queue-dev libmnl-dev libpcap-dev
   git ca-certificates
 )
 

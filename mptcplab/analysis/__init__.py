@@ -1,8 +1,10 @@
 """Capture analysis: pcap files of one iperf3 run -> per-subflow tables and a verdict.
 
-``analyze_flow(captures, spec)`` is the entry point; see analyze.py. Modules: tshark.py
-(field extraction), flows.py (subflows, connections, the data connection), stats.py
-(numbers, time series, ICMP), diagnose.py (one-line reasons).
+``analyze_flow(captures, spec)`` is the entry point; see analyze.py. Modules: pcapread.py
+(the packet table from the native reader; packets.py defines it, tshark.py builds the same
+from tshark and oracle.py compares the two), flows.py (subflows, connections, the data
+connection), stats.py (numbers, time series, ICMP), depth.py (MPTCP depth: DSN, re-sends,
+RTT, events), diagnose.py (one-line reasons), standalone.py (``mptcplab analyze``).
 """
 
 from .analyze import analyze_flow, analyze_packets

@@ -1,6 +1,7 @@
 """``analyze_flow``: captures of one iperf3 run in, tables and a verdict out.
 
-Hand-written orchestration of the modules beside it: tshark extraction (tshark.py),
+Hand-written orchestration of the modules beside it: the packet table from the native
+reader (pcapread.py; tshark.py gives the same table and is the tests' oracle),
 subflow/connection identification (flows.py), numbers and time series (stats.py) and the
 one-line reasons (diagnose.py). See flows.py for how the data connection is picked.
 """
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from . import contribution, diagnose
+from . import contribution, depth, diagnose
 from .flows import (
     dss_missing,
     find_subflows,
@@ -22,8 +24,8 @@ from .flows import (
     pick_data_connection,
 )
 from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
+from .pcapread import extract
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
-from .tshark import extract
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
@@ -31,12 +33,13 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
     """Analyse the capture files taken at one or more points during one iperf3 run.
 
     The time origin of every time in the result is the data connection's first SYN (or its
-    first captured packet when the SYN was not captured). ``workers``: parallel tshark
-    processes, default one per CPU. IPv4 only: the labs are IPv4, and IPv6 fields (and
-    ICMPv6 Packet Too Big) are not extracted.
+    first captured packet when the SYN was not captured). ``workers``: files read in
+    parallel, default one per CPU. The reader decodes IPv6 and ICMPv6 too, but the ICMP
+    rules here count IPv4 frag-needed only (the labs are IPv4; ICMPv6 packet-too-big rows
+    are in the packet table, see packets.frag_needed).
     """
     t_start = time.perf_counter()
-    pk = extract(captures, workers=workers, server_port=spec.server_port)
+    pk = extract(captures, workers=workers)
     result = analyze_packets(pk, [c.point for c in captures], spec, bin_s)
     result.warnings = list(pk.attrs.get("warnings", [])) + result.warnings
     result.analysis_seconds = time.perf_counter() - t_start
@@ -51,7 +54,8 @@ def _empty_ts() -> pd.DataFrame:
 
 def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
                     bin_s: float = 0.1) -> FlowAnalysis:
-    """The analysis on an already extracted packet table (see tshark.extract)."""
+    """The analysis on an already extracted packet table (packets.py: pcapread.extract or
+    tshark.extract)."""
     upload = spec.direction == "upload"
     t = orient_tcp(pk, spec.server_port)
     subs = find_subflows(t, points, upload)
@@ -113,6 +117,11 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         ))
     contribution.assess(results, spec)
 
+    deep = depth.depth(pk, t, conn, paths, upload, t0) if negotiated else None
+    if deep is not None:
+        for r in results:
+            r.__dict__.update(deep.per_subflow.get(r.name, {}))
+
     add_addrs: list[str] = []
     for s in conn:
         add_addrs += [a for a in s.add_addrs if a not in add_addrs]
@@ -140,4 +149,20 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         timeseries=timeseries(t, conn, paths, upload, t0, bin_s),
         icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
         t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,
+        dsn=deep.dsn if deep else pd.DataFrame(columns=depth.DSN_COLUMNS),
+        reinjections=deep.reinjections if deep else pd.DataFrame(columns=depth.REINJECTION_COLUMNS),
+        mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
+        dss_checksum=deep.dss_checksum if deep else None,
+        checksum_required=deep.checksum_required if deep else None,
     )
+
+
+#: the per-repetition files write_tables makes (docs/results-format.md)
+TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
+               "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv"}
+
+
+def write_tables(fa: FlowAnalysis, out: Path) -> None:
+    """The analysis' tables as CSV files in ``out`` (names: TABLE_FILES)."""
+    for attr, name in TABLE_FILES.items():
+        getattr(fa, attr).to_csv(out / name, index=False)

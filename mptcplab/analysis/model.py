@@ -111,6 +111,16 @@ class SubflowResult:
     expected_share: float | None = None
     #: the subflow contributed to the transfer by the rule in contribution.py
     contributed: bool = False
+    #: RTT from the capture (data segment -> first ACK covering it, Karn's rule; depth.py),
+    #: ms; None without samples. Meaningful when ``point`` is on the data sender's side.
+    rtt_min_ms: float | None = None
+    rtt_median_ms: float | None = None
+    rtt_p95_ms: float | None = None
+    rtt_samples: int = 0
+    #: MPTCP-level retransmissions sent on this subflow: data mapped before (on this or
+    #: another subflow) mapped again here (depth.py); bytes of those ranges
+    mptcp_retransmissions: int = 0
+    mptcp_retrans_bytes: int = 0
 
     @property
     def name(self) -> str:
@@ -167,13 +177,31 @@ class FlowAnalysis:
     warnings: list[str] = field(default_factory=list)
     #: the diagnostics with their stable codes and evidence (diagnostics = their messages)
     findings: list[Finding] = field(default_factory=list)
+    #: MPTCP depth (depth.py), empty for plain TCP: DSN mappings and data ACKs per subflow
+    #: over time (depth.DSN_COLUMNS), MPTCP-level retransmissions (REINJECTION_COLUMNS),
+    #: MPTCP signalling events (EVENT_COLUMNS)
+    dsn: pd.DataFrame = field(default_factory=pd.DataFrame)
+    reinjections: pd.DataFrame = field(default_factory=pd.DataFrame)
+    mptcp_events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: a DSS mapping carried a checksum (None: no mapping seen); the MP_CAPABLE handshake
+    #: asked for checksums (flag A; None: not captured)
+    dss_checksum: bool | None = None
+    checksum_required: bool | None = None
+
+    @property
+    def mptcp_retransmissions(self) -> int:
+        return len(self.reinjections)
+
+    @property
+    def mptcp_retrans_bytes(self) -> int:
+        return int(self.reinjections["length"].sum()) if len(self.reinjections) else 0
 
     def subflows_on(self, path: str) -> list[SubflowResult]:
         return [s for s in self.subflows if s.path == path]
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON-ready verdict and per-subflow rows (the two tables are left out: write them
-        with ``timeseries.to_csv`` / ``icmp_events.to_csv``)."""
+        """JSON-ready verdict and per-subflow rows (the tables are left out: write them with
+        ``to_csv``, see write_tables in analyze.py)."""
         return {
             "mptcp_negotiated": self.mptcp_negotiated, "fallback": self.fallback,
             "verified": self.verified, "subflows": [s.to_dict() for s in self.subflows],
@@ -182,4 +210,7 @@ class FlowAnalysis:
             "analysis_seconds": self.analysis_seconds, "t0_epoch": self.t0_epoch,
             "connections": self.connections, "data_connection": self.data_connection,
             "findings": [f.to_dict() for f in self.findings],
+            "mptcp_retransmissions": self.mptcp_retransmissions,
+            "mptcp_retrans_bytes": self.mptcp_retrans_bytes,
+            "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
         }

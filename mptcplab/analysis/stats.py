@@ -138,7 +138,9 @@ def icmp_for_subflows(pk: pd.DataFrame, subs: list[Subflow], server_port: int,
                       paths: dict[str, str], t0: float) -> pd.DataFrame:
     """ICMP errors quoting a packet of one of ``subs``; for each subflow only the capture
     point that saw the most of them, so an error seen twice is counted once."""
-    ic = pk[pk["icmp_type"].notna() & pk["sport"].notna() & (pk["q_src"] != "")]
+    rows = np.flatnonzero(~np.isnan(pk["icmp_type"].to_numpy()) & ~np.isnan(pk["sport"].to_numpy()))
+    ic = pk.take(rows)          # ICMP errors are few: select them before any other work
+    ic = ic[(ic["q_src"].astype(object) != "").to_numpy()]
     if ic.empty or not subs:
         return pd.DataFrame(columns=ICMP_COLUMNS)
     to_srv = (ic["dport"] == server_port).to_numpy()

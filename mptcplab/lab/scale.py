@@ -6,7 +6,8 @@ F x rate and every **queue given in bytes** F x bytes, so a queue keeps its leng
 time (a queue given as time, "80ms", already does). **Delays, jitter, loss, MTUs** are
 unchanged, so the ratios between paths (400 / 4 Mbit/s becomes 40 / 0.4) and the
 RTTs stay the paper's. Event and flow rates (a rate change on the timeline, a UDP
-flood's rate) scale with the links: the ``rate`` of an event and of a UDP flow (a churn flow's rate counts connections and stays).
+flood's rate) scale with the links: the ``rate`` of an event and of a UDP flow (a
+churn flow's rate counts connections and stays).
 
 Not scaled, and said so (``unscaled_notes``): socket buffers (a flow's ``window``,
 ``tcp_rmem``/``tcp_wmem`` sysctls) and durations. A buffer sized to the paper's

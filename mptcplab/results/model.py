@@ -91,6 +91,14 @@ class Subflow(_Model):
     expected_share: float | None = None
     #: contributed to the transfer by the rule of analysis/contribution.py
     contributed: bool | None = None
+    #: RTT from the capture (analysis/depth.py), ms; rtt_samples 0: none measured
+    rtt_min_ms: float | None = None
+    rtt_median_ms: float | None = None
+    rtt_p95_ms: float | None = None
+    rtt_samples: int | None = None
+    #: MPTCP-level retransmissions sent on this subflow (analysis/depth.py) and their bytes
+    mptcp_retransmissions: int | None = None
+    mptcp_retrans_bytes: int | None = None
 
     @property
     def ends(self) -> str:
@@ -105,6 +113,12 @@ class MptcpVerdict(_Model):
     verified: bool = False
     subflows: int | None = None
     expected_paths: list[str] = Field(default_factory=list)
+    #: MPTCP-level retransmissions of the connection (mptcp_retransmissions.csv) and bytes
+    data_retransmissions: int | None = None
+    data_retrans_bytes: int | None = None
+    #: a DSS mapping carried a checksum / the handshake asked for checksums (None: not seen)
+    dss_checksum: bool | None = None
+    checksum_required: bool | None = None
 
 
 class Flow(_Model):
@@ -542,6 +556,18 @@ def load_subflow_series(run_dir: str | Path, summary: Summary | None = None) -> 
     return df
 
 
+DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
+MPTCP_EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
+
+
+def load_dsn(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All dsn.csv of the run: scenario, rep, t, path, subflow, kind ("map"/"ack"), dsn, length, ssn."""
+    df = _load_per_rep_csv(run_dir, summary, "dsn.csv", DSN_COLUMNS)
+    if not df.empty:
+        df["path"] = df["path"].fillna("?").astype(str)
+    return df
+
+
 def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
     """All events.csv of the run in one frame: scenario, rep, planned_s, actual_s, action,
     target, ..., capture_s (the time-series axis). Runs before the timeline have none:
@@ -551,6 +577,11 @@ def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataF
     df = _load_per_rep_csv(run_dir, summary, "events.csv", [*COLUMNS, "capture_s"])
     df.attrs["missing"] = []
     return df
+
+
+def load_mptcp_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
+    """All mptcp_events.csv of the run: scenario, rep, t, path, subflow, event, detail."""
+    return _load_per_rep_csv(run_dir, summary, "mptcp_events.csv", MPTCP_EVENT_COLUMNS)
 
 
 def load_icmp(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:

@@ -9,9 +9,11 @@ loudly, everything that went wrong (policy.py decides what that is; this module 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 from matplotlib.figure import Figure
 
 from ..lab.scale import fmt_factor, rate_unit
@@ -278,6 +280,13 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
     series = load_subflow_series(run_dir, summary)
     if not series.empty:  # only runs with the tcp_probe probe
         plan.append(("Congestion window per subflow (tcp_probe)", "cwnd.png", lambda: F.plot_cwnd(series, order)))
+    # DSN vs time of the first repetition of each MPTCP scenario (the files are per repetition)
+    for r in summary.scenarios:
+        d = run_dir / r.rel_dir()
+        if r.rep != 1 or not r.mptcp.negotiated or not (d / "dsn.csv").is_file():
+            continue
+        plan.append((f"Data sequence numbers per subflow, {r.name}", f"dsn-{r.name}.png",
+                     partial(_dsn_figure, d, r.name)))
     files: dict[str, str] = {}
     errors: list[str] = []
     for caption, name, draw in plan:
@@ -287,6 +296,15 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         except Exception as exc:  # noqa: BLE001 - reported in the WARNINGS section
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
     return files, missing, errors
+
+
+def _dsn_figure(rep_dir: Path, scenario: str) -> Figure:
+    return F.plot_dsn(pd.read_csv(rep_dir / "dsn.csv"), _events(rep_dir), f"{scenario}, repetition 1")
+
+
+def _events(rep_dir: Path) -> pd.DataFrame | None:
+    p = rep_dir / "mptcp_events.csv"
+    return pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else None
 
 
 def write_report(run_dir: str | Path) -> Path:

@@ -165,7 +165,11 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
         "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
                   "verified": fa.verified if flow.mptcp else False,
                   "subflows": sum(1 for s in fa.subflows if s.established),
-                  "expected_paths": list(spec.expected_paths)},
+                  "expected_paths": list(spec.expected_paths),
+                  # MPTCP depth of the capture (analysis/depth.py)
+                  "data_retransmissions": fa.mptcp_retransmissions,
+                  "data_retrans_bytes": fa.mptcp_retrans_bytes,
+                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required},
         "subflows": subflows, "add_addrs": fa.add_addrs,
     })
 

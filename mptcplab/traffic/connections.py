@@ -2,7 +2,7 @@
 did its SYN wait for the SYN/ACK. For kinds that open many connections (http, churn),
 where analysis.analyze_flow, which follows one data connection, does not apply.
 
-Uses the capture analysis' own extraction and handshake reading (analysis.tshark,
+Uses the capture analysis' own extraction and handshake reading (analysis.pcapread,
 analysis.flows); only the per-connection table is built here.
 """
 
@@ -17,7 +17,8 @@ import pandas as pd
 
 from ..analysis import CaptureFile
 from ..analysis.flows import find_subflows, group_connections, orient_tcp
-from ..analysis.tshark import ACK, SYN, extract
+from ..analysis.packets import ACK, SYN
+from ..analysis.pcapread import extract
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,7 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
                       workers: int | None = None) -> ConnectionsReport:
     points = [c.point for c in captures]
     point = timing_point(points, server_node)
-    pk = extract(captures, workers=workers, server_port=server_port)
+    pk = extract(captures, workers=workers)
     t = orient_tcp(pk, server_port)
     t = t[t["sip"] == server_ip].reset_index(drop=True)
     report = ConnectionsReport(point, warnings=list(pk.attrs.get("warnings", [])))

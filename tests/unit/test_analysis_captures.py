@@ -7,18 +7,18 @@ de-duplication across capture points, and the one-line reasons for failed joins.
 
 from __future__ import annotations
 
-import shutil
 from functools import cache
 from pathlib import Path
 
 import pytest
 
-from mptcplab.analysis import CaptureFile, FlowAnalysis, FlowSpec, analyze_flow
+from mptcplab.analysis import CaptureFile, FlowAnalysis, FlowSpec, analyze_flow, pcapread
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 PATHS = {"10.0.1.2": "A", "10.0.2.2": "B"}
 
-pytestmark = pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+pytestmark = pytest.mark.skipif(not pcapread.library_path().is_file(),
+                                reason="native capture reader not built (make -C native)")
 
 
 def spec(mptcp: bool = True, direction: str = "upload") -> FlowSpec:

@@ -1,4 +1,4 @@
-"""Capture analysis logic on small hand-made packet tables (no tshark needed).
+"""Capture analysis logic on small hand-made packet tables (no capture file needed).
 
 These pin down the rules that real captures exercise only by chance: sequence-number
 wrap-around, retransmission counting, join-to-connection matching by token when two MPTCP
@@ -12,10 +12,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from mptcplab.analysis import FlowSpec, analyze_packets
-from mptcplab.analysis.flows import mp_mask, tokens_of_key
+from mptcplab.analysis import FlowSpec, analyze_packets, packets
+from mptcplab.analysis.flows import tokens_of_key
 from mptcplab.analysis.stats import unwrap32
-from mptcplab.analysis.tshark import FIELDS, _finish, _parse_safe
+from mptcplab.analysis.tshark import FIELDS, _finish, _parse
 
 SYN, ACK, RST, PSH = 0x02, 0x10, 0x04, 0x08
 SRV = "10.0.3.2"
@@ -25,16 +25,15 @@ SPEC = FlowSpec(SRV, 5201, {"10.0.1.2": "A", "10.0.2.2": "B"}, ("A", "B"), True,
 def pkt(t: float, src: str, sport: int, dst: str, dport: int, flags: int, tlen: int = 0,
         seq: int = 0, ack: int = 0, mp: str = "", sendkey: str = "", recvkey: str = "",
         recvtok: str = "", point: str = "p", ttl: int = 64) -> dict:
+    """One packet; ``mp`` as tshark lists subtypes ("2,3"), keys and token as decimal text."""
     return {"t": t, "ip_src": src, "ip_dst": dst, "ip_len": 52 + tlen, "ip_ttl": ttl,
             "sport": sport, "dport": dport, "tlen": tlen, "seq": seq % 2**32, "ack": ack % 2**32,
-            "flags": flags, "mp": mp, "sendkey": sendkey, "recvkey": recvkey, "recvtok": recvtok,
-            "addaddr": "", "rst_reason": "", "icmp_type": np.nan, "icmp_code": np.nan,
-            "icmp_mtu": np.nan, "q_src": "", "q_dst": "", "q_len": np.nan, "q_ttl": np.nan,
-            "point": point}
+            "flags": flags, "mp": sum(1 << int(x) for x in mp.split(",") if x),
+            "sendkey": sendkey, "recvkey": recvkey, "recvtok": recvtok, "point": point}
 
 
 def table(rows: list[dict]) -> pd.DataFrame:
-    return pd.DataFrame(rows)
+    return packets.table(rows)
 
 
 def mpc_connection(t0: float, cport: int, client_key: int, server_key: int, isn: int,
@@ -88,23 +87,25 @@ def test_token_is_sha256_of_the_key():
     assert tokens_of_key(1414879929542010403)[0] == 3868282564
 
 
-def test_mp_mask_reads_multiple_options():
-    m = mp_mask(pd.Series(["", "0", "2,3", "1"]))
-    assert list(m) == [0, 1, 0b1100, 0b10]
+def tshark_rows(rows: list[dict[str, str]]) -> bytes:
+    """tshark's tab-separated output for rows of {raw column: text}."""
+    names = [c for _, c in FIELDS]
+    return "".join("\t".join(r.get(n, "") for n in names) + "\n" for r in rows).encode()
+
+
+def test_tshark_mp_subtypes_become_a_bit_mask():
+    raw = tshark_rows([{"frame": str(i + 1), "t": "1.0", "mp": m} for i, m in enumerate(["", "0", "2,3", "1"])])
+    assert list(_finish(_parse(raw), "p")["mp"]) == [0, 1, 0b1100, 0b10]
 
 
 def test_icmp_row_outer_and_inner_header_are_split():
-    names = [c for _, c in FIELDS]
-    vals = {n: "" for n in names}
-    vals.update({"t": "100.5", "ip_src": "10.0.2.1,10.0.2.2", "ip_dst": "10.0.2.2,10.0.3.2",
+    vals = {"frame": "2", "t": "100.5", "ip_src": "10.0.2.1,10.0.2.2", "ip_dst": "10.0.2.2,10.0.3.2",
                  "ip_len": "576,9000", "ip_ttl": "64,63", "sport": "40000", "dport": "5201",
-                 "flags": "0x010", "mp": "2", "icmp_type": "3", "icmp_code": "4", "icmp_mtu": "1500"})
-    tcp = {n: "" for n in names}
-    tcp.update({"t": "100.4", "ip_src": "10.0.2.2", "ip_dst": "10.0.3.2", "ip_len": "9000",
+                 "flags": "0x010", "mp": "2", "icmp_type": "3", "icmp_code": "4", "icmp_mtu": "1500"}
+    tcp = {"frame": "1", "t": "100.4", "ip_src": "10.0.2.2", "ip_dst": "10.0.3.2", "ip_len": "9000",
                 "ip_ttl": "64", "sport": "40000", "dport": "5201", "tlen": "8948", "seq": "1",
-                "ack": "1", "flags": "0x018", "mp": "2"})
-    raw = "".join("\t".join(r[n] for n in names) + "\n" for r in (tcp, vals)).encode()
-    df = _finish(_parse_safe(raw), "client:eth2")
+                "ack": "1", "flags": "0x018", "mp": "2"}
+    df = _finish(_parse(tshark_rows([tcp, vals])), "client:eth2")
     assert list(df["ip_src"]) == ["10.0.2.2", "10.0.2.1"]
     assert list(df["q_src"]) == ["", "10.0.2.2"] and list(df["q_dst"]) == ["", "10.0.3.2"]
     assert df["ip_len"].tolist() == [9000, 576] and df["q_len"].iloc[1] == 9000
@@ -174,13 +175,10 @@ def test_no_connection_at_all():
 
 def test_numeric_field_with_two_occurrences_keeps_the_first():
     """An encapsulated packet (e.g. IP-in-IP) repeats numeric fields; the parse must not fail."""
-    names = [c for _, c in FIELDS]
-    row = {n: "" for n in names}
-    row.update({"t": "1.5", "ip_src": "10.0.0.1,10.0.1.2", "ip_dst": "10.0.0.2,10.0.3.2",
-                "ip_len": "120,100", "ip_ttl": "64,64", "sport": "40000,40000", "dport": "5201,5201",
-                "tlen": "48,48", "flags": "0x018"})
-    raw = ("\t".join(row[n] for n in names) + "\n").encode()
-    df = _parse_safe(raw)
+    row = {"frame": "1", "t": "1.5", "ip_src": "10.0.0.1,10.0.1.2", "ip_dst": "10.0.0.2,10.0.3.2",
+           "ip_len": "120,100", "ip_ttl": "64,64", "sport": "40000,40000", "dport": "5201,5201",
+           "tlen": "48,48", "flags": "0x018"}
+    df = _finish(_parse(tshark_rows([row])), "p")
     assert df["sport"].iloc[0] == 40000 and df["tlen"].iloc[0] == 48 and df["t"].iloc[0] == 1.5
 
 

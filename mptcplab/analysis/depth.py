@@ -1,0 +1,320 @@
+"""MPTCP depth of one connection: data sequence numbers, MPTCP-level retransmissions, RTT per
+subflow, MPTCP signalling events.
+
+Hand-written with numpy on the packet table (packets.py), each subflow at its chosen capture
+point (flows.find_subflows), so a packet seen at two points counts once. Definitions:
+
+* Data sequence numbers are made relative to the data sender's initial DSN (IDSN: the low
+  64 bits of SHA-256 of its MP_CAPABLE key, RFC 8684 3.1), so the first data byte is 1 and
+  numbers compare across subflows; without a captured key, relative to the lowest mapped DSN.
+  4-octet DSNs and data ACKs are widened to 64 bits next to the last 8-octet value before
+  them (or the IDSN).
+* A mapping is a DSS (DSN, subflow sequence number, data-level length) on a segment with
+  payload (a DATA_FIN alone is not data), as first seen on a subflow; Linux repeats one
+  mapping on every segment of a chunk, and a TCP retransmission
+  repeats the segment's mapping, so repeats of the same (subflow, DSN, SSN, length) are one
+  mapping.
+* MPTCP-level retransmission: a mapping whose data range overlaps that of an earlier mapping
+  (on any subflow, not the same chunk): the same data sent again at the MPTCP level, on
+  another subflow (a reinjection) or on the same one under a new subflow sequence number.
+  One row per (re-sending mapping, earlier mapping) pair, with the overlapping bytes.
+* RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
+  from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
+  side (the data direction's sender); at the receiver's side it is only the ACK delay.
+* Events: MP_PRIO, ADD_ADDR, REMOVE_ADDR, MP_FASTCLOSE, MP_TCPRST, MP_FAIL, DATA_FIN, an
+  infinite mapping (data-level length 0: fallback, RFC 8684 3.7, first one only); DATA_FIN
+  first seen from each side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .flows import Subflow
+from .packets import ADD_ADDR, MP_CAPABLE, MP_FAIL, MP_FASTCLOSE, MP_PRIO, MP_TCPRST, REMOVE_ADDR
+from .stats import unwrap32
+
+DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
+REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
+                       "same_subflow"]
+EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
+
+
+def idsn(key: int) -> int:
+    """The initial data sequence number of the side whose MP_CAPABLE key is ``key``."""
+    return int.from_bytes(hashlib.sha256(key.to_bytes(8, "big")).digest()[-8:], "big")
+
+
+def widen(values: np.ndarray, is64: np.ndarray, ref: int) -> np.ndarray:
+    """64-bit values from a mix of 8- and 4-octet ones: each 4-octet value takes the upper
+    bits that put it nearest the last 8-octet value before it (``ref`` before the first)."""
+    v = values.astype(np.uint64)
+    if is64.all() or len(v) == 0:
+        return v
+    last = np.where(is64, v, np.uint64(0))
+    idx = np.where(is64, np.arange(len(v)), -1)
+    np.maximum.accumulate(idx, out=idx)
+    base = np.where(idx >= 0, last[np.maximum(idx, 0)], np.uint64(ref))
+    low = v & np.uint64(0xFFFFFFFF)
+    cand = (base & np.uint64(0xFFFFFFFF00000000)) | low
+    # pick among cand - 2^32, cand, cand + 2^32 the one nearest base (modulo 2^64)
+    diff = (cand - base).astype(np.int64)
+    cand = np.where(diff > (1 << 31), cand - np.uint64(1 << 32), cand)
+    cand = np.where(diff < -(1 << 31), cand + np.uint64(1 << 32), cand)
+    return np.where(is64, v, cand).astype(np.uint64)
+
+
+@dataclass
+class Depth:
+    """What depth() found for one connection."""
+
+    #: t (s from t0), path, subflow, kind ("map": a mapping, one row where it changes from
+    #: segment to segment; "ack": the receiver's data ACK, one row where it moves), dsn
+    #: (relative; for "ack" the data ACK), length (mapping length), ssn
+    dsn: pd.DataFrame
+    #: one row per MPTCP-level retransmission (REINJECTION_COLUMNS)
+    reinjections: pd.DataFrame
+    #: t, path, subflow, event, detail (EVENT_COLUMNS)
+    events: pd.DataFrame
+    #: subflow name -> {"rtt_min_ms", "rtt_median_ms", "rtt_p95_ms", "rtt_samples",
+    #: "mptcp_retransmissions", "mptcp_retrans_bytes"}
+    per_subflow: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
+    #: a DSS mapping carried a checksum (None: no mapping seen)
+    dss_checksum: bool | None = None
+    #: the MP_CAPABLE handshake asked for checksums (flag A)
+    checksum_required: bool | None = None
+
+
+def _empty(cols: list[str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
+
+
+def _rtt(t: np.ndarray, seq: np.ndarray, tlen: np.ndarray, ack_t: np.ndarray, ack: np.ndarray) -> np.ndarray:
+    """RTT samples (s) of the data segments (times t, raw seq, lengths) against the receiver's
+    ACKs (times, raw ack numbers), by Karn's rule."""
+    if len(t) == 0 or len(ack_t) == 0:
+        return np.zeros(0)
+    rel = unwrap32(seq, seq[0])
+    end = rel + tlen
+    prev = np.concatenate(([np.iinfo(np.int64).min], np.maximum.accumulate(end)[:-1]))
+    fresh = rel >= prev                        # never sent before
+    # a range sent again later is ambiguous too: keep segments whose end no later start undercuts
+    later_min = np.minimum.accumulate(rel[::-1])[::-1]
+    later_min = np.concatenate((later_min[1:], [np.iinfo(np.int64).max]))
+    fresh &= later_min >= end
+    arel = np.maximum.accumulate(unwrap32(ack, seq[0]))
+    j = np.searchsorted(arel, end[fresh], side="left")
+    ok = j < len(arel)
+    j = j[ok]
+    sample = ack_t[j] - t[fresh][ok]
+    return sample[sample >= 0]
+
+
+def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
+          t0: float) -> Depth:
+    """The depth tables of the connection ``conn`` (its subflows from flows.find_subflows on
+    the oriented table ``t`` of ``pk``)."""
+    rows_t = t["row"].to_numpy()
+    mp_all = pk["mp"].to_numpy()
+    times = pk["t"].to_numpy()
+    # the nullable columns as plain arrays once (indexing them per subflow costs more)
+    dsn_na = pk["dsn"].isna().to_numpy()
+    dsn_all = pk["dsn"].to_numpy(dtype=np.uint64, na_value=0)
+    dsn64 = pk["dsn64"].to_numpy()
+    dack_na = pk["data_ack"].isna().to_numpy()
+    dack_all = pk["data_ack"].to_numpy(dtype=np.uint64, na_value=0)
+    ssn_all = pk["ssn"].to_numpy(dtype=np.int64, na_value=0)
+    dll_na = pk["dll"].isna().to_numpy()
+    dll_all = pk["dll"].to_numpy(dtype=np.int64, na_value=0)
+    csum_all = pk["csum"].to_numpy()
+    tlen_pk = np.nan_to_num(pk["tlen"].to_numpy())
+    fc_t = t["from_client"].to_numpy()
+    tlen_t = t["tlen"].to_numpy()
+    # the data sender's key -> IDSN (upload: the client's key, sent in its MP_CAPABLE ACK)
+    base: int | None = None
+    checksum_required: bool | None = None
+    ini = next((s for s in conn if s.kind == "mp_capable"), None)
+    if ini is not None:
+        idx = rows_t[ini.rows[ini.point]]
+        fc = fc_t[ini.rows[ini.point]]
+        mpc = (mp_all[idx] & (1 << MP_CAPABLE)) != 0
+        sender = mpc & (fc == upload) & ~pk["sendkey"].isna().to_numpy()[idx]
+        if sender.any():
+            base = idsn(int(pk["sendkey"].to_numpy(dtype=np.uint64, na_value=0)[idx[np.flatnonzero(sender)[0]]]))
+        flags = pk["mpc_flags"].array[idx[mpc]]
+        flags = flags[~flags.isna()]
+        if len(flags):
+            checksum_required = bool(int(flags[0]) & 0x80)
+
+    maps: list[pd.DataFrame] = []
+    acks: list[pd.DataFrame] = []
+    events: list[dict[str, object]] = []
+    csum_seen: bool | None = None
+    per: dict[str, dict[str, float | int | None]] = {}
+    for sf in conn:
+        name = f"{sf.cip}:{sf.cport}"
+        path = paths.get(sf.cip)
+        trows = sf.rows[sf.point]
+        prow = rows_t[trows]
+        data_dir = fc_t[trows] == upload
+        # mappings in the data direction
+        # a mapping on a segment without payload carries only the DATA_FIN (one DSN, sent on
+        # every subflow): not data
+        has_map = data_dir & ~dsn_na[prow] & (tlen_pk[prow] > 0)
+        mr = prow[has_map]
+        if len(mr):
+            raw = dsn_all[mr]
+            ref = base if base is not None else int(raw[dsn64[mr]].min()) if dsn64[mr].any() else int(raw.min())
+            d = widen(raw, dsn64[mr], ref)
+            ssn = ssn_all[mr]
+            dll = dll_all[mr]
+            # one row per mapping where it changes from segment to segment (Linux repeats a
+            # chunk's mapping on each of its segments): the series stays small
+            new = np.r_[True, (d[1:] != d[:-1]) | (ssn[1:] != ssn[:-1]) | (dll[1:] != dll[:-1])]
+            csum = csum_all[mr]
+            csum_seen = bool(csum.any()) or bool(csum_seen)
+            maps.append(pd.DataFrame({
+                "t": times[mr][new] - t0, "path": path, "subflow": name, "kind": "map",
+                "dsn64": d[new], "length": dll[new], "ssn": ssn[new],
+            }))
+        # data ACKs from the receiver (the other direction)
+        has_ack = ~data_dir & ~dack_na[prow]
+        ar = prow[has_ack]
+        if len(ar):
+            raw = dack_all[ar]
+            is64 = pk["dack64"].to_numpy()[ar]
+            ref = base if base is not None else int(raw[is64].min()) if is64.any() else int(raw.min())
+            w = widen(raw, is64, ref)
+            new = np.r_[True, w[1:] != w[:-1]]          # only where the data ACK moves
+            acks.append(pd.DataFrame({"t": times[ar][new] - t0, "path": path, "subflow": name, "kind": "ack",
+                                      "dsn64": w[new], "length": 0, "ssn": 0}))
+        # RTT at the chosen point
+        seg = trows[data_dir & (tlen_t[trows] > 0)]
+        back = trows[~data_dir & ((t["flags"].to_numpy()[trows] & 0x10) != 0)]
+        back = back[~np.isnan(t["ack"].to_numpy()[back])]
+        samples = _rtt(t["t"].to_numpy()[seg], t["seq"].to_numpy()[seg], tlen_t[seg],
+                       t["t"].to_numpy()[back], t["ack"].to_numpy()[back])
+        per[name] = {
+            "rtt_min_ms": round(float(samples.min()) * 1e3, 3) if len(samples) else None,
+            "rtt_median_ms": round(float(np.median(samples)) * 1e3, 3) if len(samples) else None,
+            "rtt_p95_ms": round(float(np.percentile(samples, 95)) * 1e3, 3) if len(samples) else None,
+            "rtt_samples": int(len(samples)),
+            "mptcp_retransmissions": 0, "mptcp_retrans_bytes": 0,
+        }
+        infinite = ~dsn_na[prow] & ~dll_na[prow] & (dll_all[prow] == 0)
+        events += _events(pk, prow, data_dir, infinite, name, path, t0)
+
+    dsn = pd.concat(maps + acks, ignore_index=True) if maps or acks else None
+    reinj = _empty(REINJECTION_COLUMNS)
+    if dsn is not None:
+        m = dsn["kind"] == "map"
+        lo = int(dsn.loc[m, "dsn64"].min()) if m.any() else 0
+        origin = base if base is not None else (lo - 1 if m.any() else 0)
+        # modulo 2^64, then signed: a data ACK just below the origin stays a small negative
+        dsn["dsn"] = (dsn["dsn64"].to_numpy(dtype=np.uint64) - np.uint64(origin)).view(np.int64)
+        dsn = dsn.drop(columns="dsn64").sort_values("t", kind="stable").reset_index(drop=True)
+        reinj = _reinjections(dsn[dsn["kind"] == "map"])
+        for _, r in reinj.iterrows():
+            p = per[str(r["subflow"])]
+            p["mptcp_retransmissions"] = int(p["mptcp_retransmissions"] or 0) + 1
+            p["mptcp_retrans_bytes"] = int(p["mptcp_retrans_bytes"] or 0) + int(r["length"])
+        dsn = dsn[DSN_COLUMNS]
+    ev = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else _empty(EVENT_COLUMNS)
+    if not ev.empty:
+        ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
+    return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
+                 per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required)
+
+
+def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
+    """MPTCP-level retransmissions among the mappings (see the module docstring).
+
+    Subflows take data ranges out of order (a range queued on a slow subflow goes out after
+    a later range on a fast one), so "below the highest byte mapped so far" is not a re-send;
+    two mappings whose data ranges overlap are. Mappings with the same subflow and the same
+    DSN-to-subflow-sequence offset place the same data at the same place (Linux repeats a
+    chunk's mapping on each of its segments and grows the mapping of an unsent chunk), so
+    their overlaps are not re-sends. Of two overlapping mappings, the later one re-sends.
+    A sweep over the mappings sorted by data sequence finds the overlaps; one row per pair
+    (re-sending mapping, earlier mapping it overlaps), with the overlapping bytes."""
+    if maps.empty:
+        return _empty(REINJECTION_COLUMNS)
+    u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
+    u = u[u["length"] > 0].sort_values(["dsn", "t"], kind="stable").reset_index(drop=True)
+    if u.empty:
+        return _empty(REINJECTION_COLUMNS)
+    start = u["dsn"].to_numpy(dtype=np.int64)
+    end = start + u["length"].to_numpy(dtype=np.int64)
+    key, _ = pd.factorize(pd.MultiIndex.from_arrays([u["subflow"].to_numpy(),
+                                                     start - u["ssn"].to_numpy(dtype=np.int64)]))
+    times = u["t"].to_numpy()
+    # sweep in DSN order keeping the farthest-reaching mapping and the farthest-reaching one
+    # of any other key: a mapping overlaps an earlier-starting one of another key exactly when
+    # it starts below the end of the farthest of those
+    flagged: list[int] = []
+    b1 = b2 = -1                       # b1: farthest so far; b2: farthest with a key != key[b1]
+    for i in range(len(u)):
+        c = b1 if b1 >= 0 and key[b1] != key[i] else b2
+        if c >= 0 and start[i] < end[c]:
+            flagged.append(i)
+        if b1 < 0 or end[i] > end[b1]:
+            if b1 >= 0 and key[b1] != key[i]:
+                b2 = b1
+            elif b2 >= 0 and key[b2] == key[i]:
+                b2 = -1
+            b1 = i
+        elif key[i] != key[b1] and (b2 < 0 or end[i] > end[b2]):
+            b2 = i
+    rows = []
+    pairs: set[tuple[int, int]] = set()
+    for i in flagged:   # few: pair each with every overlapping mapping of another key
+        for j in np.flatnonzero((start < end[i]) & (end > start[i]) & (key != key[i])):
+            later, first = (i, int(j)) if (times[i], i) > (times[j], j) else (int(j), i)
+            lo, hi = max(start[later], start[first]), min(end[later], end[first])
+            if (later, first) in pairs or hi <= lo:
+                continue
+            pairs.add((later, first))
+            rows.append({"t": times[later], "path": u["path"].iat[later], "subflow": u["subflow"].iat[later],
+                         "dsn": int(lo), "length": int(hi - lo),
+                         "first_t": times[first], "first_path": u["path"].iat[first],
+                         "first_subflow": u["subflow"].iat[first],
+                         "same_subflow": str(u["subflow"].iat[first]) == str(u["subflow"].iat[later])})
+    if not rows:
+        return _empty(REINJECTION_COLUMNS)
+    return pd.DataFrame(rows, columns=REINJECTION_COLUMNS).sort_values("t", kind="stable").reset_index(drop=True)
+
+
+def _events(pk: pd.DataFrame, prow: np.ndarray, data_dir: np.ndarray, infinite: np.ndarray, name: str,
+            path: str | None, t0: float) -> list[dict[str, object]]:
+    mp = pk["mp"].to_numpy()[prow]
+    out: list[dict[str, object]] = []
+    times = pk["t"].to_numpy()[prow]
+
+    def add(mask: np.ndarray, event: str, detail: object) -> None:
+        for i in np.flatnonzero(mask):
+            out.append({"t": float(times[i] - t0), "path": path, "subflow": name, "event": event,
+                        "detail": detail(int(prow[i])) if callable(detail) else detail})
+
+    side = np.where(data_dir, "sender", "receiver")
+    add((mp & (1 << MP_PRIO)) != 0, "MP_PRIO",
+        lambda r: f"backup={pk['backup'].iat[r]}")
+    add((mp & (1 << ADD_ADDR)) != 0, "ADD_ADDR",
+        lambda r: f"{pk['addaddr'].iat[r]} id={pk['addr_id'].iat[r]}" + (" echo" if pk["add_echo"].iat[r] else ""))
+    add((mp & (1 << REMOVE_ADDR)) != 0, "REMOVE_ADDR", lambda r: f"ids={pk['rm_ids'].iat[r]}")
+    add((mp & (1 << MP_FASTCLOSE)) != 0, "MP_FASTCLOSE", "")
+    add((mp & (1 << MP_TCPRST)) != 0, "MP_TCPRST", lambda r: f"reason={pk['rst_reason'].iat[r]}")
+    add((mp & (1 << MP_FAIL)) != 0, "MP_FAIL", lambda r: f"dsn={pk['fail_dsn'].iat[r]}")
+    fin = pk["datafin"].to_numpy()[prow]
+    first_fin = np.zeros(len(prow), dtype=bool)
+    for s in ("sender", "receiver"):
+        k = np.flatnonzero(fin & (side == s))
+        if len(k):
+            first_fin[k[0]] = True
+    add(first_fin, "DATA_FIN", lambda r: "")
+    k = np.flatnonzero(infinite)
+    add(np.isin(np.arange(len(prow)), k[:1]), "infinite mapping", "fallback (RFC 8684 3.7)")
+    return out

@@ -1,0 +1,160 @@
+"""The packet table: one row per captured packet, the input of the whole analysis.
+
+Both readers produce exactly these columns with these dtypes: the native reader
+(pcapread.py, the production path) and tshark (tshark.py, kept as the reference oracle that
+the tests compare the native reader against field by field). Hand-written on purpose: one
+place says what a column means, what "absent" looks like, and which tshark field it matches.
+
+Addresses, the capture point and the REMOVE_ADDR ids are pandas categoricals of strings
+(kind "c"): a table holds few distinct values, and a categorical column costs an integer per
+row instead of a Python string per row (pandas 3 would otherwise validate each one). The
+address columns share one category list, so their codes compare across columns.
+
+Absent values: strings are ""; TCP/IP/ICMP numbers are float64 NaN (they fit a float64
+exactly, and numpy code can test ``np.isnan``); MPTCP option values are pandas nullable
+integers (``<NA>``), since 64-bit keys and sequence numbers do not fit a float64.
+
+On a row of an ICMP error the TCP columns (ports, seq, ack, flags, the MPTCP option columns)
+describe the TCP header quoted inside the error, as tshark reports them, and q_* the quoted IP
+header.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+# MPTCP option subtypes (RFC 8684 section 3): bit n of the ``mp`` column
+MP_CAPABLE, MP_JOIN, DSS, ADD_ADDR, REMOVE_ADDR, MP_PRIO, MP_FAIL, MP_FASTCLOSE, MP_TCPRST = range(9)
+MP_NAMES = ("MP_CAPABLE", "MP_JOIN", "DSS", "ADD_ADDR", "REMOVE_ADDR", "MP_PRIO", "MP_FAIL",
+            "MP_FASTCLOSE", "MP_TCPRST")
+
+# TCP flag bits
+FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
+
+#: column -> (kind, meaning [tshark field]). kind: "f" float64 with NaN, "c" categorical of
+#: str ("" absent), "i" int64 (never absent), "u" nullable UInt64, "n" nullable Int64, "b" bool.
+COLUMNS: dict[str, tuple[str, str]] = {
+    "t": ("f", "capture time, epoch seconds [frame.time_epoch]"),
+    "point": ("c", "capture point of the file, e.g. client:eth1"),
+    "frame": ("i", "1-based packet number in its file [frame.number]"),
+    "ip_src": ("c", "outer IP source [ip.src / ipv6.src]"),
+    "ip_dst": ("c", "outer IP destination [ip.dst / ipv6.dst]"),
+    "ip_len": ("f", "IPv4 total length / IPv6 payload length + 40 [ip.len]"),
+    "ip_ttl": ("f", "IPv4 TTL / IPv6 hop limit [ip.ttl / ipv6.hlim]"),
+    "q_src": ("c", "source of the IP header quoted by an ICMP error"),
+    "q_dst": ("c", "destination of the quoted IP header"),
+    "q_len": ("f", "length field of the quoted IP header"),
+    "q_ttl": ("f", "TTL of the quoted IP header"),
+    "sport": ("f", "TCP source port [tcp.srcport]"),
+    "dport": ("f", "TCP destination port [tcp.dstport]"),
+    "tlen": ("f", "TCP payload length from the IP length [tcp.len]"),
+    "seq": ("f", "raw TCP sequence number [tcp.seq_raw]"),
+    "ack": ("f", "raw TCP acknowledgment number [tcp.ack_raw]"),
+    "flags": ("i", "TCP flags, 12 bits; 0 without TCP [tcp.flags]"),
+    "win": ("f", "raw TCP window [tcp.window_size_value]"),
+    "mp": ("i", "bit n set: an MPTCP option of subtype n is present [tcp.options.mptcp.subtype]"),
+    "sendkey": ("u", "MP_CAPABLE sender's key [tcp.options.mptcp.sendkey]"),
+    "recvkey": ("u", "MP_CAPABLE receiver's key, MP_FASTCLOSE key [tcp.options.mptcp.recvkey]"),
+    "recvtok": ("n", "MP_JOIN SYN receiver's token [tcp.options.mptcp.recvtok]"),
+    "mpc_ver": ("n", "MP_CAPABLE version [tcp.options.mptcp.version]"),
+    "mpc_flags": ("n", "MP_CAPABLE flags octet, 0x80 = checksum required [tcp.options.mptcp.flags]"),
+    "data_ack": ("u", "DSS data ACK as sent, 4 or 8 octets [tcp.options.mptcp.rawdataack]"),
+    "dack64": ("b", "the data ACK was 8 octets [tcp.options.mptcp.dataack8.flag]"),
+    "dsn": ("u", "DSS data sequence number as sent [tcp.options.mptcp.rawdataseqno]"),
+    "dsn64": ("b", "the DSN was 8 octets [tcp.options.mptcp.dseqn8.flag]"),
+    "ssn": ("n", "DSS subflow sequence number, relative to the ISN [tcp.options.mptcp.subflowseqno]"),
+    "dll": ("n", "data-level length: DSS mapping or MP_CAPABLE with data [tcp.options.mptcp.datalvllen]"),
+    "csum": ("b", "the DSS (or MP_CAPABLE with data) carried a checksum [tcp.options.mptcp.checksum]"),
+    "datafin": ("b", "DSS DATA_FIN flag [tcp.options.mptcp.datafin.flag]"),
+    "addr_id": ("n", "address id of MP_JOIN SYN(/ACK), ADD_ADDR or MP_PRIO v0 [tcp.options.mptcp.addrid]"),
+    "backup": ("n", "B flag of MP_JOIN SYN(/ACK) or MP_PRIO [tcp.options.mptcp.backup.flag]"),
+    "addaddr": ("c", "ADD_ADDR address [tcp.options.mptcp.ipv4 / ipv6]"),
+    "add_port": ("n", "ADD_ADDR port [tcp.options.mptcp.port]"),
+    "add_echo": ("b", "ADD_ADDR echo flag [tcp.options.mptcp.echo]"),
+    "rm_ids": ("c", "REMOVE_ADDR address ids, comma-separated [tcp.options.mptcp.addrid]"),
+    "fail_dsn": ("u", "MP_FAIL data sequence number"),
+    "rst_reason": ("n", "MP_TCPRST reason [tcp.options.mptcp.rst_reason]"),
+    "rst_flags": ("n", "MP_TCPRST flags U V W T"),
+    "icmp_type": ("f", "ICMP / ICMPv6 type [icmp.type / icmpv6.type]"),
+    "icmp_code": ("f", "ICMP / ICMPv6 code [icmp.code / icmpv6.code]"),
+    "icmp_mtu": ("f", "next-hop MTU of frag needed / packet too big [icmp.mtu / icmpv6.mtu]"),
+    "icmp6": ("b", "the ICMP columns are ICMPv6"),
+    "malformed": ("b", "a header or option was inconsistent or cut short by the snaplen"),
+}
+
+_DTYPES = {"f": "float64", "c": "category", "i": "int64", "u": "UInt64", "n": "Int64", "b": "bool"}
+ADDRESS_COLUMNS = ("ip_src", "ip_dst", "q_src", "q_dst", "addaddr")
+CATEGORICAL = tuple(c for c, (k, _) in COLUMNS.items() if k == "c")
+
+
+def dtype_of(col: str) -> object:
+    return _DTYPES[COLUMNS[col][0]]
+
+
+def empty() -> pd.DataFrame:
+    """A packet table without rows."""
+    return categorize(pd.DataFrame({c: pd.Series(dtype=object if COLUMNS[c][0] == "c" else dtype_of(c))  # type: ignore[call-overload]
+                                    for c in COLUMNS}))
+
+
+def categorize(pk: pd.DataFrame) -> pd.DataFrame:
+    """Make the "c" columns categoricals, the address columns over one shared category list
+    (with "" first). For tables built from strings (tshark, tests); the native reader builds
+    its categoricals from codes directly."""
+    addrs = [""] + sorted({str(v) for c in ADDRESS_COLUMNS for v in pd.unique(pk[c].astype(object)) if v})
+    for c in CATEGORICAL:
+        vals = pk[c].astype(object).to_numpy()
+        cats = addrs if c in ADDRESS_COLUMNS else [""] + sorted({str(v) for v in pd.unique(vals) if v})
+        pk[c] = pd.Categorical(vals, categories=cats)
+    return pk
+
+
+def address_codes(pk: pd.DataFrame, *cols: str) -> tuple[list[np.ndarray], np.ndarray]:
+    """Integer codes of address columns over one shared list of addresses, and that list."""
+    series = [pk[c] for c in cols]
+    cats = [s.cat.categories if isinstance(s.dtype, pd.CategoricalDtype) else None for s in series]
+    if cats[0] is not None and all(c is not None and c.equals(cats[0]) for c in cats):
+        return [s.cat.codes.to_numpy().astype(np.int64) for s in series], np.asarray(cats[0], dtype=object)
+    codes, uniq = pd.factorize(np.concatenate([s.astype(object).to_numpy() for s in series]))
+    n = len(pk)
+    return [codes[i * n:(i + 1) * n].astype(np.int64) for i in range(len(cols))], np.asarray(uniq, dtype=object)
+
+
+def nullable(values: np.ndarray, present: np.ndarray, unsigned: bool = False) -> pd.arrays.IntegerArray:
+    """A pandas nullable integer column from values and a presence mask (no copy of a Python
+    object per row)."""
+    dt = np.uint64 if unsigned else np.int64
+    return pd.arrays.IntegerArray(values.astype(dt, copy=False), ~present.astype(bool))
+
+
+def frag_needed(pk: pd.DataFrame) -> np.ndarray:
+    """Rows that are ICMP "fragmentation needed" (v4 type 3 code 4) or ICMPv6 "packet too
+    big" (type 2)."""
+    ty = pk["icmp_type"].to_numpy()
+    code = pk["icmp_code"].to_numpy()
+    v6 = pk["icmp6"].to_numpy()
+    return np.where(v6, ty == 2, (ty == 3) & (code == 4))
+
+
+def _absent(kind: str) -> object:
+    return {"f": np.nan, "c": "", "i": 0, "u": None, "n": None, "b": False}[kind]
+
+
+def table(rows: list[dict[str, object]]) -> pd.DataFrame:
+    """A packet table from hand-written rows (tests, notebooks): each row gives any subset
+    of COLUMNS, the rest is absent; ``mp`` is the bit mask."""
+    unknown = {k for r in rows for k in r} - set(COLUMNS)
+    if unknown:
+        raise KeyError(f"not packet table columns: {sorted(unknown)}")
+    data: dict[str, object] = {}
+    for c, (kind, _) in COLUMNS.items():
+        vals = [r.get(c, _absent(kind)) for r in rows]
+        if kind == "c":
+            data[c] = pd.Series(vals, dtype=object)
+        elif kind in ("u", "n"):
+            data[c] = pd.array([None if v is None or v == "" else int(v) for v in vals],  # type: ignore[call-overload]
+                               dtype=dtype_of(c))
+        else:
+            data[c] = pd.Series(vals, dtype=dtype_of(c))  # type: ignore[call-overload]
+    return categorize(pd.DataFrame(data))

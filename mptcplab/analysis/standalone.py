@@ -1,0 +1,126 @@
+"""``mptcplab analyze PCAP...``: the capture analysis on files made elsewhere (a student's own
+Wireshark or tcpdump capture), without a lab to say what the run was meant to be.
+
+What a lab states, this guesses from the packets, and says so in the output: the server port
+is the destination port of the SYNs of the connection that carried most payload (without a
+captured SYN: the lower port of that connection); the direction is the side that sent most
+payload; every client address becomes a path (A, B, ... in order of first appearance);
+MPTCP counts as requested when any SYN carried MP_CAPABLE. ``--server-port``, ``--path``
+and ``--direction`` override the guesses.
+"""
+
+from __future__ import annotations
+
+import json
+import string
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+from mptcplab.errors import LabInputError
+
+from . import pcapread
+from .analyze import analyze_packets, write_tables
+from .model import CaptureFile, FlowAnalysis, FlowSpec
+from .packets import MP_CAPABLE, SYN
+
+
+@dataclass
+class Guess:
+    server_port: int
+    direction: Literal["upload", "download"]
+    paths: dict[str, str]
+    mptcp: bool
+    how: list[str]
+
+
+def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str, str] | None = None,
+               direction: str | None = None) -> Guess:
+    """The FlowSpec facts a lab would give, read off the packets (see the module docstring)."""
+    how: list[str] = []
+    tcp = pk[~np.isnan(pk["sport"].to_numpy()) & np.isnan(pk["icmp_type"].to_numpy())]
+    if tcp.empty:
+        raise LabInputError("capture", "packets", "no TCP packets in the capture")
+    sp, dp = tcp["sport"].to_numpy().astype(np.int64), tcp["dport"].to_numpy().astype(np.int64)
+    syn = (tcp["flags"].to_numpy() & 0x12) == SYN
+    if server_port is None:
+        lo, hi = np.minimum(sp, dp), np.maximum(sp, dp)
+        tlen = np.nan_to_num(tcp["tlen"].to_numpy())
+        conn = pd.DataFrame({"lo": lo, "hi": hi, "tlen": tlen}).groupby(["lo", "hi"])["tlen"].sum()
+        lo_p, hi_p = (int(x) for x in conn.idxmax())  # type: ignore[attr-defined]
+        syn_to = dp[syn & (((sp == lo_p) & (dp == hi_p)) | ((sp == hi_p) & (dp == lo_p)))]
+        server_port = int(syn_to[0]) if len(syn_to) else int(lo_p)
+        how.append(f"server port {server_port}: " + ("the SYNs of the connection with most payload go to it"
+                                                     if len(syn_to) else "the lower port of the connection "
+                                                     "with most payload (its SYN was not captured)"))
+    to_srv = dp == server_port
+    from_srv = sp == server_port
+    if direction is None:
+        tl = np.nan_to_num(tcp["tlen"].to_numpy())
+        up, down = tl[to_srv].sum(), tl[from_srv].sum()
+        direction = "upload" if up >= down else "download"
+        how.append(f"direction {direction}: {int(up)} payload bytes to the server, {int(down)} from it")
+    if paths is None:
+        clients = list(dict.fromkeys(np.where(to_srv, tcp["ip_src"].astype(object), tcp["ip_dst"].astype(object))
+                                     [to_srv | from_srv]))
+        labels = list(string.ascii_uppercase) + [f"P{i}" for i in range(27, 1000)]
+        paths = {str(c): labels[i] for i, c in enumerate(clients)}
+        how.append("paths: " + ", ".join(f"{v}={k}" for k, v in paths.items()))
+    mptcp = bool((syn & to_srv & ((tcp["mp"].to_numpy() & (1 << MP_CAPABLE)) != 0)).any())
+    how.append("MPTCP requested (a SYN carried MP_CAPABLE)" if mptcp
+               else "MPTCP not requested (no SYN carried MP_CAPABLE)")
+    return Guess(server_port, "upload" if direction == "upload" else "download", paths, mptcp, how)
+
+
+def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = None,
+                  paths: dict[str, str] | None = None, direction: str | None = None) -> tuple[FlowAnalysis, Guess]:
+    """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
+    subflows.csv, the tables of write_tables, figures/dsn.png and figures/throughput.png."""
+    caps = [CaptureFile(Path(f), Path(f).stem) for f in files]
+    pk = pcapread.extract(caps)
+    g = guess_spec(pk, server_port, paths, direction)
+    servers = pk.loc[(pk["dport"] == g.server_port).to_numpy(), "ip_dst"].astype(object)
+    spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
+                    paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
+                    mptcp=g.mptcp, direction=g.direction)
+    fa = analyze_packets(pk, [c.point for c in caps], spec)
+    fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
+    out.mkdir(parents=True, exist_ok=True)
+    write_tables(fa, out)
+    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
+    (out / "summary.json").write_text(json.dumps({"files": [str(f) for f in files], "guessed": g.how,
+                                                  **fa.to_dict()}, indent=2, default=str))
+    _figures(fa, out / "figures")
+    return fa, g
+
+
+def _figures(fa: FlowAnalysis, figdir: Path) -> None:
+    from mptcplab.results import figures as F
+
+    figdir.mkdir(exist_ok=True)
+    F.plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
+    ts = fa.timeseries.assign(scenario="capture", rep=1)
+    F.plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
+
+
+def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
+    """The terminal summary of ``mptcplab analyze``."""
+    lines = [f"guessed: {h}" for h in g.how]
+    lines.append(f"{fa.packets} packets, {fa.connections} connection(s) to port {g.server_port}; "
+                 f"data connection {fa.data_connection}")
+    lines.append(f"MPTCP negotiated={fa.mptcp_negotiated} fallback={fa.fallback} verified={fa.verified}; "
+                 f"MPTCP-level retransmissions {fa.mptcp_retransmissions} ({fa.mptcp_retrans_bytes} bytes); "
+                 f"DSS checksum {fa.dss_checksum}")
+    for s in fa.subflows:
+        rtt = f"rtt median {s.rtt_median_ms} ms" if s.rtt_median_ms is not None else "no rtt"
+        lines.append(f"  path {s.path} {s.name} -> {s.dst}:{s.dport} {s.kind}: {s.bytes} bytes, share "
+                     f"{s.share:.2f}, tcp retrans {s.retransmissions}, mptcp retrans {s.mptcp_retransmissions}, {rtt}")
+    for _, e in fa.mptcp_events.iterrows():
+        lines.append(f"  t={float(e['t']):.3f} {e['event']} on {e['subflow']} {e['detail']}")
+    lines += [f"  {d}" for d in fa.diagnostics]
+    lines += [f"warning: {w}" for w in fa.warnings]
+    return lines

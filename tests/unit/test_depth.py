@@ -1,0 +1,246 @@
+"""MPTCP depth (analysis/depth.py): DSN series, MPTCP-level retransmissions, RTT, events.
+
+MPTCP-level retransmissions are cross-checked against tshark's own MPTCP analysis
+(mptcp.analyze_mappings with intersubflows_retransmission) on a hand-made connection with a
+known reinjection and on the recorded captures; the rest against connections built packet by
+packet (pcapkit.py), where the right answer is known by construction.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pcapkit as K
+import pytest
+
+from mptcplab.analysis import CaptureFile, FlowAnalysis, FlowSpec, analyze_flow, oracle, pcapread
+from mptcplab.analysis.depth import idsn, widen
+from mptcplab.analysis.flows import tokens_of_key
+from mptcplab.analysis.standalone import analyze_files
+from mptcplab.cli import main
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+pytestmark = pytest.mark.skipif(not pcapread.library_path().is_file(),
+                                reason="native capture reader not built (make -C native)")
+needs_tshark = pytest.mark.skipif(shutil.which("tshark") is None or shutil.which("mergecap") is None,
+                                  reason="tshark/mergecap not installed")
+
+SYN, ACK, PSH, RST = 0x02, 0x10, 0x08, 0x04
+C1, C2, S = "10.0.1.2", "10.0.2.2", "10.0.3.2"
+KC, KS = 0x1111222233334444, 0x5555666677778888
+SPEC = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True)
+
+
+class Conn:
+    """A two-subflow MPTCP connection written packet by packet, 1 ms apart."""
+
+    def __init__(self) -> None:
+        self.frames: list[tuple[float, bytes]] = []
+        self.t = 100.0
+        self.dc, self.ds = idsn(KC), idsn(KS)
+
+    def add(self, src: str, sp: int, dst: str, dp: int, seq: int, ack: int, fl: int, opts: bytes,
+            payload: bytes = b"", dt: float = 0.001) -> None:
+        self.frames.append((self.t, K.eth(K.ipv4(src, dst, 6, K.tcp(sp, dp, seq, ack, fl, opts, payload)))))
+        self.t += dt
+
+    def handshakes(self) -> None:
+        self.add(C1, 40000, S, 5201, 100, 0, SYN, K.mp_capable())
+        self.add(S, 5201, C1, 40000, 500, 101, SYN | ACK, K.mp_capable(sendkey=KS))
+        self.add(C1, 40000, S, 5201, 101, 501, ACK, K.mp_capable(sendkey=KC, recvkey=KS))
+        self.add(C2, 40001, S, 5201, 700, 0, SYN, K.mp_join_syn(tokens_of_key(KS)[0], addr_id=1))
+        self.add(S, 5201, C2, 40001, 900, 701, SYN | ACK, K.mp_join_synack())
+        self.add(C2, 40001, S, 5201, 701, 901, ACK, K.mp_join_ack())
+        self.add(S, 5201, C2, 40001, 901, 701, ACK, K.dss(data_ack=(self.dc + 1) % 2**64))
+
+    def data(self, on: int, seq: int, dsn_rel: int, ssn: int, n: int = 1000, dt: float = 0.001) -> None:
+        src, sp, ack = (C1, 40000, 501) if on == 1 else (C2, 40001, 901)
+        self.add(src, sp, S, 5201, seq, ack, ACK | PSH,
+                 K.dss(data_ack=(self.ds + 1) % 2**64, dsn=(self.dc + dsn_rel) % 2**64, ssn=ssn, dll=n), b"d" * n, dt)
+
+    def ack(self, on: int, tcp_ack: int, data_ack_rel: int, opts: bytes = b"", dt: float = 0.001) -> None:
+        dst, dp, seq = (C1, 40000, 501) if on == 1 else (C2, 40001, 901)
+        self.add(S, 5201, dst, dp, seq, tcp_ack, ACK, K.dss(data_ack=(self.dc + data_ack_rel) % 2**64) + opts,
+                 dt=dt)
+
+    def write(self, path: Path) -> Path:
+        return K.write_pcap(path, self.frames)
+
+
+def reinjection_conn() -> Conn:
+    c = Conn()
+    c.handshakes()
+    c.data(1, 101, 1, 1)
+    c.data(1, 1101, 1001, 1001)
+    c.data(2, 701, 1001, 1)             # B sends A's second range again: a reinjection
+    c.data(2, 1701, 2001, 1001)
+    c.data(1, 101, 1, 1)                # A repeats its first segment: TCP-level only
+    c.ack(1, 2101, 3001)
+    c.ack(2, 2701, 3001)
+    return c
+
+
+def analyse(path: Path) -> FlowAnalysis:
+    return analyze_flow([CaptureFile(path, "p")], SPEC)
+
+
+def test_reinjection_found_with_its_first_carrier(tmp_path: Path) -> None:
+    r = analyse(reinjection_conn().write(tmp_path / "r.pcap"))
+    assert len(r.reinjections) == 1
+    x = r.reinjections.iloc[0]
+    assert (x["subflow"], x["path"], x["dsn"], x["length"]) == (f"{C2}:40001", "B", 1001, 1000)
+    assert (x["first_subflow"], x["first_path"], bool(x["same_subflow"])) == (f"{C1}:40000", "A", False)
+    assert x["first_t"] < x["t"]
+    a, b = r.subflows
+    assert (a.retransmissions, a.mptcp_retransmissions) == (1, 0)   # the TCP repeat is TCP-level
+    assert (b.retransmissions, b.mptcp_retransmissions, b.mptcp_retrans_bytes) == (0, 1, 1000)
+    # DSNs relative to the client's IDSN: the first byte is 1; the data ACK reaches 3001
+    maps = r.dsn[r.dsn["kind"] == "map"]
+    assert sorted(set(maps["dsn"])) == [1, 1001, 2001]
+    assert r.dsn[r.dsn["kind"] == "ack"]["dsn"].max() == 3001
+
+
+def test_same_subflow_resend_under_a_new_subflow_sequence_is_mptcp_level(tmp_path: Path) -> None:
+    c = Conn()
+    c.handshakes()
+    c.data(1, 101, 1, 1)
+    c.data(1, 1101, 1, 1001)            # same data, new place in the subflow's byte stream
+    c.ack(1, 2101, 1001)
+    r = analyse(c.write(tmp_path / "s.pcap"))
+    assert len(r.reinjections) == 1 and bool(r.reinjections["same_subflow"].iloc[0])
+
+
+def test_grown_and_repeated_mappings_are_not_retransmissions(tmp_path: Path) -> None:
+    c = Conn()
+    c.handshakes()
+    # one 3000-byte chunk: its mapping on each of 3 segments, then grown to 4000 for a 4th
+    for i in range(3):
+        c.add(C1, 40000, S, 5201, 101 + 1000 * i, 501, ACK,
+              K.dss(dsn=(c.dc + 1) % 2**64, ssn=1, dll=3000), b"x" * 1000)
+    c.add(C1, 40000, S, 5201, 3101, 501, ACK, K.dss(dsn=(c.dc + 1) % 2**64, ssn=1, dll=4000), b"x" * 1000)
+    c.data(2, 701, 4001, 1)
+    c.ack(1, 4101, 5001)
+    r = analyse(c.write(tmp_path / "g.pcap"))
+    assert r.reinjections.empty and r.mptcp_retransmissions == 0
+
+
+@needs_tshark
+def test_reinjections_agree_with_tshark_on_a_hand_made_connection(tmp_path: Path) -> None:
+    path = reinjection_conn().write(tmp_path / "r.pcap")
+    r = analyse(path)
+    t0 = r.t0_epoch or 0.0
+    ours = [(round(t + t0, 6), round(f + t0, 6))
+            for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
+    theirs = [(round(a, 6), round(b, 6)) for a, b in oracle.tshark_reinjections([path], tmp_path)]
+    assert ours == theirs and len(ours) == 1
+
+
+MPTCP_SCENARIOS = sorted({p.name.split("__")[0] for p in DATA.glob("mptcp_*__client_eth1.pcap")})
+
+
+@needs_tshark
+@pytest.mark.parametrize("scenario", MPTCP_SCENARIOS)
+def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, scenario: str) -> None:
+    """Where tshark's MPTCP analysis (it checks re-sends across subflows only) marks data sent
+    again, we list a re-send across subflows no later than its first mark.
+
+    The definitions differ, so the lists are not equal: tshark marks packets whose bytes
+    were sent before on another subflow, each segment, and a TCP retransmission of re-sent
+    data again; we list mappings (a data range mapped again: on another subflow, or on the
+    same one under a new subflow sequence number), once per pair of overlapping mappings,
+    including bytes the first subflow had mapped but not yet sent when the scheduler moved
+    them (recorded join_rst and b_starved runs have those)."""
+    files = sorted(DATA.glob(f"{scenario}__client_eth*.pcap"))
+    direction = "download" if "download" in scenario else "upload"
+    spec = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True, direction)  # type: ignore[arg-type]
+    r = analyze_flow([CaptureFile(f, f.stem.split("__")[1]) for f in files], spec)
+    theirs = oracle.tshark_reinjections(files, tmp_path)
+    x = r.reinjections[~r.reinjections["same_subflow"].astype(bool)]
+    assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
+    if theirs:
+        assert len(x) and x["t"].min() + (r.t0_epoch or 0) <= min(a for a, _ in theirs) + 1e-6
+
+
+def test_recorded_pmtud_run_has_one_reinjection_at_the_black_hole() -> None:
+    """Path B's first 9000-byte segments are lost to PMTUD; the scheduler re-sends that data on A."""
+    files = [DATA / "mptcp_pmtud__client_eth1.pcap", DATA / "mptcp_pmtud__client_eth2.pcap"]
+    r = analyze_flow([CaptureFile(f, f.stem) for f in files], SPEC)
+    x = r.reinjections
+    assert len(x) == 1 and x["path"].iloc[0] == "A" and x["first_path"].iloc[0] == "B"
+    icmp_t = r.subflows_on("B")[0].icmp_first_t
+    assert icmp_t is not None and x["first_t"].iloc[0] <= icmp_t + 0.05
+
+
+def test_widen_picks_the_nearest_64_bit_value() -> None:
+    ref = (7 << 32) + 0xFFFFFF00
+    vals = np.array([ref, 0x10, 0xFFFFFFF0, (9 << 32) + 5, 6], dtype=np.uint64)
+    is64 = np.array([True, False, False, True, False])
+    assert list(widen(vals, is64, ref)) == [ref, (8 << 32) + 0x10, (7 << 32) + 0xFFFFFFF0, (9 << 32) + 5,
+                                            (9 << 32) + 6]
+
+
+def test_rtt_per_subflow_skips_retransmitted_segments(tmp_path: Path) -> None:
+    c = Conn()
+    c.handshakes()
+    for i in range(5):                  # A: 5 ms between each segment and its ACK
+        c.data(1, 101 + 1000 * i, 1 + 1000 * i, 1 + 1000 * i, dt=0.005)
+        c.ack(1, 1101 + 1000 * i, 1001 + 1000 * i, dt=0.002)
+    c.data(1, 5101, 5001, 5001, dt=0.030)
+    c.data(1, 5101, 5001, 5001, dt=0.001)     # a retransmission: its ACK time is ambiguous
+    c.ack(1, 6101, 6001)
+    r = analyse(c.write(tmp_path / "rtt.pcap"))
+    a = r.subflows_on("A")[0]
+    assert a.rtt_samples == 5 and a.rtt_min_ms == pytest.approx(5.0, abs=0.01)
+    assert a.rtt_median_ms == pytest.approx(5.0, abs=0.01)
+
+
+def test_signalling_events_on_the_timeline(tmp_path: Path) -> None:
+    c = Conn()
+    c.handshakes()
+    c.data(1, 101, 1, 1)
+    c.ack(1, 1101, 1001, K.add_addr("10.0.4.2", 5, hmac=1))
+    c.data(2, 701, 1001, 1)
+    c.add(C2, 40001, S, 5201, 1701, 901, ACK, K.mp_prio(True))
+    c.ack(2, 1701, 2001, K.remove_addr([5]))
+    c.add(C1, 40000, S, 5201, 1101, 501, ACK,
+          K.dss(data_ack=(c.ds + 1) % 2**64, dsn=(c.dc + 2001) % 2**64, ssn=1001, dll=0),
+          b"i" * 10)                                   # infinite mapping: fallback
+    c.add(C1, 40000, S, 5201, 1111, 501, ACK | PSH, K.dss(dsn=(c.dc + 2011) % 2**64, ssn=1011, dll=1, fin=True), b"f")
+    c.add(S, 5201, C1, 40000, 501, 1112, RST, K.mp_fastclose(KC))
+    c.add(S, 5201, C2, 40001, 901, 1701, RST, K.mp_tcprst(0, 4))
+    r = analyse(c.write(tmp_path / "ev.pcap"))
+    ev = r.mptcp_events
+    got = list(zip(ev["event"], ev["path"], ev["detail"], strict=True))
+    assert got == [("ADD_ADDR", "A", "10.0.4.2 id=5"), ("MP_PRIO", "B", "backup=1"), ("REMOVE_ADDR", "B", "ids=5"),
+                   ("infinite mapping", "A", "fallback (RFC 8684 3.7)"), ("DATA_FIN", "A", ""),
+                   ("MP_FASTCLOSE", "A", ""), ("MP_TCPRST", "B", "reason=4")]
+    assert list(ev["t"]) == sorted(ev["t"])
+
+
+def test_checksum_presence(tmp_path: Path) -> None:
+    c = Conn()
+    c.handshakes()
+    c.add(C1, 40000, S, 5201, 101, 501, ACK, K.dss(dsn=(c.dc + 1) % 2**64, ssn=1, dll=100, csum=0xABCD), b"c" * 100)
+    r = analyse(c.write(tmp_path / "cs.pcap"))
+    assert r.dss_checksum is True and r.checksum_required is False
+    r2 = analyse(reinjection_conn().write(tmp_path / "r.pcap"))
+    assert r2.dss_checksum is False
+
+
+def test_analyze_command_guesses_the_run_and_writes_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    files = [DATA / "mptcp_pmtud_download__client_eth1.pcap", DATA / "mptcp_pmtud_download__client_eth2.pcap"]
+    out = tmp_path / "out"
+    assert main(["analyze", *map(str, files), "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "server port 5201" in text and "direction download" in text and "paths: A=10.0.1.2, B=10.0.2.2" in text
+    s = json.loads((out / "summary.json").read_text())
+    assert s["mptcp_negotiated"] and len(s["subflows"]) == 2
+    for f in ("dsn.csv", "mptcp_events.csv", "mptcp_retransmissions.csv", "timeseries.csv", "icmp.csv",
+              "subflows.csv", "figures/dsn.png", "figures/throughput.png"):
+        assert (out / f).is_file(), f
+    fa, g = analyze_files(files, tmp_path / "o2", server_port=5201, paths={C1: "X", C2: "Y"}, direction="download")
+    assert {s.path for s in fa.subflows} == {"X", "Y"} and g.how[-1].startswith("MPTCP requested")
+    assert main(["analyze", str(tmp_path / "none.pcap")]) == 2
