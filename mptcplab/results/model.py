@@ -173,11 +173,13 @@ class ChurnMetrics(_Model):
 
 
 class ConnectionsCheck(_Model):
-    """Every connection to the flow's server port in the capture (http, churn): how many,
-    how many were MPTCP (MP_CAPABLE in SYN, SYN/ACK and third ACK), SYN -> SYN/ACK times."""
+    """Every connection to the flow's server port in the capture (http, churn): how many
+    completed their handshake (``seen``; ``unfinished`` never did and carry nothing), how
+    many of those were MPTCP (MP_CAPABLE in SYN, SYN/ACK and third ACK), SYN -> SYN/ACK times."""
 
     connections_seen: int = 0
     connections_mptcp: int = 0
+    connections_unfinished: int = 0
     syn_synack_point: str | None = None
     syn_synack_n: int = 0
     syn_synack_ms_p50: float | None = None

@@ -39,11 +39,18 @@ class ConnectionsReport:
 
     @property
     def seen(self) -> int:
-        return len(self.connections)
+        """Connections whose handshake completed: the ones MPTCP must be proved for."""
+        return sum(1 for c in self.connections if c.established)
 
     @property
     def mptcp(self) -> int:
-        return sum(1 for c in self.connections if c.mptcp)
+        return sum(1 for c in self.connections if c.established and c.mptcp)
+
+    @property
+    def unfinished(self) -> int:
+        """Handshakes that never completed (a client that gave up at its duration's end
+        answers a late SYN/ACK with RST): no data, so neither MPTCP nor a fallback."""
+        return sum(1 for c in self.connections if not c.established)
 
     def latencies_ms(self) -> list[float]:
         return [c.syn_synack_ms for c in self.connections if c.syn_synack_ms is not None]
@@ -56,6 +63,7 @@ class ConnectionsReport:
         lat = np.array(self.latencies_ms())
         q = (lambda p: round(float(np.percentile(lat, p)), 3)) if lat.size else (lambda p: None)
         return {"connections_seen": self.seen, "connections_mptcp": self.mptcp,
+                "connections_unfinished": self.unfinished,
                 "syn_synack_point": self.point, "syn_synack_n": int(lat.size),
                 "syn_synack_ms_p50": q(50), "syn_synack_ms_p90": q(90), "syn_synack_ms_p99": q(99),
                 "syn_synack_ms_max": round(float(lat.max()), 3) if lat.size else None}

@@ -454,6 +454,10 @@ static int release_due(struct ctx *c, uint64_t now)
 {
 	struct dl_entry e;
 	uint32_t last = 0, n = 0;
+	/* --slot-us holds for every wake-up, not only the timer's: an arrival
+	 * that wakes the loop inside the slot releases nothing yet */
+	if (c->o.slot_us && c->last_release_ns && now < c->last_release_ns + c->o.slot_us * 1000)
+		return 0;
 	while (dl_sched_pop_due(&c->sched, now, &e)) {
 		dl_hist_add(c->hist, now - e.release_ns);
 		last = e.id;

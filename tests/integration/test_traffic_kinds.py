@@ -180,7 +180,10 @@ def test_http_reports_requests_per_second_every_connection_mptcp(apps: tuple[Pat
     assert c["connections_mptcp"] == c["connections_seen"], c
     assert f["verified"] and rec["mptcp"]["verified"], rec["warnings"]  # web is the primary flow
     conns = pd.read_csv(rep_dir(run_dir, "apps") / "flows" / "web" / "connections.csv")
-    assert len(conns) == c["connections_seen"] and conns["mptcp"].all()
+    done = conns[conns["established"]]
+    assert len(done) == c["connections_seen"] and done["mptcp"].all()
+    # only wrk's last handshakes, cut off at its duration's end, may be unfinished
+    assert len(conns) == c["connections_seen"] + c["connections_unfinished"] and c["connections_unfinished"] <= 8, c
 
 
 def test_churn_reports_connections_and_syn_synack_latencies(apps: tuple[Path, dict[str, Any]]) -> None:
