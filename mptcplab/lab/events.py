@@ -15,21 +15,14 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..units import UnitError, parse_fraction, parse_rate, parse_time
+from ..units import parse_fraction, parse_rate, parse_time
+from .fields import NAME_RE, check_unit
 
-NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
 #: a timeline longer than iperf3's own limit could never run
 MAX_AT_SECONDS = 86400.0
 
 
-def _check(parser: Any, value: Any) -> Any:
-    if value is None:
-        return value
-    try:
-        parser(value)
-    except UnitError as e:
-        raise ValueError(str(e)) from None
-    return value
+_check = check_unit
 
 
 def _at(v: Any) -> Any:

@@ -24,10 +24,10 @@ from pydantic import (
     model_validator,
 )
 
-from ..units import UnitError, parse_fraction, parse_rate, parse_size, parse_time
+from ..units import parse_fraction, parse_rate, parse_size, parse_time
 from .events import ControllerSpec, Event
+from .fields import NAME_RE, check_unit
 
-NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
 IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
@@ -90,14 +90,7 @@ AddressRef = Annotated[str, AfterValidator(_address_ref)]
 KernelName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,14}$")]
 
 
-def _check(parser: Any, value: Any) -> Any:
-    if value is None:
-        return value
-    try:
-        parser(value)
-    except UnitError as e:
-        raise ValueError(str(e)) from None
-    return value
+_check = check_unit
 
 
 class Strict(BaseModel):
