@@ -1,6 +1,7 @@
 """Kind ``latency``: the argv it generates from a lab flow, its reading of the tool's real
 output (tests/data/latency/, one engine run on this machine) into the FlowResult block and
-latency-<flow>.csv, the result model, and preflight's check of the binary."""
+latency-<flow>.csv, the result model, its metrics (metrics/latency.py) and preflight's
+check of the binary."""
 
 from __future__ import annotations
 
@@ -16,8 +17,10 @@ from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Flow, LatencyFlow
+from mptcplab.metrics import METRICS
 from mptcplab.plan import build_plan
-from mptcplab.results.model import FlowResult
+from mptcplab.results.aggregate import scenario_value
+from mptcplab.results.model import FlowResult, Repetition
 from mptcplab.traffic import KINDS, kind_of
 from mptcplab.traffic.base import KindContext
 from mptcplab.traffic.latency import BLOCK_COLUMNS, LatencyKind, files, table_path
@@ -123,3 +126,32 @@ def test_preflight_names_a_missing_binary(monkeypatch: pytest.MonkeyPatch, tmp_p
     assert why is not None and "not built" in why and "\n" not in why
     monkeypatch.setenv("MPTCPLAB_LATENCY", "/bin/true")
     assert KINDS["latency"].host_problem() is None
+
+
+def _record(n: int, p50: float, goodput: float, sndbuf: int) -> Repetition:
+    lat = {"blocks": 10, "p50_ms": p50, "p95_ms": p50 + 1, "p99_ms": p50 + 2, "mean_ms": p50,
+           "sndbuf_effective": sndbuf, "rcvbuf_effective": None, "blocked_s": 0.5 * n}
+    return Repetition.model_validate({"name": "s", "rep": n, "goodput_mbps": 40.0, "flows": [
+        {"name": "bulk", "kind": "iperf3", "role": "measured", "goodput_mbps": 40.0},
+        {"name": "lat", "kind": "latency", "role": "competing", "goodput_mbps": goodput, "latency": lat}]})
+
+
+def test_latency_metrics_select_the_named_flow() -> None:
+    reps = [_record(1, 10.0, 2.0, 400_000), _record(2, 30.0, 4.0, 400_000), _record(3, 20.0, 3.0, 400_000)]
+    for name in ("latency_p50_ms", "latency_p95_ms", "latency_p99_ms", "latency_mean_ms", "sndbuf_effective_bytes",
+                 "rcvbuf_effective_bytes", "blocked_s", "flow_goodput_mbps"):
+        assert METRICS[name].accepts == frozenset({"flow"}), name
+    assert scenario_value(reps, "latency_p50_ms", flow="lat").value == 20.0  # median over reps
+    assert scenario_value(reps, "latency_p99_ms", flow="lat").value == 22.0
+    assert scenario_value(reps, "latency_mean_ms", flow="lat").value == pytest.approx(20.0)
+    assert scenario_value(reps, "sndbuf_effective_bytes", flow="lat").value == 400_000
+    assert scenario_value(reps, "blocked_s", flow="lat").value == pytest.approx(1.0)
+    # not read back: no value, not zero
+    assert scenario_value(reps, "rcvbuf_effective_bytes", flow="lat").n == 0
+    # flow_goodput_mbps works for any kind; without flow: the primary measured flow (bulk, iperf3)
+    assert scenario_value(reps, "flow_goodput_mbps", flow="lat").value == pytest.approx(3.0)
+    assert scenario_value(reps, "flow_goodput_mbps").value == pytest.approx(40.0)
+    assert METRICS["flow_goodput_mbps"].scales and not METRICS["latency_p50_ms"].scales
+    # the primary flow is not a latency flow, a missing flow has nothing: None, left out
+    assert scenario_value(reps, "latency_p50_ms").value is None
+    assert scenario_value(reps, "latency_p50_ms", flow="nope").value is None
