@@ -7,6 +7,7 @@ here calling ``register``, and one import line below.
 from . import (
     core,  # noqa: F401  (registers on import)
     latency,  # noqa: F401  (the latency flow kind, flow goodput)
+    memory,  # noqa: F401  (the ss_interval socket-memory probe)
 )
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 

@@ -27,7 +27,8 @@ PORT = 5301
 
 
 def lab_experiment() -> dict[str, Any]:
-    exp = experiment(duration="3s", probes={"ss_interval": "100ms"})
+    exp = experiment(duration="3s")
+    exp["probes"] = {"ss_interval": "100ms"}
     exp["traffic"] = {"flows": {"lat": {
         "kind": "latency", "client": "client", "server": "server", "server_address": "server:eth1",
         "bind": "client:eth1", "mptcp": True, "duration": "3s", "block": "8KB", "sndbuf": SNDBUF,
