@@ -13,8 +13,8 @@ runs are in other namespaces.
 
 Why a thread calling ``ss`` rather than the application's getsockopt: it sees every kind
 (iperf3, http, latency) and both ends alike, with the same fields the kernel reports.
-The sampling runs on the host's clock; ``t`` is seconds from the measured flow's start
-(the timeline's zero), ``t_epoch`` the wall clock.
+The sampling runs on the host's clock: ``t`` is epoch seconds (the capture's clock, as in
+the other probe tables), ``t_run`` seconds from the measured flow's start (the timeline's zero).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ if TYPE_CHECKING:
 
 TABLE = "ss.csv"
 MEM_COLUMNS = list(SKMEM_FIELDS.values())
-COLUMNS = ["t", "t_epoch", "node", "role", "flow", "conn", "socket", "local", "lport", "peer", "pport", "recv_q",
+COLUMNS = ["t", "t_run", "node", "role", "flow", "conn", "socket", "local", "lport", "peer", "pport", "recv_q",
            "send_q", *MEM_COLUMNS, "cwnd", "srtt_ms", "snd_wnd", "rcv_space"]
 
 
@@ -87,7 +87,7 @@ def rows(samples: list[tuple[float, str, str]], ends: list[FlowEnds], t_zero: fl
             owner = attribute(s, node, ends)
             if owner is None:
                 continue
-            out.append({"t": round(t - t_zero, 4) if t_zero is not None else None, "t_epoch": round(t, 6),
+            out.append({"t": round(t, 6), "t_run": round(t - t_zero, 4) if t_zero is not None else None,
                         "node": node, "role": owner[1], "flow": owner[0], "conn": s.conn, "socket": s.kind,
                         "local": s.local, "lport": s.lport, "peer": s.peer, "pport": s.pport, "recv_q": s.recv_q,
                         "send_q": s.send_q, **{k: s.skmem.get(k) for k in MEM_COLUMNS}, "cwnd": s.cwnd,
@@ -102,8 +102,8 @@ def connection_totals(table: pd.DataFrame) -> pd.DataFrame:
     buffer's occupancy). wmem_alloc is left out of the sum: it counts the clones of those
     same segments still below the socket (qdisc, device), so adding it would count them twice."""
     if table.empty:
-        return pd.DataFrame(columns=["t_epoch", "flow", "role", "conn", "rcv_bytes", "snd_bytes"])
-    g = table.groupby(["t_epoch", "flow", "role", "conn"], as_index=False)
+        return pd.DataFrame(columns=["t", "flow", "role", "conn", "rcv_bytes", "snd_bytes"])
+    g = table.groupby(["t", "flow", "role", "conn"], as_index=False)
     return g.agg(rcv_bytes=("rmem_alloc", "sum"), snd_bytes=("wmem_queued", "sum"))
 
 
@@ -119,7 +119,7 @@ def summary(table: pd.DataFrame, body: ExperimentBody) -> dict[str, Any]:
     which role sends (metrics/memory.py reads the sender's send side and the receiver's
     receive side)."""
     tot = connection_totals(table)
-    out: dict[str, Any] = {"samples": int(table["t_epoch"].nunique()) if not table.empty else 0, "flows": {}}
+    out: dict[str, Any] = {"samples": int(table["t"].nunique()) if not table.empty else 0, "flows": {}}
     for (flow, role), g in tot.groupby(["flow", "role"]):
         entry = out["flows"].setdefault(str(flow), {"sender": sender_role(body, str(flow))})
         entry[str(role)] = {"rcv_max_bytes": int(g["rcv_bytes"].max()), "snd_max_bytes": int(g["snd_bytes"].max())}

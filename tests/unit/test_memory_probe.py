@@ -81,11 +81,11 @@ def test_table_totals_and_summary() -> None:
                (100.1, "client", text("client-two-flows")), (100.1, "server", text("server-two-flows"))]
     table = rows(samples, [LAT, BULK], t_zero=99.0)
     assert list(table.columns) == COLUMNS
-    assert sorted(table["t"].unique()) == pytest.approx([1.0, 1.1])
+    assert sorted(table["t_run"].unique()) == pytest.approx([1.0, 1.1])
     tot = connection_totals(table)
-    first = tot[(tot["t_epoch"] == 100.0) & (tot["role"] == "client")]
+    first = tot[(tot["t"] == 100.0) & (tot["role"] == "client")]
     assert first["snd_bytes"].tolist() == [52582 + 61528 + 407152]  # two subflows + msk
-    srv = tot[(tot["t_epoch"] == 100.0) & (tot["role"] == "server")]
+    srv = tot[(tot["t"] == 100.0) & (tot["role"] == "server")]
     assert srv["rcv_bytes"].tolist() == [25040]
 
     class Body:  # the summary asks only which end sends
@@ -127,4 +127,4 @@ def test_registered_and_analyse_reads_the_table(tmp_path: Path) -> None:
     (tmp_path / "probes").mkdir()
     rows([(1.0, "client", text("client-latency"))], [LAT], None).to_csv(tmp_path / "probes" / "ss.csv", index=False)
     df = SsMemoryProbe.analyse(tmp_path)
-    assert len(df) == 3 and df["t"].isna().all() and isinstance(df, pd.DataFrame)
+    assert len(df) == 3 and df["t_run"].isna().all() and isinstance(df, pd.DataFrame)
