@@ -163,6 +163,6 @@ def test_published_checks_take_the_latency_metrics_with_a_flow_only() -> None:
     e = Expectation(metric="latency_p99_ms", flow="lat", op="<", value=50)
     assert e.flow == "lat"
     with pytest.raises(ValidationError, match="does not take window"):
-        Expectation(metric="latency_p99_ms", flow="lat", window=[0, 2], op="<", value=50)
+        Expectation(metric="latency_p99_ms", flow="lat", window=(0.0, 2.0), op="<", value=50)
     with pytest.raises(ValidationError, match="does not take path"):
         Expectation(metric="skmem_snd_max_bytes", path="A", op="<", value=1)
