@@ -119,7 +119,9 @@ def summary(table: pd.DataFrame, body: ExperimentBody) -> dict[str, Any]:
     which role sends (metrics/memory.py reads the sender's send side and the receiver's
     receive side)."""
     tot = connection_totals(table)
-    out: dict[str, Any] = {"samples": int(table["t"].nunique()) if not table.empty else 0, "flows": {}}
+    # each node is sampled at its own instant: the count is the most samples one node had
+    samples = int(table.groupby("node")["t"].nunique().max()) if not table.empty else 0
+    out: dict[str, Any] = {"samples": samples, "flows": {}}
     for (flow, role), g in tot.groupby(["flow", "role"]):
         entry = out["flows"].setdefault(str(flow), {"sender": sender_role(body, str(flow))})
         entry[str(role)] = {"rcv_max_bytes": int(g["rcv_bytes"].max()), "snd_max_bytes": int(g["snd_bytes"].max())}
