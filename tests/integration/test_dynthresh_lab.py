@@ -8,7 +8,9 @@ on B. Captured at server:eth1, where both subflows pass, so MP_PRIO shows in
 mptcp_events.csv and each path's bytes in timeseries.csv; events.csv's ``capture_s``
 puts each decision on the same axis. Scenarios: no controller (what B carries by
 default), dynamic_threshold, dynamic_threshold_ext (T = 1.5 s, W = 500 ms, so a
-re-probe falls inside the run).
+re-probe falls inside the run), and dynamic_threshold with the initial subflow on the
+bad path (bound to client:eth2, which is then an endpoint too: the endpoint flag must
+reach the MP_CAPABLE subflow as well as a join).
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ EXP: dict[str, Any] = {
         {"name": "dt-ext", "override": {"controllers": [
             {"name": "dynamic_threshold_ext", "node": "client", "interval": "100ms",
              "params": {"reprobe_every": f"{REPROBE_EVERY}s", "reprobe_for": f"{REPROBE_FOR}s"}}]}},
+        {"name": "dt-initial", "override": {
+            # the kernel opens no second subflow from an address already in use, so
+            # client:eth2's endpoint only gives the controller something to flag
+            "nodes": {"client": {"role": "host", "mptcp": {
+                "limits": {"subflows": 2, "add_addr_accepted": 0},
+                "endpoints": [{"address": "client:eth1", "flags": ["subflow"]},
+                              {"address": "client:eth2", "flags": ["subflow"]}]}}},
+            "traffic": {"flows": {"main": {"bind": "client:eth2"}}},
+            "controllers": [{"name": "dynamic_threshold", "node": "client", "interval": "100ms"}]}},
     ],
 }
 
@@ -83,7 +94,7 @@ def decisions(run_dir: Path, name: str) -> list[dict[str, str]]:
 
 
 def name_of(scenario: str) -> str:
-    return {"dt": "dynamic_threshold", "dt-ext": "dynamic_threshold_ext"}[scenario]
+    return {"dt": "dynamic_threshold", "dt-ext": "dynamic_threshold_ext", "dt-initial": "dynamic_threshold"}[scenario]
 
 
 def numbers(row: dict[str, str]) -> dict[str, str]:
@@ -164,3 +175,20 @@ def test_extended_dynamic_threshold_reprobes_within_the_run(run: Path) -> None:
     # and B carries data again during the probe window
     t_probe = float(probe["capture_s"])
     assert path_bytes(run, "dt-ext", "B", t_probe, t_probe + REPROBE_FOR + 0.3) > 3_000
+
+
+def test_the_initial_subflow_can_be_the_demoted_one(run: Path) -> None:
+    subflows = pd.read_csv(rep_dir(run, "dt-initial") / "subflows.csv")
+    assert sorted(subflows["path"].astype(str)) == ["A", "B"], subflows  # one subflow per path, no extra
+    rows = decisions(run, "dt-initial")
+    assert rows and numbers(rows[0])["decision"] == "demote" and "10.0.2." in rows[0]["target"], rows
+    at = float(rows[0]["capture_s"])
+    prio = mp_prio(run, "dt-initial")
+    on_b = prio[(prio["path"].astype(str) == "B") & (prio["detail"] == "backup=1")]
+    assert not on_b.empty, prio.to_dict("records")
+    end = end_of(run, "dt-initial")
+    b_after = path_bytes(run, "dt-initial", "B", at + 0.5, end)
+    a_after = path_bytes(run, "dt-initial", "A", at + 0.5, end)
+    b_default = path_bytes(run, "default", "B", at + 0.5, end)
+    assert a_after > 1_000_000 and b_default > 100_000, (a_after, b_default)
+    assert b_after < 0.05 * b_default, (b_after, b_default)
