@@ -299,3 +299,14 @@ def test_runner_writes_the_decision_numbers_to_events_csv(tmp_path: Path) -> Non
 def test_verdict_without_a_subflow_names_the_address() -> None:
     v = Verdict("restore", 1.0, BAD, "-", (), 0.0, 0.0, "-")
     assert v.flags is None and "address=10.0.2.1" in v.detail()
+
+
+def test_figures_label_a_decision_by_what_it_decided() -> None:
+    from mptcplab.results.figures import event_label
+
+    assert event_label({"action": "link_down", "source": "timeline", "detail": ""}) == "link_down"
+    assert event_label({"action": "endpoint_flags", "source": "controller:dynamic_threshold_ext",
+                        "detail": "decision=reprobe address=10.0.2.2"}) == "reprobe (dynamic_threshold_ext)"
+    # an older events.csv (no detail column) or a controller without details: the action
+    assert event_label({"action": "endpoint_flags", "source": "controller:backup_slowest",
+                        "detail": float("nan")}) == "endpoint_flags (backup_slowest)"
