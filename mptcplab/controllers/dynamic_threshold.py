@@ -21,6 +21,12 @@ from that address is demoted too, which a lab with one data connection does not 
 The subflow's local address must be an endpoint of the node (``ip mptcp endpoint``):
 a join subflow's always is; the initial subflow's only when the lab declares it.
 
+A subflow takes part once it is fully established (ss flag ``e``): measured here, an
+endpoint change made while a join subflow was still in its handshake never reached it
+(no MP_PRIO; it went on carrying data). And when a subflow of a demoted (or re-probed)
+address does not show the flag the controller set (ss ``b``), the controller sets it
+again (``decision=reassert``, at most 3 times per decision).
+
 Every decision is a row of events.csv (source ``controller:dynamic_threshold``) with
 the numbers in ``detail``: ``decision=demote address=... subflow=... total_mbps=...
 threshold_mbps=... threshold_subflow=... m_mbps[subflow]=...``.
@@ -58,6 +64,12 @@ class Params(BaseModel):
         return parse_time(self.warmup)
 
 
+#: how many times a flag the kernel did not apply is set again before the controller
+#: leaves it (a failing command, e.g. an address without an endpoint, would otherwise
+#: repeat every step)
+MAX_REASSERTS = 3
+
+
 class DynamicThreshold(Controller):
     Params = Params
 
@@ -65,6 +77,8 @@ class DynamicThreshold(Controller):
         super().__init__(*a, **kw)  # type: ignore[arg-type]
         self._token: str | None = None
         self.algo: dt.DynamicThreshold | None = None
+        self._want: dict[str, bool] = {}  # address -> the backup flag our decisions set
+        self._reasserts: dict[str, int] = {}
 
     def new_core(self) -> dt.DynamicThreshold:
         return dt.DynamicThreshold(warmup=self.params.warmup_s)
@@ -75,7 +89,7 @@ class DynamicThreshold(Controller):
             return []
         out: list[Event | Decision] = []
         token = subs[0].token
-        if token != self._token:
+        if self.algo is None or token != self._token:
             if self.algo is not None:
                 # another connection became the busiest: give back the endpoints the old one's
                 # decisions flagged (the flag is per endpoint), and start afresh
@@ -83,12 +97,35 @@ class DynamicThreshold(Controller):
                     out.append(Decision(f"decision=reset address={addr} connection={self._token}->{token}",
                                         self._flags(view.node, addr, "nobackup")))
             self._token, self.algo = token, self.new_core()
-        assert self.algo is not None
-        rates = [dt.SubflowRate(f"{s.local}:{s.lport}", s.local, s.est_rate_bps) for s in subs]
+            self._want, self._reasserts = {}, {}
+        out += self._reassert(view)
+        # a subflow whose handshake is not over takes no part: its m is the handshake's, and
+        # a flag change does not reach it yet (measured on 6.18: lost, the subflow went on
+        # carrying data as a non-backup one)
+        rates = [dt.SubflowRate(f"{s.local}:{s.lport}", s.local, s.est_rate_bps if s.established else None)
+                 for s in subs]
         for v in self.algo.step(view.t, rates):
             flags = v.flags
+            if flags is not None:
+                self._want[v.address] = flags == "backup"
+                self._reasserts[v.address] = 0
             out.append(Decision(v.detail(), self._flags(view.node, v.address, flags) if flags else None,
                                 target=f"{view.node} {v.address}"))
+        return out
+
+    def _reassert(self, view: View) -> list[Event | Decision]:
+        """Set a flag again when the subflows of its address do not show it (ss ``b``):
+        the kernel did not apply the earlier change to them."""
+        out: list[Event | Decision] = []
+        for addr, backup in sorted(self._want.items()):
+            wrong = [s for s in view.subflows if s.local == addr and s.established and s.backup != backup]
+            if not wrong or self._reasserts.get(addr, 0) >= MAX_REASSERTS:
+                continue
+            self._reasserts[addr] = self._reasserts.get(addr, 0) + 1
+            flags = "backup" if backup else "nobackup"
+            out.append(Decision(f"decision=reassert address={addr} subflow={wrong[0].local}:{wrong[0].lport} "
+                                f"flags={flags} (the subflow does not show it)",
+                                self._flags(view.node, addr, flags)))
         return out
 
     @staticmethod

@@ -227,12 +227,42 @@ def test_ext_controller_reprobe_and_restore_are_recorded() -> None:
     c.step(View(0.1, "client", data, data))
     assert [d.action.flags for d in c.step(View(0.2, "client", worse, worse))  # type: ignore[union-attr]
             if isinstance(d, Decision)] == ["backup"]
-    out = c.step(View(1.2, "client", worse, worse))
-    assert isinstance(out[0], Decision) and isinstance(out[0].action, EndpointFlags)
+    demoted = [worse[0], replace(worse[1], backup=True)]  # ss shows the flag the command set
+    assert c.step(View(0.3, "client", demoted, demoted)) == []
+    out = c.step(View(1.2, "client", demoted, demoted))
+    assert len(out) == 1 and isinstance(out[0], Decision) and isinstance(out[0].action, EndpointFlags)
     assert out[0].action.flags == "nobackup" and "decision=reprobe" in out[0].detail
     out = c.step(View(1.4, "client", data, data))  # back to 72 Mbit/s: restored, nothing to run
     assert isinstance(out[0], Decision) and out[0].action is None
     assert out[0].target == "client 10.9.2.1" and "decision=restore" in out[0].detail
+
+
+def test_a_subflow_in_its_handshake_takes_no_part() -> None:
+    """Measured on 6.18: an endpoint change while the join was in its handshake was lost."""
+    c = Alg3(spec())
+    data = two_subflows()
+    c.step(View(0.1, "client", data, data))
+    joining = [replace(data[0], cwnd=54), replace(data[1], established=False)]
+    assert c.step(View(0.2, "client", joining, joining)) == []  # alone, path 1 has nothing to demote
+    assert c.algo is not None and c.algo.maxima  # its own numbers were still recorded
+
+
+def test_a_flag_the_kernel_did_not_apply_is_set_again_a_few_times() -> None:
+    c = Alg3(spec())
+    data = two_subflows()
+    worse = [replace(data[0], cwnd=54), data[1]]
+    c.step(View(0.1, "client", data, data))
+    assert len(c.step(View(0.2, "client", worse, worse))) == 1  # demote
+    again = [c.step(View(0.3 + k / 10, "client", worse, worse)) for k in range(5)]  # b never shows
+    assert [len(x) for x in again] == [1, 1, 1, 0, 0]
+    first = again[0][0]
+    assert isinstance(first, Decision) and isinstance(first.action, EndpointFlags)
+    assert first.action.flags == "backup" and first.detail.startswith("decision=reassert address=10.9.2.1")
+    shown = [worse[0], replace(worse[1], backup=True)]
+    c2 = Alg3(spec())
+    c2.step(View(0.1, "client", data, data))
+    c2.step(View(0.2, "client", worse, worse))
+    assert c2.step(View(0.3, "client", shown, shown)) == []  # applied: nothing to repeat
 
 
 @pytest.mark.parametrize("name,params,field", [
@@ -310,3 +340,9 @@ def test_figures_label_a_decision_by_what_it_decided() -> None:
     # an older events.csv (no detail column) or a controller without details: the action
     assert event_label({"action": "endpoint_flags", "source": "controller:backup_slowest",
                         "detail": float("nan")}) == "endpoint_flags (backup_slowest)"
+
+
+def test_ss_flag_e_is_parsed_as_fully_established() -> None:
+    s = parse_ss((DATA / "tinM-backup.txt").read_text())
+    assert s and all(x.established for x in s)  # flags Mmec / Jjbec
+    assert not parse_ss((DATA / "tinM-backup.txt").read_text().replace("flags:Jjbec", "flags:Jjbc"))[2].established
