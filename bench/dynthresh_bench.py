@@ -7,9 +7,10 @@ upload bound to A, the join from client:eth2 on B, cubic) run with ``mptcplab ru
 (the real engine: namespaces, delay lines, capture, analysis), captured at the sender's
 two interfaces so MP_PRIO is timed where it leaves. Scenarios: no controller,
 dynamic_threshold, dynamic_threshold_ext. Prints per scenario the goodput over the
-repetitions, and per controller repetition: the first demotion's time, how late its
-command started and how long it ran (events.csv), when MP_PRIO left on B after the
-decision, and when B's last data segment left (Algorithm 3).
+repetitions, and per controller repetition: the first demotion's time, how long the
+step took to sample and decide before its command started, how long the command ran
+(events.csv), when MP_PRIO left on B after the command started, and when B's last data
+segment left (Algorithm 3).
 
     sudo .venv/bin/python bench/dynthresh_bench.py               # 3 repetitions of 8 s
     sudo .venv/bin/python bench/dynthresh_bench.py --reps 5 --duration 10
@@ -127,7 +128,8 @@ def main() -> int:
                     last_b.append((float(b["last_data_t"].max()) - at) * 1000)
         print(f"\n{name}: decisions per repetition {fmt(nrows)}")
         print(f"  first demotion at (s after the flow's start): {fmt(first_at)}")
-        print(f"  its command started late by (ms): {fmt(late)}; ran for (ms): {fmt(took)}")
+        print(f"  from the step's start to its command (ss in the namespace + decision, ms): {fmt(late)}")
+        print(f"  the command ran for (ms): {fmt(took)}")
         print(f"  MP_PRIO backup=1 left on B after the command started (ms): {fmt(prio)}")
         if last_b:
             print(f"  B's last data segment left after the command started (ms): {fmt(last_b)}")

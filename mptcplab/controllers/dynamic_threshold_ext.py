@@ -13,7 +13,7 @@ already set nobackup), each with the step's numbers in ``detail``.
 
 from __future__ import annotations
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, field_validator
 
 from ..lab.fields import check_unit
 from ..units import parse_time
@@ -28,14 +28,13 @@ class Params(Alg3Params):
     #: W: how long a re-probe lets it transmit before it is judged again (rounded up to a step)
     reprobe_for: str | float = Field(default="500ms", description="W: how long a re-probe lets it transmit")
 
-    _t = field_validator("reprobe_every", "reprobe_for")(classmethod(lambda cls, v: check_unit(parse_time, v)))
-
-    @model_validator(mode="after")
-    def _positive(self) -> Params:
-        for name in ("reprobe_every", "reprobe_for"):
-            if not 0.01 <= parse_time(getattr(self, name)) <= 3600:
-                raise ValueError(f"{name}: {getattr(self, name)!r} must be between 10 ms and 1 h")
-        return self
+    @field_validator("reprobe_every", "reprobe_for")
+    @classmethod
+    def _time(cls, v: str | float) -> str | float:
+        check_unit(parse_time, v)
+        if not 0.01 <= parse_time(v) <= 3600:
+            raise ValueError(f"{v!r} must be between 10 ms and 1 h")
+        return v
 
 
 class DynamicThresholdExt(DynamicThreshold):

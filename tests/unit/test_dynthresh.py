@@ -269,7 +269,7 @@ def test_a_flag_the_kernel_did_not_apply_is_set_again_a_few_times() -> None:
     ("dynamic_threshold", {"warmup": "1 parsec"}, "warmup"),
     ("dynamic_threshold", {"min_bytes": "lots"}, "min_bytes"),
     ("dynamic_threshold", {"delta": "100ms"}, "delta"),
-    ("dynamic_threshold_ext", {"reprobe_every": "1ms"}, ""),
+    ("dynamic_threshold_ext", {"reprobe_every": "1ms"}, "reprobe_every"),
     ("dynamic_threshold_ext", {"reprobe_for": "soon"}, "reprobe_for"),
 ])
 def test_bad_params_are_one_line_errors(name: str, params: dict[str, Any], field: str) -> None:
