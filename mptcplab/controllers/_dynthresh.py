@@ -117,11 +117,19 @@ class DynamicThreshold:
         self.slack = slack
         self.maxima: dict[str, float] = {}  # subflow -> best recorded m (bit/s)
         self.state: dict[str, _Demoted | _Probing] = {}  # address -> not in use / being probed
+        #: the last step's two sides of the condition (bit/s; None before a measurable step)
+        self.total_bps: float | None = None
+        self.threshold_bps: float | None = None
 
     @property
     def demoted(self) -> set[str]:
         """Addresses flagged backup now."""
         return {a for a, s in self.state.items() if isinstance(s, _Demoted)}
+
+    def role(self, address: str) -> str:
+        """``in_use``, ``demoted`` or ``probing`` (for the controller's trace)."""
+        st = self.state.get(address)
+        return "in_use" if st is None else "demoted" if isinstance(st, _Demoted) else "probing"
 
     def step(self, t: float, subflows: list[SubflowRate]) -> list[Verdict]:
         seen = [(s, s.rate_bps) for s in subflows if s.rate_bps is not None and s.rate_bps > 0]
@@ -134,6 +142,7 @@ class DynamicThreshold:
         threshold_subflow = max(current, key=lambda k: (self.maxima[k], k))
         threshold = self.maxima[threshold_subflow]
         total = sum(m for _, m in seen)
+        self.total_bps, self.threshold_bps = total, threshold
         if t < self.warmup:
             return []
         rates = tuple((s.key, m) for s, m in seen)

@@ -59,6 +59,11 @@ class Controller(ABC):
     def name(self) -> str:
         return self.spec.name
 
+    def trace(self) -> list[dict[str, Any]]:
+        """What the controller saw and computed at each step, one dict per row, written
+        as controller-<name>-<node>.csv at the end of the repetition; none by default."""
+        return []
+
     @abstractmethod
     def step(self, view: View) -> Sequence[Event | Decision]:
         """The actions to take now (``at`` is ignored: they run at once)."""

@@ -35,6 +35,7 @@ threshold_mbps=... threshold_subflow=... m_mbps[subflow]=...``.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -79,6 +80,10 @@ class DynamicThreshold(Controller):
         self.algo: dt.DynamicThreshold | None = None
         self._want: dict[str, bool] = {}  # address -> the backup flag our decisions set
         self._reasserts: dict[str, int] = {}
+        self._trace: list[dict[str, Any]] = []
+
+    def trace(self) -> list[dict[str, Any]]:
+        return self._trace
 
     def new_core(self) -> dt.DynamicThreshold:
         return dt.DynamicThreshold(warmup=self.params.warmup_s)
@@ -104,7 +109,9 @@ class DynamicThreshold(Controller):
         # carrying data as a non-backup one)
         rates = [dt.SubflowRate(f"{s.local}:{s.lport}", s.local, s.est_rate_bps if s.established else None)
                  for s in subs]
-        for v in self.algo.step(view.t, rates):
+        verdicts = self.algo.step(view.t, rates)
+        self._record(view, rates)
+        for v in verdicts:
             flags = v.flags
             if flags is not None:
                 self._want[v.address] = flags == "backup"
@@ -112,6 +119,23 @@ class DynamicThreshold(Controller):
             out.append(Decision(v.detail(), self._flags(view.node, v.address, flags) if flags else None,
                                 target=f"{view.node} {v.address}"))
         return out
+
+    def _record(self, view: View, rates: list[dt.SubflowRate]) -> None:
+        """One trace row per subflow: its sample, its m and maximum, the step's sum and
+        threshold, and its address's role after this step's decisions."""
+        algo = self.algo
+        assert algo is not None
+
+        def mbps(v: float | None) -> float | None:
+            return None if v is None else round(v / 1e6, 6)
+
+        for s, r in zip(view.subflows, rates, strict=True):
+            self._trace.append({
+                "t": round(view.t, 6), "epoch_s": round(s.t, 6), "token": s.token, "subflow": r.key,
+                "address": s.local, "established": s.established, "backup": s.backup, "cwnd": s.cwnd,
+                "mss": s.mss, "rtt_ms": s.rtt_ms, "m_mbps": mbps(r.rate_bps), "max_mbps": mbps(algo.maxima.get(r.key)),
+                "total_mbps": mbps(algo.total_bps), "threshold_mbps": mbps(algo.threshold_bps),
+                "role": algo.role(s.local)})
 
     def _reassert(self, view: View) -> list[Event | Decision]:
         """Set a flag again when the subflows of its address do not show it (ss ``b``):

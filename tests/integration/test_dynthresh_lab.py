@@ -192,3 +192,17 @@ def test_the_initial_subflow_can_be_the_demoted_one(run: Path) -> None:
     b_default = path_bytes(run, "default", "B", at + 0.5, end)
     assert a_after > 1_000_000 and b_default > 100_000, (a_after, b_default)
     assert b_after < 0.05 * b_default, (b_after, b_default)
+
+
+def test_the_trace_shows_the_condition_behind_the_decision(run: Path) -> None:
+    trace = pd.read_csv(rep_dir(run, "dt") / "controller-dynamic_threshold-client.csv")
+    first = decisions(run, "dt")[0]
+    n = numbers(first)
+    at = trace[trace["t"].round(6) == round(float(first["planned_s"]), 6)]
+    assert len(at) == 2, at  # the step of the decision: one row per subflow
+    assert at["threshold_mbps"].iloc[0] == pytest.approx(float(n["threshold_mbps"]), abs=0.002)
+    assert at["total_mbps"].iloc[0] == pytest.approx(float(n["total_mbps"]), abs=0.002)
+    assert set(at.loc[at["address"] == n["address"], "role"]) == {"demoted"}
+    # the steps kept coming after it (every 100 ms, later under load), on the capture's axis
+    after = trace[trace["t"] > float(first["planned_s"])]
+    assert after["t"].nunique() >= 10 and after["capture_s"].notna().all()

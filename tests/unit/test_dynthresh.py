@@ -346,3 +346,29 @@ def test_ss_flag_e_is_parsed_as_fully_established() -> None:
     s = parse_ss((DATA / "tinM-backup.txt").read_text())
     assert s and all(x.established for x in s)  # flags Mmec / Jjbec
     assert not parse_ss((DATA / "tinM-backup.txt").read_text().replace("flags:Jjbec", "flags:Jjbc"))[2].established
+
+
+def test_trace_has_a_row_per_subflow_and_step_with_the_condition(tmp_path: Path) -> None:
+    from mptcplab.timeline.record import add_capture_time, trace_file, write_trace
+
+    c = Alg3(spec())
+    data = two_subflows()
+    worse = [replace(data[0], cwnd=54, t=101.0), replace(data[1], t=101.0)]
+    c.step(View(0.1, "client", data, data))
+    c.step(View(0.2, "client", worse, worse))
+    rows = c.trace()
+    assert len(rows) == 4 and [r["t"] for r in rows] == [0.1, 0.1, 0.2, 0.2]
+    last = {r["address"]: r for r in rows[2:]}
+    assert last["10.9.2.1"]["role"] == "demoted" and last["10.9.1.1"]["role"] == "in_use"
+    assert last["10.9.1.1"]["max_mbps"] == pytest.approx(56.79, abs=0.01)
+    assert last["10.9.1.1"]["threshold_mbps"] == pytest.approx(56.79, abs=0.01)
+    assert last["10.9.1.1"]["total_mbps"] == pytest.approx(43.8, abs=0.05)
+    path = tmp_path / trace_file(spec())
+    assert path.name == "controller-dynamic_threshold-client.csv"
+    write_trace(path, rows)
+    add_capture_time(path, 100.0)
+    back = list(csv.DictReader(path.open()))
+    assert list(back[0])[-1] == "capture_s" and back[2]["capture_s"] == "1.000000"
+    assert back[2]["subflow"] == rows[2]["subflow"]
+    write_trace(tmp_path / "none.csv", [])
+    assert not (tmp_path / "none.csv").exists()  # a controller without a trace writes nothing
