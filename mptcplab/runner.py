@@ -145,6 +145,8 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     if fa is not None:
         write_tables(fa, out)     # timeseries.csv, icmp.csv, dsn.csv, mptcp_*.csv
         add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
+        for trace in sorted(out.glob("controller-*.csv")):  # and the controllers' steps
+            add_capture_time(trace, fa.t0_epoch)
         pd.DataFrame(main.record.get("subflows", [])).to_csv(out / "subflows.csv", index=False)
     probes: dict[str, Any] = {}
     if fa is not None:

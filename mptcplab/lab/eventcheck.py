@@ -54,4 +54,4 @@ def check_controllers(body: ExperimentBody, fail: Fail) -> None:
         except ValidationError as e:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
-            fail(f"{where}.params" + (f".{loc}" if loc else ""), err["msg"])
+            fail(f"{where}.params" + (f".{loc}" if loc else ""), err["msg"].removeprefix("Value error, "))

@@ -7,7 +7,9 @@ the MPTCP sockets (``-M``). A subflow is a TCP socket whose info carries
 ``tcp-ulp-mptcp``; its ``token:R(id:r)/L(id:l)`` names the remote and the local
 token (the local token identifies the MPTCP connection on this host) and the
 address ids; ``flags:`` holds ``b`` when the subflow is a backup one (set locally
-or by the peer's MP_PRIO), ``M``/``J`` for MP_CAPABLE/MP_JOIN subflows. The format
+or by the peer's MP_PRIO), ``M``/``J`` for MP_CAPABLE/MP_JOIN subflows, ``e`` once it is
+fully established (a join's handshake is over: only then does a flag change reach it,
+measured: an endpoint change during a join's handshake was lost). The format
 is iproute2's (6.1 here); tests/data/ss/ holds real captured output.
 """
 
@@ -41,6 +43,7 @@ class SubflowSample:
     local_id: int | None  # address id of the local end (the endpoint id)
     join: bool  # an MP_JOIN subflow (else the initial MP_CAPABLE one)
     backup: bool
+    established: bool  # fully established (ss flag ``e``)
     cwnd: int | None
     mss: int | None
     rtt_ms: float | None
@@ -105,6 +108,7 @@ def parse_ss(text: str, t: float = 0.0) -> list[SubflowSample]:
         out.append(SubflowSample(
             t=t, local=local, lport=lport, peer=peer, pport=pport, iface=iface,
             token=tok["ltok"], local_id=int(tok["lid"]), join="J" in flags, backup="b" in flags,
+            established="e" in flags,
             cwnd=_int(info, "cwnd"), mss=_int(info, "mss"), rtt_ms=float(rtt.group(1)) if rtt else None,
             bytes_acked=_int(info, "bytes_acked"), bytes_sent=_int(info, "bytes_sent"),
             bytes_retrans=_int(info, "bytes_retrans"), delivery_rate_bps=_delivery(info),

@@ -615,6 +615,14 @@ def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataF
     return df
 
 
+def load_controller_trace(run_dir: str | Path, name: str, node: str, summary: Summary | None = None) -> pd.DataFrame:
+    """Every repetition's controller-<name>-<node>.csv in one frame: scenario, rep, and the
+    controller's own columns (dynamic_threshold: t, epoch_s, subflow, m_mbps, max_mbps,
+    total_mbps, threshold_mbps, role, ..., capture_s). Repetitions without it (another
+    controller, an older run) are listed in ``attrs["missing"]``."""
+    return _load_per_rep_csv(run_dir, summary, f"controller-{name}-{node}.csv", ["t", "epoch_s", "capture_s"])
+
+
 def load_mptcp_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
     """All mptcp_events.csv of the run: scenario, rep, t, path, subflow, event, detail."""
     return _load_per_rep_csv(run_dir, summary, "mptcp_events.csv", MPTCP_EVENT_COLUMNS)

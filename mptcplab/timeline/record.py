@@ -1,4 +1,5 @@
-"""events.csv: one row per action a repetition executed (timeline or controller).
+"""events.csv: one row per action a repetition executed (timeline or controller), and
+each controller's own trace (controller-<name>-<node>.csv: what it saw at each step).
 
 Times are seconds from the timeline's zero (steps.Rep.t_zero: the measured flow's
 client spawn, time.time(), the clock tcpdump stamps packets with). ``capture_s`` is
@@ -11,6 +12,10 @@ from __future__ import annotations
 import csv
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..lab.events import ControllerSpec
 
 EVENTS_FILE = "events.csv"
 
@@ -27,6 +32,7 @@ class EventRecord:
     result: str  # stderr of a failed command, or the call's result
     source: str  # timeline | controller:<name>
     epoch_s: float | None = None  # actual time, time.time()
+    detail: str = ""  # a controller's reason for the action, with its numbers ("" for the timeline)
 
     def row(self) -> dict[str, object]:
         return asdict(self)
@@ -43,18 +49,38 @@ def write_events(path: Path, records: list[EventRecord]) -> None:
             w.writerow(r.row())
 
 
+def trace_file(spec: ControllerSpec) -> str:
+    """A controller's trace: controller-<name>-<node>.csv (two controllers of one name
+    on two nodes each have theirs)."""
+    return f"controller-{spec.name}-{spec.node}.csv"
+
+
+def write_trace(path: Path, rows: list[dict[str, Any]]) -> None:
+    """A controller's trace rows as CSV (nothing when it kept none); the columns are the
+    first row's keys, with ``epoch_s`` among them for add_capture_time."""
+    if not rows:
+        return
+    with path.open("w", newline="") as f:
+        w = csv.DictWriter(f, fieldnames=list(rows[0]), extrasaction="ignore")
+        w.writeheader()
+        w.writerows(rows)
+
+
 def add_capture_time(path: Path, t0_epoch: float | None) -> None:
-    """Add ``capture_s`` to events.csv: each event's time on the time-series axis
-    (seconds since the data connection's first SYN, analysis t0_epoch); empty when
-    the event did not run or the capture has no connection."""
+    """Add ``capture_s`` to a CSV with ``epoch_s`` (events.csv, a controller's trace):
+    each row's time on the time-series axis (seconds since the data connection's first
+    SYN, analysis t0_epoch); empty when the row has no time (an event that did not run)
+    or the capture has no connection."""
     if not path.is_file():
         return
     with path.open(newline="") as f:
-        rows = list(csv.DictReader(f))
+        reader = csv.DictReader(f)
+        rows = list(reader)
+        fields = [c for c in (reader.fieldnames or COLUMNS) if c != "capture_s"]
     for r in rows:
         epoch = r.get("epoch_s") or ""
         r["capture_s"] = f"{float(epoch) - t0_epoch:.6f}" if epoch and t0_epoch is not None else ""
     with path.open("w", newline="") as f:
-        w = csv.DictWriter(f, fieldnames=[*COLUMNS, "capture_s"])
+        w = csv.DictWriter(f, fieldnames=[*fields, "capture_s"])
         w.writeheader()
         w.writerows(rows)

@@ -18,7 +18,7 @@ from ..lab.events import FlowStart, FlowStop
 from ..probes.ss import SsSampler, ss_cmd
 from ..steps import Planned, Rep, Step, Traffic
 from .actions import ActionEnv, Resolved, resolve_timeline
-from .record import EVENTS_FILE, EventRecord, write_events
+from .record import EVENTS_FILE, EventRecord, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor
 
 
@@ -34,12 +34,14 @@ class TimelineState:
     records: list[EventRecord] | None = None
 
     def finish(self, out: Path) -> list[EventRecord]:
-        """Stop the threads (idempotent) and write events.csv."""
+        """Stop the threads (idempotent), write events.csv and each controller's trace."""
         if self.records is None:
             for c in self.controllers:
                 c.stop()
             self.records = self.scheduler.stop()
             write_events(out / EVENTS_FILE, self.records)
+            for c in self.controllers:
+                write_trace(out / trace_file(c.controller.spec), c.controller.trace())
         return self.records
 
 

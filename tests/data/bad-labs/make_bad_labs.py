@@ -208,6 +208,8 @@ CASES = [
          edit=lambda d: d.update(controllers=[{"name": "backup_slowest", "node": "client", "params": {"max_ratio": 3}}])),
     Case("exp-controller-node-nothing", E, "a controller on a node that does not exist", "controllers[0].node", "no such node",
          edit=lambda d: d.update(controllers=[{"name": "backup_slowest", "node": "ghost"}])),
+    Case("exp-controller-dt-reprobe", E, "a dynamic-threshold re-probe period no controller step can keep", "controllers[0].params.reprobe_every", "between 10 ms",
+         edit=lambda d: d.update(controllers=[{"name": "dynamic_threshold_ext", "node": "client", "params": {"reprobe_every": "1ms"}}])),
     Case("exp-probes-unknown", E, "a probe that does not exist", "probes.cwnd", "unknown field",
          edit=lambda d: d.update(probes={"cwnd": True})),
     Case("exp-probes-zero-interval", E, "an ss interval of zero", "probes.ss_interval", "positive",
