@@ -6,12 +6,15 @@ name; without it, the repetition's primary measured flow (the first measured one
 numbers are also the record's top level). A repetition without that flow has no value.
 
 ``flow_goodput_mbps`` is also defined, with the same meaning, by the latency family (branch
-flowkinds, metrics/latency.py): when that family is registered before this module is
-imported, this module reuses its metric instead of registering the name a second time.
+flowkinds, metrics/latency.py), which registers it unconditionally. Where that module exists it
+is imported here first (the package imports its families in alphabetical order, flows before
+latency) and this module reuses its metric, so the two families never register the name twice.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 from typing import TYPE_CHECKING
 
 from .base import METRICS, Metric, Select, register
@@ -43,6 +46,8 @@ def _flow_share(r: Repetition, sel: Select) -> float | None:
     return f.share if f is not None else None
 
 
+if importlib.util.find_spec(f"{__package__}.latency") is not None:
+    importlib.import_module(f"{__package__}.latency")  # its flow_goodput_mbps first (see above)
 FLOW_GOODPUT = METRICS.get("flow_goodput_mbps") or register(Metric(
     "flow_goodput_mbps", _flow_goodput, "mean",
     "the named flow's receiver-side goodput (any kind that reports one)",
