@@ -33,6 +33,8 @@ def rep(n: int, goodputs: dict[str, float], measured: tuple[str, ...] | None = N
         "fairness": {"flows": len(measured), "jain_index": None, "shares": share}})
 
 
+#: the platform facts of a host with a real CPU (not a software-emulated one)
+HOST = {"virtualization": "none", "software_emulated_cpu": False}
 REPS = [rep(1, {"mptcp": 15.0, "tcp": 8.0}), rep(2, {"mptcp": 13.0, "tcp": 10.0})]
 
 
@@ -84,7 +86,7 @@ def two_flow_summary(single_flow_scenario: bool = False) -> Summary:
         alone = rep(1, {"main": 20.0})
         alone.name = "alone"
         recs.append(alone)
-    return build_summary_model("cc", "r1", "6.99.0-test", True, False, recs, None, [], {"virtualization": "none", "software_emulated_cpu": False})
+    return build_summary_model("cc", "r1", "6.99.0-test", True, False, recs, None, [], HOST)
 
 
 def test_flows_table_has_one_row_per_measured_flow_of_multi_flow_scenarios() -> None:
@@ -109,6 +111,6 @@ def test_report_and_terminal_table_show_every_flow() -> None:
 
 def test_a_run_of_single_flow_scenarios_has_no_flows_section() -> None:
     alone = rep(1, {"main": 20.0})
-    s = build_summary_model("mtu", "r1", "6.99.0-test", True, False, [alone], None, [], {"virtualization": "none", "software_emulated_cpu": False})
+    s = build_summary_model("mtu", "r1", "6.99.0-test", True, False, [alone], None, [], HOST)
     assert flows_frame(s).empty
     assert "Flows measured together" not in render_report(s) and "flows:" not in print_table(s)
