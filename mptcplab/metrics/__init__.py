@@ -6,7 +6,8 @@ here calling ``register``, and one import line below.
 
 from . import (
     core,  # noqa: F401  (registers on import)
-    latency,  # noqa: F401  (the latency flow kind, flow goodput)
+    flows,  # noqa: F401  (per-flow goodput and share)
+    latency,  # noqa: F401  (the latency flow kind)
     memory,  # noqa: F401  (the ss_interval socket-memory probe)
 )
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register

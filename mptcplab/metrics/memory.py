@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from .base import Metric, Select, register
-from .latency import FLOW, selected_flow
+from .flows import FLOW, selected_flow
 
 if TYPE_CHECKING:
     from ..results.model import Repetition

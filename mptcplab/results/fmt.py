@@ -15,6 +15,7 @@ METRIC_FORMAT = {
     "subflow_share": "{:.2f}",
     "median_seg": "{:.0f}",
     "max_seg": "{:.0f}",
+    "jain_index": "{:.3f}",
 }
 
 

@@ -35,6 +35,7 @@ from .tables import (
     aggregates_frame,
     calibration_rows,
     findings_table,
+    flows_table,
     published_notes,
     published_table,
     reps_frame,
@@ -141,6 +142,20 @@ def _scenario_section(summary: Summary) -> list[str]:
     return lines + [df_to_md(table) if not table.empty else "No scenario results in this run.", ""]
 
 
+def _flows_section(summary: Summary) -> list[str]:
+    """Scenarios with several measured flows at once: each flow beside the others. Nothing
+    for a run whose scenarios each measure one flow."""
+    table = flows_table(summary)
+    if table.empty:
+        return []
+    return ["## Flows measured together", "",
+            "Scenarios with several measured flows: each flow's goodput (receiver side), its share of "
+            "the flows' summed goodput, and Jain's fairness index across them (1: equal; 1/n: one flow "
+            "takes everything), each mean ± std over reps (metrics flow_goodput_mbps, flow_share, "
+            "jain_index; the scenario table above shows the first measured flow only).", "",
+            df_to_md(table), ""]
+
+
 def _per_rep_section(summary: Summary) -> list[str]:
     sf = subflows_frame(summary)
     reps = reps_frame(summary)
@@ -239,6 +254,7 @@ def render_report(
     lines += _warnings_section(collect_warnings(s, missing_files, figure_errors, m))
     lines += _calibration(m)
     lines += _scenario_section(s)
+    lines += _flows_section(s)
     lines += _published_section(s)
     lines += _findings_section(s)
     if figure_files:

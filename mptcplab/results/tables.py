@@ -12,6 +12,7 @@ from typing import Any
 import pandas as pd
 
 from ..lab.scale import fmt_factor, rate_unit
+from ..metrics import Select
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Manifest, Summary
 from .policy import functional_check_reason
@@ -89,16 +90,16 @@ def aggregates_frame(summary: Summary) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=AGG_COLUMNS)
 
 
-PUBLISHED_COLUMNS = ["id", "scenario", "metric", "path", "paper_value", "unit", "paper_kernel", "where",
-                     "this_value", "this_statistic", "this_std", "this_n", "this_kernel", "note",
+PUBLISHED_COLUMNS = ["id", "scenario", "metric", "path", "flow", "window", "paper_value", "unit", "paper_kernel",
+                     "where", "this_value", "this_statistic", "this_std", "this_n", "this_kernel", "note",
                      "paper_value_scaled"]
 
 
 def published_frame(summary: Summary) -> pd.DataFrame:
     """The 'published vs this run' rows as the summary compared them."""
     src_kernel = summary.published_source.kernel if summary.published_source else None
-    rows = [{"id": p.id, "scenario": p.scenario, "metric": p.metric, "path": p.path,
-             "paper_value": _num(p.paper_value), "unit": p.unit or "",
+    rows = [{"id": p.id, "scenario": p.scenario, "metric": p.metric, "path": p.path, "flow": p.flow,
+             "window": p.window, "paper_value": _num(p.paper_value), "unit": p.unit or "",
              "paper_kernel": p.paper_kernel or src_kernel, "where": p.where,
              "this_value": _num(p.this_value), "this_statistic": p.this_statistic,
              "this_std": _num(p.this_std), "this_n": p.this_n,
@@ -160,6 +161,50 @@ def scenario_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=header)
 
 
+def measured_flow_names(summary: Summary, scenario: str) -> list[str]:
+    """The scenario's measured flows, in the lab's order, when it has two or more (one flow
+    alone has nothing to share: its numbers are the scenario table's)."""
+    names: dict[str, None] = {}
+    for r in summary.reps_of(scenario):
+        names.update(dict.fromkeys(f.name for f in r.flows if f.role == "measured"))
+    return list(names) if len(names) > 1 else []
+
+
+def flows_frame(summary: Summary) -> pd.DataFrame:
+    """One row per scenario x measured flow, for scenarios with several measured flows: the
+    flow's goodput and share (metrics/flows.py) and the scenario's Jain's index, each the
+    metric's one aggregate over the repetitions (results/aggregate.py)."""
+    from .aggregate import scenario_value  # aggregate imports the metrics, which import the model
+
+    rows = []
+    for name in summary.scenario_order():
+        reps = summary.reps_of(name)
+        jain = scenario_value(reps, "jain_index")
+        for flow in measured_flow_names(summary, name):
+            g = scenario_value(reps, "flow_goodput_mbps", flow=flow)
+            sh = scenario_value(reps, "flow_share", flow=flow)
+            mptcp = [f.mptcp.verified for r in reps for f in r.flows if f.name == flow and f.mptcp.requested]
+            rows.append({"scenario": name, "flow": flow,
+                         "mptcp": f"{sum(mptcp)}/{len(mptcp)}" if mptcp else "TCP",
+                         "goodput_mean": _num(g.value), "goodput_std": _num(g.std),
+                         "share_mean": _num(sh.value), "share_std": _num(sh.std),
+                         "jain_mean": _num(jain.value), "jain_std": _num(jain.std), "n": g.n})
+    return pd.DataFrame(rows, columns=["scenario", "flow", "mptcp", "goodput_mean", "goodput_std", "share_mean",
+                                       "share_std", "jain_mean", "jain_std", "n"])
+
+
+def flows_table(summary: Summary) -> pd.DataFrame:
+    """flows_frame as display strings (the report's and the notebook's)."""
+    fr = flows_frame(summary)
+    rows = [[f["scenario"], f["flow"], f["mptcp"],
+             fmt_mean_std(f["goodput_mean"], f["goodput_std"], "goodput_mbps"),
+             fmt_mean_std(f["share_mean"], f["share_std"], "subflow_share"),
+             fmt_mean_std(f["jain_mean"], f["jain_std"], "jain_index"), f["n"]] for _, f in fr.iterrows()]
+    return pd.DataFrame(rows, columns=["scenario", "flow", "MPTCP verified",
+                                       f"goodput {rate_unit(summary.scale)} (mean ± std)", "share (mean ± std)",
+                                       "Jain's index (mean ± std)", "reps"])
+
+
 def this_run_cell(p: pd.Series) -> str:
     """This run's value of a published row: mean ± std for a mean, else the statistic named."""
     n = int(p["this_n"]) if not missing(p["this_n"]) else 0
@@ -177,8 +222,12 @@ def published_table(summary: Summary) -> pd.DataFrame:
     pub = published_frame(summary)
     rows = []
     for _, p in pub.iterrows():
-        path = text(p["path"])
-        metric = (text(p["metric"]) or DASH) + (f" (path {path})" if path else "")
+        # which path, flow or window the number is of: two flows of one scenario (labs/cc)
+        # differ only here
+        window = p["window"] if isinstance(p["window"], list) and len(p["window"]) == 2 else None
+        of = Select(text(p["path"]) or None, text(p["flow"]) or None,
+                    (float(window[0]), float(window[1])) if window else None).describe()
+        metric = (text(p["metric"]) or DASH) + (f" ({of})" if of else "")
         unit = text(p["unit"]) or ""
         paper = f"{p['paper_value']:g} {unit}".strip() if not missing(p["paper_value"]) else DASH
         if not missing(p["paper_value_scaled"]):  # a rate, in a scaled run: compared scaled

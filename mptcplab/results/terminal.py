@@ -9,10 +9,11 @@ from ..lab.scale import rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Summary
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
-from .tables import aggregates_frame, path_stats, published_frame
+from .tables import aggregates_frame, flows_frame, path_stats, published_frame
 
 _SHORT = {"goodput_mbps": "goodput", "subflow_share": "share", "median_seg": "median seg",
-          "max_seg": "max seg", "icmp_frag_needed": "ICMP"}
+          "max_seg": "max seg", "icmp_frag_needed": "ICMP", "flow_goodput_mbps": "goodput",
+          "flow_share": "share"}
 
 
 def print_table(summary: Summary | dict[str, Any]) -> str:
@@ -23,7 +24,11 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
     ps = path_stats(s)
     pub = published_frame(s)
     paths = sorted(ps["path"].unique()) if not ps.empty else []
-    header = ["scenario", f"goodput {rate_unit(s.scale)}", "MPTCP"] + [f"{p}: share / seg" for p in paths] + ["paper"]
+    fr = flows_frame(s)
+    header = ["scenario", f"goodput {rate_unit(s.scale)}", "MPTCP"] + [f"{p}: share / seg" for p in paths]
+    # several measured flows at once (labs/cc): each flow's goodput and share, and Jain's index
+    header += ["flows: goodput (share); Jain"] if not fr.empty else []
+    header += ["paper"]
     rows = []
     for _, a in agg.iterrows():
         name = a["scenario"]
@@ -36,6 +41,12 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
             row.append(DASH if r.empty else
                        f"{fmt_num(r['share_mean_over_reps'].iloc[0], 'subflow_share')} / "
                        f"{fmt_num(r['median_seg_median_over_reps'].iloc[0], 'median_seg')}")
+        if not fr.empty:
+            mine = fr[fr["scenario"] == name]
+            each = [f"{f['flow']} {fmt_num(f['goodput_mean'], 'goodput_mbps')} "
+                    f"({fmt_num(f['share_mean'], 'subflow_share')})" for _, f in mine.iterrows()]
+            jain = [f"J {fmt_num(mine['jain_mean'].iloc[0], 'jain_index')}"] if not mine.empty else []
+            row.append("; ".join(each + jain) or DASH)
         paper = []
         for _, p in pub[pub["scenario"] == name].iterrows():
             if missing(p["paper_value"]):
@@ -43,6 +54,8 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
             what = _SHORT.get(p["metric"], p["metric"])
             if text(p["path"]):
                 what = f"{p['path']} {what}"
+            if text(p["flow"]):
+                what = f"{p['flow']} {what}"
             scaled = p["paper_value_scaled"]
             as_run = f" (×{s.scale:g}: {scaled:g})" if not missing(scaled) else ""
             paper.append(f"{what} {p['paper_value']:g}{as_run}")

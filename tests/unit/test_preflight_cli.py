@@ -80,7 +80,7 @@ def test_host_problems_root_tools_results(tmp_path: Path) -> None:
 def test_real_host_answers_for_the_shipped_labs(tmp_path: Path) -> None:
     facts = HostFacts.read()
     assert facts.congestion_controls and "cubic" in facts.congestion_controls
-    for name in ("mtu", "sndbuf"):
+    for name in ("mtu", "sndbuf", "cc"):
         lab = load_lab(LABS / name)
         assert preflight(lab, lab.scenarios, dry_run=True, facts=facts) == []
 
@@ -125,7 +125,7 @@ def test_validate_warns_when_a_subflow_path_cannot_reach_the_server(tmp_path: Pa
     # what the warning suggests makes it go away
     assert join_warnings(load_lab(_disjoint(tmp_path, signal=True))) == []
     # and the shipped labs, whose paths merge before the server, have none
-    assert join_warnings(load_lab(LABS / "mtu")) == [] and join_warnings(load_lab(LABS / "sndbuf")) == []
+    assert all(join_warnings(load_lab(LABS / name)) == [] for name in ("mtu", "sndbuf", "cc"))
 
 
 # ------------------------------------------------------------------ every subcommand's mistakes

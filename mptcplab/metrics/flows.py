@@ -1,0 +1,50 @@
+"""Per-flow metrics: one named flow's goodput and its share of the measured flows' total.
+
+Labs with several measured flows at once (labs/cc: an MPTCP flow against a single-path TCP
+flow on one bottleneck) compare flows, not paths. ``flow`` selects a flow of experiment.yml by
+name; without it, the repetition's primary measured flow (the first measured one, whose
+numbers are also the record's top level). A repetition without that flow has no value.
+``selected_flow`` is that choice, for every family whose metrics take ``flow``.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Metric, Select, register
+
+if TYPE_CHECKING:
+    from ..results.model import FlowResult, Repetition
+
+FLOW = frozenset({"flow"})
+
+
+def selected_flow(r: Repetition, sel: Select) -> FlowResult | None:
+    """The flow ``sel`` names, else the primary measured flow; None when absent."""
+    if sel.flow is not None:
+        return next((f for f in r.flows if f.name == sel.flow), None)
+    return next((f for f in r.flows if f.role == "measured"), None)
+
+
+def _flow_goodput(r: Repetition, sel: Select) -> float | None:
+    f = selected_flow(r, sel)
+    return f.goodput_mbps if f is not None else None
+
+
+def _flow_share(r: Repetition, sel: Select) -> float | None:
+    # a share says something only beside another measured flow (one alone has 1.0 by
+    # definition); a competing flow has no share (traffic/fairness.py counts measured ones)
+    if r.fairness is None or r.fairness.flows < 2:
+        return None
+    f = selected_flow(r, sel)
+    return f.share if f is not None else None
+
+
+FLOW_GOODPUT = register(Metric(
+    "flow_goodput_mbps", _flow_goodput, "mean",
+    "the named flow's receiver-side goodput (any kind that reports one)",
+    unit="Mbit/s", scales=True, accepts=FLOW))
+FLOW_SHARE = register(Metric(
+    "flow_share", _flow_share, "mean",
+    "the named flow's fraction of the measured flows' summed goodput (two or more measured flows)",
+    accepts=FLOW))
