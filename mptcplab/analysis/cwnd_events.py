@@ -24,10 +24,14 @@ slow subflow, which upstream does not have. The definition counts all of them al
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from .model import SubflowResult
 
 #: the shortest gap/lookback used when srtt is tiny (the fast path's RTT is ~0.1 ms here)
 MIN_GAP_S = 0.010
@@ -89,3 +93,40 @@ def reductions(samples: pd.DataFrame, retransmits: pd.DataFrame) -> pd.DataFrame
 def count_without_loss(samples: pd.DataFrame, retransmits: pd.DataFrame) -> int:
     ep = reductions(samples, retransmits)
     return int((~ep["with_loss"].astype(bool)).sum()) if not ep.empty else 0
+
+
+#: probes/cwnd_reductions.csv: one row per reduction of a subflow's sender
+TABLE_COLUMNS = ["path", "subflow", *EPISODE_COLUMNS]
+
+
+def sender_socket(src: str, sport: int, dst: str, dport: int, upload: bool) -> Socket:
+    """The data sender's socket of a subflow the capture names client -> server."""
+    return Socket(src, sport, dst, dport) if upload else Socket(dst, dport, src, sport)
+
+
+def subflow_reductions(table: pd.DataFrame, subflows: Sequence[SubflowResult], upload: bool) -> pd.DataFrame:
+    """Every reduction of every subflow's data sender (TABLE_COLUMNS; start_t/end_t on the
+    tcp_probe table's clock: the capture's epoch seconds)."""
+    parts = []
+    for sf in subflows:
+        samples, rtx = socket_samples(table, sender_socket(sf.src, sf.sport, sf.dst, sf.dport, upload))
+        ep = reductions(samples, rtx)
+        if not ep.empty:
+            ep.insert(0, "subflow", sf.name)
+            ep.insert(0, "path", sf.path)
+            parts.append(ep)
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=TABLE_COLUMNS)
+
+
+def counts_by_subflow(table: pd.DataFrame, subflows: Sequence[SubflowResult], upload: bool,
+                      episodes: pd.DataFrame | None = None) -> dict[str, dict[str, Any]]:
+    """{subflow name: {"path", "samples", "reductions", "without_loss"}} for the record
+    (rep.json probes.tcp_probe.cwnd_reductions); a subflow without samples has samples 0."""
+    ep = episodes if episodes is not None else subflow_reductions(table, subflows, upload)
+    out: dict[str, dict[str, Any]] = {}
+    for sf in subflows:
+        samples, _ = socket_samples(table, sender_socket(sf.src, sf.sport, sf.dst, sf.dport, upload))
+        mine = ep[ep["subflow"] == sf.name] if not ep.empty else ep
+        out[sf.name] = {"path": sf.path, "samples": int(len(samples)), "reductions": int(len(mine)),
+                        "without_loss": int((~mine["with_loss"].astype(bool)).sum()) if not mine.empty else 0}
+    return out

@@ -4,7 +4,10 @@ One module per family; importing this package registers them all. A new family: 
 here calling ``register``, and one import line below.
 """
 
-from . import core  # noqa: F401  (registers on import)
+from . import (
+    cc_depth,  # noqa: F401  (the send-buffer lab's: Eq (1), retransmissions, cwnd)
+    core,  # noqa: F401  (registers on import)
+)
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 
 __all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "refusal", "register"]

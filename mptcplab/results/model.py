@@ -202,6 +202,8 @@ class LatencyMetrics(_Model):
     mptcp_active: bool | None = None
     #: subflows alive at the end (MPTCP_INFO), the initial one included
     subflows: int | None = None
+    #: the sender socket's congestion control at the end (TCP_CONGESTION read back)
+    cc: str | None = None
 
 
 class ConnectionsCheck(_Model):
