@@ -50,6 +50,8 @@ def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload
             # cwnd reductions of each subflow's sender, with and without a retransmission
             # (analysis/cwnd_events.py has the definition)
             episodes = subflow_reductions(df, fa.subflows, upload)
+            if fa.t0_epoch is not None and not episodes.empty:  # the time series' origin
+                episodes[["start_t", "end_t"]] = (episodes[["start_t", "end_t"]] - fa.t0_epoch).round(6)
             episodes.to_csv(d / REDUCTIONS_FILE, index=False)
             summary[cls.name] = {
                 "samples": int((df["event"] == "tcp_probe").sum()) if not df.empty else 0,
