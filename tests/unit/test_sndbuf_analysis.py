@@ -12,6 +12,7 @@ from mptcplab.analysis.cwnd_events import Socket, count_without_loss, reductions
 from mptcplab.analysis.sendbuffer import eq1_required_bytes, locked_sndbuf, parse_wmem, upstream_unlocked_sndbuf
 from mptcplab.errors import LabInputError
 from mptcplab.labrun import RunOptions, repetitions, uniform_repetitions
+from mptcplab.results.model import Repetition
 from mptcplab.tools.latency import LatencyFiles, LatencyParams, client_argv
 
 
@@ -125,3 +126,61 @@ def test_latency_cc_reaches_the_client_argv() -> None:
     assert "--cc" not in client_argv(LatencyParams(server_address="10.0.0.2"), files, Path("/bin/x"))
     with pytest.raises(ValueError):
         LatencyParams(server_address="10.0.0.2", cc="cubic; rm")
+
+
+def rep_record(**extra: object) -> Repetition:
+    base: dict[str, object] = {
+        "name": "s", "rep": 1, "goodput_mbps": 90.0,
+        "subflows": [
+            {"path": "A", "bytes": 10_000_000, "rtt_min_ms": 0.1, "path_rate_mbps": 100.0,
+             "retransmissions": 2, "mptcp_retransmissions": 5},
+            {"path": "B", "bytes": 2_000_000, "rtt_min_ms": 80.0, "path_rate_mbps": 100.0,
+             "retransmissions": 0, "mptcp_retransmissions": 1},
+        ],
+        "flows": [{"name": "main", "kind": "latency", "role": "measured",
+                   "latency": {"sndbuf_effective": 1048576, "blocked_blocks": 70, "blocked_share": 0.9}}],
+        "probes": {"nstat": {"client": {"MPTcpExtMPTCPRetrans": 6}, "server": {"MPTcpExtOFOQueue": 9}},
+                   "tcp_probe": {"cwnd_reductions": {
+                       "10.0.1.2:1": {"path": "A", "samples": 100, "reductions": 3, "without_loss": 1},
+                       "10.0.3.2:2": {"path": "B", "samples": 50, "reductions": 4, "without_loss": 4}}}},
+    }
+    base.update(extra)
+    return Repetition.model_validate(base)
+
+
+def test_cc_depth_metrics_read_the_record() -> None:
+    from mptcplab.metrics import METRICS, Select
+
+    r = rep_record()
+
+    def m(name: str, path: str | None = None) -> float | None:
+        return METRICS[name].per_rep(r, Select(path=path))
+
+    assert m("eq1_required_bytes") == pytest.approx(4.0e6)
+    assert m("eq1_buffer_ratio") == pytest.approx(1048576 / 4.0e6)
+    assert (m("mptcp_retransmissions", "A"), m("mptcp_retransmissions")) == (5.0, 6.0)
+    assert m("nstat_mptcp_retrans") == 6.0
+    assert m("tcp_retransmissions", "A") == 2.0 and m("tcp_retransmissions", "B") == 0.0
+    assert (m("cwnd_reductions", "A"), m("cwnd_reductions_no_loss", "A"), m("cwnd_reductions_no_loss")) == (3, 1, 5)
+    assert (m("send_waits"), m("blocked_share")) == (70.0, 0.9)
+    # absent evidence is None, not 0: no probes, a subflow without samples, no buffer read back
+    bare = rep_record(probes={}, flows=[])
+    assert METRICS["nstat_mptcp_retrans"].per_rep(bare, Select()) is None
+    assert METRICS["cwnd_reductions"].per_rep(bare, Select(path="A")) is None
+    assert METRICS["eq1_buffer_ratio"].per_rep(bare, Select()) is None
+    nosamples = rep_record(probes={"tcp_probe": {"cwnd_reductions": {
+        "x": {"path": "B", "samples": 0, "reductions": 0, "without_loss": 0}}}})
+    assert METRICS["cwnd_reductions"].per_rep(nosamples, Select(path="B")) is None
+    # a path without an RTT: Eq (1) is unknown
+    norate = rep_record(subflows=[{"path": "A", "bytes": 1, "rtt_min_ms": None, "path_rate_mbps": 100.0}])
+    assert METRICS["eq1_required_bytes"].per_rep(norate, Select()) is None
+
+
+def test_min_and_std_statistics() -> None:
+    from mptcplab.results.aggregate import scenario_value
+
+    reps = [rep_record(goodput_mbps=g, rep=i) for i, g in enumerate((42.4, 49.8, 46.0), 1)]
+    assert scenario_value(reps, "goodput_min_mbps").value == 42.4
+    assert scenario_value(reps, "goodput_max_mbps").value == 49.8
+    assert scenario_value(reps, "goodput_sd_mbps").value == pytest.approx(3.7005, abs=1e-3)
+    assert scenario_value(reps[:1], "goodput_sd_mbps").value is None
