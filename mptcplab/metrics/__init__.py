@@ -7,6 +7,8 @@ here calling ``register``, and one import line below.
 from . import (
     cc_depth,  # noqa: F401  (the send-buffer lab's: Eq (1), retransmissions, cwnd)
     core,  # noqa: F401  (registers on import)
+    latency,  # noqa: F401  (the latency flow kind, flow goodput)
+    memory,  # noqa: F401  (the ss_interval socket-memory probe)
 )
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 
