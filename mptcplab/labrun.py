@@ -71,12 +71,23 @@ def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
     return [s for s in lab.scenarios if s.name in wanted]
 
 
-def repetitions(lab: Lab, opts: RunOptions) -> int:
+def repetitions(lab: Lab, opts: RunOptions, sc: ScenarioRun | None = None) -> int:
+    """Repetitions of ``sc`` (of the lab when None): --reps, else the quick count, else the
+    scenario's own ``repetitions`` (a scenario's override may set it: a paper ran its cases
+    a different number of times), else the lab's."""
     if opts.reps is not None:
         if opts.reps < 1:
             raise LabInputError("command line", "--reps", "must be at least 1")
         return opts.reps
-    return lab.experiment.quick.repetitions if opts.quick else lab.experiment.repetitions
+    if opts.quick:
+        return lab.experiment.quick.repetitions
+    return sc.body.repetitions if sc is not None else lab.experiment.repetitions
+
+
+def uniform_repetitions(lab: Lab, opts: RunOptions, scenarios: Sequence[ScenarioRun]) -> int | None:
+    """The one repetition count of these scenarios, None when they differ."""
+    counts = {repetitions(lab, opts, sc) for sc in scenarios}
+    return counts.pop() if len(counts) == 1 else None
 
 
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
@@ -87,13 +98,16 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     line as comments."""
     backend_cls = backends.get(opts.backend)
     ctx = RunContext(lab, emulator, opts.quick, calibrate=opts.calibrate)
-    reps = repetitions(lab, opts)
+    selected = select_scenarios(lab, opts.scenarios)
+    same = uniform_repetitions(lab, opts, selected)
+    reps = f"{same}" if same is not None else "{" + ", ".join(
+        f"{sc.name}: {repetitions(lab, opts, sc)}" for sc in selected) + "}"
     run_dir = _run_dir_form(opts.results_root / lab.name / "<run-id>", backend_cls)
     backend, naming = backend_cls.for_dry_run(lab, run_dir)
     how = "" if emulation_forced else \
         f" (not probed: a dry run creates nothing; a run picks {backend_cls.emulator_rule()})"
     scaled = f"; rates scaled ×{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
-    out(f"# lab {lab.name}: {len(select_scenarios(lab, opts.scenarios))} scenario(s) x {reps} repetition(s); "
+    out(f"# lab {lab.name}: {len(selected)} scenario(s) x {reps} repetition(s); "
         f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
     for line in notes:
         out(f"# {line}")
@@ -127,7 +141,8 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
     unsupported(lab)
     scenarios = select_scenarios(lab, opts.scenarios)
-    reps = repetitions(lab, opts)
+    planned = {sc.name: repetitions(lab, opts, sc) for sc in scenarios}
+    reps = uniform_repetitions(lab, opts, scenarios)
     _clean_all(opts.backend)  # whatever a killed earlier run left behind
     store.mark_dead_runs(opts.results_root)  # runs a kill -9 ended before they could say so
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
@@ -149,7 +164,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
     run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
     run_dir = _run_dir_form(run_dir, backend_cls)
     # on a terminal a live status line; every line of the run goes above it (progress.log)
-    progress = Progress.for_run(len(scenarios) * reps, log)
+    progress = Progress.for_run(sum(planned.values()), log)
     log = progress.log
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
                      make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog), progress=progress)
@@ -171,14 +186,15 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             rec = fut.result()
             rec["dir"] = str(m.job.out.relative_to(run_dir))
             records.append(rec)
-            _log_rep(log, rec, reps, m.seconds, lab.scale)
+            _log_rep(log, rec, planned[rec['name']], m.seconds, lab.scale)
             store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
 
     try:
         for sc in scenarios:
-            for rep in range(1, reps + 1):
+            sc_reps = planned[sc.name]
+            for rep in range(1, sc_reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
-                progress.begin(sc.name, rep, reps)
+                progress.begin(sc.name, rep, sc_reps)
                 m = RepRunner(ctx, sc, rep, outdir).measure()
                 progress.finished()
                 if m.job.calibration:
@@ -281,7 +297,7 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
 
 
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
-             records: list[dict[str, Any]], reps: int) -> dict[str, Any]:
+             records: list[dict[str, Any]], reps: int | None) -> dict[str, Any]:
     timing: list[str] = []  # what makes timing numbers wrong: link calibration, CPU, delay line
     invalid: list[str] = []  # what makes the evidence itself wrong
     for r in records:

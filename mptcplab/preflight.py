@@ -117,7 +117,7 @@ def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[P
     body = sc.body
     tag = f" (scenario {sc.name})"
     for fname, flow in body.traffic.flows.items():
-        cc = getattr(flow, "cc", None)  # iperf3 flows only
+        cc = getattr(flow, "cc", None)  # iperf3 and latency flows
         if cc and facts.congestion_controls is not None and cc not in facts.congestion_controls:
             have = " ".join(sorted(facts.congestion_controls))
             yield LabInputError(file, f"traffic.flows.{fname}.cc",

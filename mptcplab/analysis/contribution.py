@@ -74,6 +74,8 @@ def assess(results: Sequence[SubflowResult], spec: FlowSpec) -> None:
     for r in results:
         got = delivered(r)
         r.expected_share = shares.get(r.path) if r.path is not None else None
+        rate = spec.path_rates_bps.get(r.path) if r.path is not None else None
+        r.path_rate_mbps = rate / 1e6 if rate else None
         if got < MIN_SEGMENTS * FULL_SEGMENT or r.bytes <= 0:
             r.contributed = False
         elif r.expected_share is not None:

@@ -109,6 +109,9 @@ class SubflowResult:
     #: the share of the connection's acknowledged bytes this path would carry at its
     #: configured rate (None: rates not configured for every expected path)
     expected_share: float | None = None
+    #: the lowest configured rate on this subflow's path in the data's direction, Mbit/s
+    #: (labspec.path_rates; None: no rate configured on the path)
+    path_rate_mbps: float | None = None
     #: the subflow contributed to the transfer by the rule in contribution.py
     contributed: bool = False
     #: RTT from the capture (data segment -> first ACK covering it, Karn's rule; depth.py),

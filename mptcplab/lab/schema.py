@@ -421,6 +421,8 @@ class LatencyFlow(_FlowBase):
     blocks_per_s: float | None = Field(default=None, gt=0, le=10_000_000, description="blocks per second")
     sndbuf: str | int | None = Field(default=None, description="the client's SO_SNDBUF (locked)")
     rcvbuf: str | int | None = Field(default=None, description="the server's SO_RCVBUF (locked)")
+    cc: KernelName | None = Field(default=None, description="the sender's congestion control, set on its socket "
+                                  "(TCP_CONGESTION; MPTCP applies it to every subflow)")
 
     _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
     _size = field_validator("block", "sndbuf", "rcvbuf")(classmethod(lambda cls, v: _check(parse_size, v)))

@@ -17,7 +17,9 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from ..results.model import Repetition
 
-Statistic = Literal["mean", "median", "max"]
+#: "min" and "std" (the sample standard deviation, needs two repetitions) exist for papers
+#: that print a range and a standard deviation next to their mean (Kato et al. 2020)
+Statistic = Literal["mean", "median", "max", "min", "std"]
 #: what a finding can select besides the scenario
 SELECTORS = frozenset({"path", "flow", "window"})
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.cwnd_events import counts_by_subflow, subflow_reductions
 from . import memory
 from .base import probes_dir
 from .join import sender_samples, subflow_series
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from ..lab.schema import ExperimentBody
 
 SERIES_FILE = "subflow_series.csv"
+REDUCTIONS_FILE = "cwnd_reductions.csv"
 
 
 def table_file(name: str) -> str:
@@ -46,10 +48,17 @@ def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload
                 lost = lost_events((d / TRACE_FILE).read_text(errors="replace"))
             except OSError:
                 lost = 0
+            # cwnd reductions of each subflow's sender, with and without a retransmission
+            # (analysis/cwnd_events.py has the definition)
+            episodes = subflow_reductions(df, fa.subflows, upload)
+            if fa.t0_epoch is not None and not episodes.empty:  # the time series' origin
+                episodes[["start_t", "end_t"]] = (episodes[["start_t", "end_t"]] - fa.t0_epoch).round(6)
+            episodes.to_csv(d / REDUCTIONS_FILE, index=False)
             summary[cls.name] = {
                 "samples": int((df["event"] == "tcp_probe").sum()) if not df.empty else 0,
                 "retransmits": int((df["event"] == "tcp_retransmit_skb").sum()) if not df.empty else 0,
                 "lost_events": lost, "subflows": len(fa.subflows), "subflows_with_samples": with_samples,
+                "cwnd_reductions": counts_by_subflow(df, fa.subflows, upload, episodes),
             }
             if lost:
                 warnings.append(f"tcp_probe: the trace buffer overflowed, {lost} events lost: the cwnd series "

@@ -42,11 +42,15 @@ def per_rep_values(reps: Iterable[Repetition], metric: str, path: str | None = N
     return [m.per_rep(r, sel) for r in reps]
 
 
-def _combine(xs: Sequence[float], how: Statistic) -> float:
+def _combine(xs: Sequence[float], how: Statistic) -> float | None:
     if how == "mean":
         return statistics.fmean(xs)
     if how == "median":
         return float(statistics.median(xs))
+    if how == "min":
+        return min(xs)
+    if how == "std":  # one repetition has no spread
+        return statistics.stdev(xs) if len(xs) > 1 else None
     return max(xs)
 
 

@@ -89,6 +89,8 @@ class Subflow(_Model):
     last_ack_advance_t: float | None = None
     #: the share this path would carry at its configured rate (None: rates not configured)
     expected_share: float | None = None
+    #: the lowest configured rate on this subflow's path in the data's direction, Mbit/s
+    path_rate_mbps: float | None = None
     #: contributed to the transfer by the rule of analysis/contribution.py
     contributed: bool | None = None
     #: RTT from the capture (analysis/depth.py), ms; rtt_samples 0: none measured
@@ -200,6 +202,8 @@ class LatencyMetrics(_Model):
     mptcp_active: bool | None = None
     #: subflows alive at the end (MPTCP_INFO), the initial one included
     subflows: int | None = None
+    #: the sender socket's congestion control at the end (TCP_CONGESTION read back)
+    cc: str | None = None
 
 
 class ConnectionsCheck(_Model):

@@ -48,7 +48,7 @@ def params(flow: LatencyFlow, ctx: KindContext) -> LatencyParams:
         duration_s=ctx.duration_s, rate_bps=float(parse_rate(flow.rate)) if flow.rate is not None else None,
         rate_blocks_per_s=flow.blocks_per_s,
         sndbuf=parse_size(flow.sndbuf) if flow.sndbuf is not None else None,
-        rcvbuf=parse_size(flow.rcvbuf) if flow.rcvbuf is not None else None)
+        rcvbuf=parse_size(flow.rcvbuf) if flow.rcvbuf is not None else None, cc=flow.cc)
 
 
 def _finite(v: float | None, digits: int = 3) -> float | None:
@@ -104,6 +104,7 @@ class LatencyKind(TrafficKind[LatencyFlow]):
             "blocked_blocks": r.blocked.blocked_blocks,
             "sent_mbps": _finite(r.rate.sent_bps / 1e6), "goodput_mbps": _finite(r.rate.received_bps / 1e6),
             "mptcp_active": client.mptcp_active, "subflows": client.subflow_count,
+            "cc": client.raw.get("cc"),
         }
         return Outcome(goodput_mbps=metrics["goodput_mbps"], sender_mbps=metrics["sent_mbps"],
                        seconds=span, error=error, metrics=metrics)

@@ -121,6 +121,7 @@ struct opts {
 	const char *port;
 	const char *bind_addr;  /* client: source address */
 	int tcp;                /* plain TCP instead of IPPROTO_MPTCP */
+	const char *cc;         /* TCP_CONGESTION per socket (NULL: the namespace's default) */
 	long long sndbuf, rcvbuf; /* -1: leave to autotuning */
 	int force_buffers;
 	uint32_t block;
@@ -290,6 +291,11 @@ static int new_socket(int family, const struct opts *o)
 	if (fd < 0)
 		die("socket(%s): %s%s", o->tcp ? "TCP" : "MPTCP", strerror(errno),
 		    o->tcp ? "" : " (is net.mptcp.enabled 1 in this namespace?)");
+	/* per socket, before connect/listen: an MPTCP socket applies it to every subflow.
+	 * A namespace cannot pick a default outside the host's allowed list, a socket
+	 * of a privileged process can (as iperf3 -C does). */
+	if (o->cc && setsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, o->cc, (socklen_t)strlen(o->cc)) != 0)
+		die("setsockopt(TCP_CONGESTION, %s): %s", o->cc, strerror(errno));
 	return fd;
 }
 
@@ -450,6 +456,17 @@ static void json_bufs(FILE *f, const char *name, const struct bufs *b, int force
 		fprintf(f, "%lld", b->requested);
 	fprintf(f, ", \"forced\": %s, \"after_setsockopt\": %d, \"established\": %d, \"at_end\": %d}",
 		forced && b->requested >= 0 ? "true" : "false", b->after_set, b->established, b->at_end);
+}
+
+static void json_cc(FILE *f, int fd)
+{
+	char name[32] = {0};
+	socklen_t len = sizeof(name) - 1;
+	fprintf(f, ",\n  \"cc\": ");
+	if (fd >= 0 && getsockopt(fd, IPPROTO_TCP, TCP_CONGESTION, name, &len) == 0)
+		json_str(f, name);
+	else
+		fprintf(f, "null");
 }
 
 static void json_common(FILE *f, const struct opts *o, const struct sockinfo *si)
@@ -626,6 +643,7 @@ static int run_server(struct opts *o)
 
 	FILE *f = open_json(o->json_path);
 	json_common(f, o, &si);
+	json_cc(f, fd);
 	fprintf(f, ",\n  \"connected\": %s, \"interrupted\": %s, \"eof\": %s, \"partial_block\": %s",
 		fd >= 0 ? "true" : "false", stop_flag ? "true" : "false", eof ? "true" : "false",
 		lat_reasm_at_boundary(&r) ? "false" : "true");
@@ -793,6 +811,7 @@ static int run_client(struct opts *o)
 
 	FILE *f = open_json(o->json_path);
 	json_common(f, o, &si);
+	json_cc(f, fd);
 	double dur = (double)(t_last - t0) / 1e9;
 	fprintf(f, ",\n  \"mode\": \"%s\", \"block_bytes\": %u, \"rate_blocks_per_s\": ", o->rate_blocks > 0 ? "rate" : "bulk",
 		o->block);
@@ -832,9 +851,9 @@ static int run_client(struct opts *o)
 /* ---------------------------------------------------------------- arguments */
 
 static const char USAGE[] =
-	"usage: mptcplab-latency server --port P [--listen ADDR] [--tcp] [--sndbuf B] [--rcvbuf B]\n"
+	"usage: mptcplab-latency server --port P [--listen ADDR] [--tcp] [--cc NAME] [--sndbuf B] [--rcvbuf B]\n"
 	"                               [--force-buffers] --json FILE [--records FILE]\n"
-	"       mptcplab-latency client --connect ADDR --port P [--bind ADDR] [--tcp] [--sndbuf B]\n"
+	"       mptcplab-latency client --connect ADDR --port P [--bind ADDR] [--tcp] [--cc NAME] [--sndbuf B]\n"
 	"                               [--rcvbuf B] [--force-buffers] [--block N]\n"
 	"                               [--duration S] [--blocks N | --bytes N]\n"
 	"                               [--rate-bps R | --rate-blocks R] [--connect-timeout S]\n"
@@ -853,6 +872,7 @@ static const char USAGE[] =
 	"                       the kernel stores 2*B, B capped by net.core.wmem_max/rmem_max);\n"
 	"                       without them the kernel autotunes (tcp_wmem/tcp_rmem)\n"
 	"  --force-buffers      SO_SNDBUFFORCE/SO_RCVBUFFORCE: no net.core cap (CAP_NET_ADMIN)\n"
+	"  --cc NAME            TCP_CONGESTION on the socket (MPTCP: on every subflow)\n"
 	"  --block N            block size in bytes, header included (32..64 MiB, default 8192)\n"
 	"  --json FILE          summary: bytes, blocks, buffers read back, MPTCP_INFO, TCP_INFO\n"
 	"                       (per subflow for MPTCP), errors\n"
@@ -912,7 +932,7 @@ int main(int argc, char **argv)
 		usage_exit("the first argument is server or client");
 
 	enum { O_LISTEN = 256, O_CONNECT, O_PORT, O_BIND, O_TCP, O_SNDBUF, O_RCVBUF, O_FORCE, O_BLOCK, O_DURATION,
-	       O_BLOCKS, O_BYTES, O_RATE_BPS, O_RATE_BLOCKS, O_JSON, O_RECORDS, O_CTIMEOUT, O_HELP };
+	       O_BLOCKS, O_BYTES, O_RATE_BPS, O_RATE_BLOCKS, O_JSON, O_RECORDS, O_CTIMEOUT, O_CC, O_HELP };
 	static const struct option lo[] = {
 		{"listen", required_argument, 0, O_LISTEN}, {"connect", required_argument, 0, O_CONNECT},
 		{"port", required_argument, 0, O_PORT}, {"bind", required_argument, 0, O_BIND},
@@ -922,7 +942,8 @@ int main(int argc, char **argv)
 		{"blocks", required_argument, 0, O_BLOCKS}, {"bytes", required_argument, 0, O_BYTES},
 		{"rate-bps", required_argument, 0, O_RATE_BPS}, {"rate-blocks", required_argument, 0, O_RATE_BLOCKS},
 		{"json", required_argument, 0, O_JSON}, {"records", required_argument, 0, O_RECORDS},
-		{"connect-timeout", required_argument, 0, O_CTIMEOUT}, {"help", no_argument, 0, O_HELP},
+		{"connect-timeout", required_argument, 0, O_CTIMEOUT}, {"cc", required_argument, 0, O_CC},
+		{"help", no_argument, 0, O_HELP},
 		{0, 0, 0, 0}};
 	unsigned long long bytes = 0;
 	double rate_bps = 0;
@@ -941,6 +962,11 @@ int main(int argc, char **argv)
 		}
 		case O_BIND: o.bind_addr = optarg; break;
 		case O_TCP: o.tcp = 1; break;
+		case O_CC:
+			if (!*optarg || strlen(optarg) >= 16) /* TCP_CA_NAME_MAX */
+				usage_exit("--cc must be 1..15 characters");
+			o.cc = optarg;
+			break;
 		case O_SNDBUF: o.sndbuf = (long long)parse_u64("--sndbuf", optarg); if (o.sndbuf > INT_MAX / 2) usage_exit("--sndbuf too big"); break;
 		case O_RCVBUF: o.rcvbuf = (long long)parse_u64("--rcvbuf", optarg); if (o.rcvbuf > INT_MAX / 2) usage_exit("--rcvbuf too big"); break;
 		case O_FORCE: o.force_buffers = 1; break;

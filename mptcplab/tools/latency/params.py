@@ -64,6 +64,10 @@ class LatencyParams:
     server_sndbuf: int | None = None
     force_buffers: bool = False
     connect_timeout_s: float = 5.0
+    #: the sender's congestion control (TCP_CONGESTION on its socket; MPTCP: every subflow).
+    #: None: the namespace's default, which a namespace inherits from the host and may not
+    #: change to one outside net.ipv4.tcp_allowed_congestion_control
+    cc: str | None = None
 
     def __post_init__(self) -> None:
         for name in ("server_address", "bind", "listen_address"):
@@ -73,6 +77,8 @@ class LatencyParams:
                     ipaddress.ip_address(v)
                 except ValueError:
                     raise ValueError(f"latency: {name} {v!r} is not an IP address") from None
+        if self.cc is not None and not (0 < len(self.cc) < 16 and self.cc.replace("_", "").replace("-", "").isalnum()):
+            raise ValueError(f"latency: cc {self.cc!r} is not a congestion control name")
         if not 1 <= self.port <= 65535:
             raise ValueError(f"latency: port {self.port} is not 1..65535")
         if not HEADER_BYTES <= self.block_bytes <= MAX_BLOCK_BYTES:
@@ -168,6 +174,8 @@ def client_argv(p: LatencyParams, files: LatencyFiles, binary: Path | None = Non
         argv += ["--bind", p.bind]
     if not p.mptcp:
         argv.append("--tcp")
+    if p.cc is not None:
+        argv += ["--cc", p.cc]
     argv += _buffers(p.sndbuf, p.client_rcvbuf, p.force_buffers)
     argv += ["--block", str(p.block_bytes)]
     if p.duration_s is not None:

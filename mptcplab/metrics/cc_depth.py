@@ -1,0 +1,146 @@
+"""The send-buffer lab's metrics (Kato et al. 2019/2020): Eq (1)'s requirement and whether
+the connection's buffer meets it, the goodput's spread, MPTCP- and TCP-level
+retransmissions, cwnd reductions with and without loss, and the sender's waits for buffer.
+
+Every value is read from the repetition's record (rep.json), never from its files: the
+record is complete when the summary is built (the analysis worker wrote it), whatever
+directory the reader runs in. A value the record does not have (an older run, a flow kind
+without it, no tcp_probe probe) is None, not 0.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from ..analysis.sendbuffer import eq1_required_bytes
+from .base import Metric, Select, register
+
+if TYPE_CHECKING:
+    from ..results.model import FlowResult, LatencyMetrics, Repetition
+
+PATH = frozenset({"path"})
+FLOW = frozenset({"flow"})
+
+
+def _goodput(r: Repetition, _sel: Select) -> float | None:
+    return r.goodput_mbps
+
+
+def eq1_bytes(r: Repetition) -> float | None:
+    """Eq (1) for this repetition: the configured rates of the paths its subflows used
+    (Subflow.path_rate_mbps) x the largest RTT the capture measured on them (rtt_min_ms:
+    the base RTT, without the queue the transfer built) x 2. None without a rate or an
+    RTT on every path."""
+    rates: dict[str, float] = {}
+    rtts: list[float] = []
+    for s in r.subflows:
+        if s.path is None or not s.bytes:
+            continue
+        if s.path_rate_mbps is None or s.rtt_min_ms is None:
+            return None
+        rates[s.path] = s.path_rate_mbps * 1e6
+        rtts.append(s.rtt_min_ms / 1000.0)
+    return eq1_required_bytes(list(rates.values()), rtts)
+
+
+def _eq1(r: Repetition, _sel: Select) -> float | None:
+    return eq1_bytes(r)
+
+
+def _flow(r: Repetition, name: str | None) -> FlowResult | None:
+    """The named flow, or the measured one (the first measured flow is the record's top level)."""
+    if name is not None:
+        return next((f for f in r.flows if f.name == name), None)
+    return next((f for f in r.flows if f.role == "measured"), None)
+
+
+def _latency(r: Repetition, sel: Select) -> LatencyMetrics | None:
+    f = _flow(r, sel.flow)
+    return f.latency if f is not None else None
+
+
+def _eq1_ratio(r: Repetition, sel: Select) -> float | None:
+    lat = _latency(r, sel)
+    need = eq1_bytes(r)
+    if lat is None or lat.sndbuf_effective is None or not need:
+        return None
+    return lat.sndbuf_effective / need
+
+
+def _latency_field(field: str) -> Callable[[Repetition, Select], float | None]:
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        lat = _latency(r, sel)
+        v = getattr(lat, field) if lat is not None else None
+        return float(v) if v is not None else None
+    return per_rep
+
+
+def _subflow_sum(field: str) -> Callable[[Repetition, Select], float | None]:
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        subs = r.subflows_on(sel.path)
+        vals = [getattr(s, field) for s in subs]
+        if subs and all(v is None for v in vals):
+            return None
+        # a path without a subflow sent nothing: no retransmission is the measurement
+        return float(sum(v or 0 for v in vals))
+    return per_rep
+
+
+def _probes(r: Repetition) -> dict[str, Any]:
+    extra = r.model_extra or {}
+    p = extra.get("probes")
+    return p if isinstance(p, dict) else {}
+
+
+def _nstat_retrans(r: Repetition, _sel: Select) -> float | None:
+    nstat = _probes(r).get("nstat")
+    if not isinstance(nstat, dict):
+        return None  # no nstat probe in this repetition
+    # the record keeps the MPTcpExt counters that moved, per node; only the data sender
+    # retransmits at the MPTCP level, so the sum over the end nodes is the sender's count
+    return float(sum(int(c.get("MPTcpExtMPTCPRetrans", 0)) for c in nstat.values() if isinstance(c, dict)))
+
+
+def _reductions(key: str) -> Callable[[Repetition, Select], float | None]:
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        tp = _probes(r).get("tcp_probe")
+        counts = tp.get("cwnd_reductions") if isinstance(tp, dict) else None
+        if not isinstance(counts, dict):
+            return None  # no tcp_probe probe, or a run before this count existed
+        mine = [c for c in counts.values() if sel.path is None or c.get("path") == sel.path]
+        if any(c.get("samples", 0) == 0 for c in mine):
+            return None  # a subflow without tcp_probe samples: its reductions are unknown
+        return float(sum(int(c.get(key, 0)) for c in mine))
+    return per_rep
+
+
+for _m in [
+    Metric("goodput_min_mbps", _goodput, "min", "the measured flow's receiver-side goodput (lowest repetition)",
+           unit="Mbit/s", scales=True),
+    Metric("goodput_max_mbps", _goodput, "max", "the measured flow's receiver-side goodput (highest repetition)",
+           unit="Mbit/s", scales=True),
+    Metric("goodput_sd_mbps", _goodput, "std", "the measured flow's receiver-side goodput (sample standard "
+           "deviation over repetitions)", unit="Mbit/s", scales=True),
+    Metric("eq1_required_bytes", _eq1, "mean", "Eq (1) of Kato et al.: the sum of the used paths' configured "
+           "rates x the largest capture-measured base RTT (rtt_min_ms) x 2", unit="bytes"),
+    Metric("eq1_buffer_ratio", _eq1_ratio, "mean", "the MPTCP socket's send buffer as getsockopt read it back at "
+           "the end (latency flows) / Eq (1)'s requirement: >= 1 meets it", accepts=FLOW),
+    Metric("send_waits", _latency_field("blocked_blocks"), "mean", "writes of the sender that had to wait for "
+           "send-buffer space (latency flows; the paper's starvations counted sk_stream_wait_memory calls)",
+           accepts=FLOW),
+    Metric("blocked_share", _latency_field("blocked_share"), "mean", "fraction of the sender's writing time spent "
+           "waiting for send-buffer space (latency flows)", accepts=FLOW),
+    Metric("mptcp_retransmissions", _subflow_sum("mptcp_retransmissions"), "mean", "MPTCP-level re-sends on the "
+           "path's subflows: data mapped before, mapped again (capture, analysis/depth.py)", accepts=PATH),
+    Metric("nstat_mptcp_retrans", _nstat_retrans, "mean", "the kernel's MPTcpExtMPTCPRetrans delta over the "
+           "repetition, summed over the flow's end nodes (nstat probe)"),
+    Metric("tcp_retransmissions", _subflow_sum("retransmissions"), "mean", "TCP-level retransmitted segments of "
+           "the path's subflows (capture)", accepts=PATH),
+    Metric("cwnd_reductions", _reductions("reductions"), "mean", "cwnd reductions of the path's subflow senders "
+           "(tcp_probe; analysis/cwnd_events.py)", accepts=PATH),
+    Metric("cwnd_reductions_no_loss", _reductions("without_loss"), "mean", "cwnd reductions of the path's subflow "
+           "senders with no TCP retransmission from 2 srtt before to their end (tcp_probe; "
+           "analysis/cwnd_events.py)", accepts=PATH),
+]:
+    register(_m)
