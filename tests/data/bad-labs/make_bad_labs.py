@@ -286,7 +286,7 @@ CASES = [
          edit=lambda d: d["values"][0].update(scenario="tcp-b")),
     Case("pub-duplicate-id", P, "two values with one id", "values[1].id", "duplicate id",
          edit=lambda d: d["values"].append(dict(d["values"][0]))),
-    Case("pub-bad-metric", P, "a metric the report does not compute", "values[0].metric", "must be",
+    Case("pub-bad-metric", P, "a metric the report does not compute", "values[0].metric", "unknown metric 'latency'",
          edit=lambda d: d["values"][0].update(metric="latency")),
     Case("pub-unknown-field", P, "a misspelt field", "findings[0].statment", "unknown field",
          edit=lambda d: d["findings"][0].update(statment="x")),
