@@ -198,6 +198,7 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
             if tool not in facts.tools:
                 problems.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}), "
                                              "which this lab's traffic kinds run"))
+        problems += [HostNotReady(why) for k in sorted(kinds) if (why := KINDS[k].host_problem())]
         problems += _probe_problems(scenarios, facts)
         if results_root is not None:
             bad = _results_problem(results_root) or _results_problem(results_root / lab.name)

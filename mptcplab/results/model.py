@@ -172,6 +172,36 @@ class ChurnMetrics(_Model):
     errors: dict[str, int] = Field(default_factory=dict)
 
 
+class LatencyMetrics(_Model):
+    """The latency tool's flow (traffic/latency.py): per-block delay (receive time minus the
+    sender's write time, one clock) over the received blocks, in ms; the buffers as
+    getsockopt read them back at the end (a locked buffer holds twice the request, capped
+    by net.core.wmem_max/rmem_max); the time the sender waited for send-buffer space."""
+
+    blocks: int = 0
+    blocks_sent: int | None = None
+    block_bytes: int | None = None
+    min_ms: float | None = None
+    mean_ms: float | None = None
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    p99_ms: float | None = None
+    max_ms: float | None = None
+    sndbuf_requested: int | None = None
+    sndbuf_effective: int | None = None
+    rcvbuf_requested: int | None = None
+    rcvbuf_effective: int | None = None
+    blocked_s: float | None = None
+    #: blocked_s / the sender's writing time
+    blocked_share: float | None = None
+    blocked_blocks: int | None = None
+    sent_mbps: float | None = None
+    goodput_mbps: float | None = None
+    mptcp_active: bool | None = None
+    #: subflows alive at the end (MPTCP_INFO), the initial one included
+    subflows: int | None = None
+
+
 class ConnectionsCheck(_Model):
     """Every connection to the flow's server port in the capture (http, churn): how many
     completed their handshake (``seen``; ``unfinished`` never did and carry nothing), how
@@ -206,6 +236,7 @@ class FlowResult(Flow):
     udp: UdpMetrics | None = None
     http: HttpMetrics | None = None
     churn: ChurnMetrics | None = None
+    latency: LatencyMetrics | None = None
     connections: ConnectionsCheck | None = None
 
 

@@ -2,7 +2,8 @@
 TrafficKind interface, looked up here by name.
 
 Kinds: iperf3 (bulk TCP/MPTCP, duration or byte count), udp (iperf3 -u at a rate),
-http (busybox httpd + wrk), churn (many short connections, traffic/churn_tool.py).
+http (busybox httpd + wrk), churn (many short connections, traffic/churn_tool.py),
+latency (the project's block-latency tool, native/latency).
 Adding one: a module with a TrafficKind subclass, a schema class in lab/schema.py (the
 Flow union), an entry in KINDS below, and its section in docs/lab-format.md.
 """
@@ -25,10 +26,12 @@ from .iperf3 import (
     iperf3_has_multipath,
     read_iperf3,
 )
+from .latency import LatencyKind
 from .udp import UdpKind
 
 #: kind name -> the object that runs flows of that kind
-KINDS: dict[str, TrafficKind[Any]] = {k.name: k for k in (Iperf3Kind(), UdpKind(), HttpKind(), ChurnKind())}
+KINDS: dict[str, TrafficKind[Any]] = {k.name: k for k in (Iperf3Kind(), UdpKind(), HttpKind(), ChurnKind(),
+                                                             LatencyKind())}
 
 
 def kind_of(flow: Flow) -> TrafficKind[Any]:

@@ -112,7 +112,7 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         "cpu": {"client": o.cpu_host, "server": o.cpu_remote},
         "mptcp": {"requested": flow.mptcp},
     }
-    if flow.kind in ("udp", "http", "churn"):
+    if flow.kind in ("udp", "http", "churn", "latency"):
         rec[flow.kind] = dict(o.metrics)
     parts = FlowParts(name, o, rec)
     if o.error:

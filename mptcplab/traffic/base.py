@@ -76,6 +76,11 @@ class TrafficKind(ABC, Generic[F]):
     #: the server exits by itself when its client is done (iperf3 -1); others get SIGTERM
     server_exits: ClassVar[bool] = False
 
+    def host_problem(self) -> str | None:
+        """What this host lacks to run the kind beyond ``tools`` (a program the project
+        builds itself), as one line; None when nothing. Preflight asks it."""
+        return None
+
     def ready_cmd(self, flow: F) -> Cmd:
         """A command whose non-empty output says the server listens (repeated until it does)."""
         return cmd("ss", "-Hltn", f"sport = :{flow.port}", node=flow.server, check=False)

@@ -50,7 +50,7 @@ def test_kind_defaults_to_iperf3_and_registry_covers_every_schema_class():
     assert isinstance(flow(), IperfFlow) and kind_of(flow()).name == "iperf3"
     assert isinstance(flow(kind="udp", rate="10mbit"), UdpFlow)
     assert isinstance(flow(kind="http"), HttpFlow) and isinstance(flow(kind="churn"), ChurnFlow)
-    assert set(KINDS) == {"iperf3", "udp", "http", "churn"}
+    assert set(KINDS) == {"iperf3", "udp", "http", "churn", "latency"}
 
 
 def test_iperf3_byte_count_replaces_the_duration():
