@@ -21,6 +21,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from ..metrics.buffers import app_bytes, wire_bytes, wire_minus_app
 from .model import Manifest, Repetition, Summary
 
 #: ``<family>-rmem<N>k|m`` or ``<family>-b<N>k|m`` (b: the paper's buffer of a scaled family)
@@ -49,24 +50,9 @@ def rmem_max(manifest: Manifest, scenario: str, node: str = "server") -> int | N
     return int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else None
 
 
-def app_bytes(rep: Repetition) -> float | None:
-    """Bytes the receiving application got: goodput x duration (iperf3's receiver)."""
-    if rep.goodput_mbps is None or rep.duration_s is None:
-        return None
-    return rep.goodput_mbps * 1e6 / 8 * rep.duration_s
-
-
-def wire_bytes(rep: Repetition, path: str | None = None) -> int | None:
-    """Payload bytes the capture saw on the subflows of ``path`` (None: all), re-sends included."""
-    subs = rep.subflows_on(path)
-    vals = [s.bytes for s in subs if s.bytes is not None]
-    return int(sum(vals)) if vals else None
-
-
 def resent_bytes(rep: Repetition) -> float | None:
-    """Wire bytes minus application bytes: what was sent more than once (or never delivered)."""
-    w, a = wire_bytes(rep), app_bytes(rep)
-    return None if w is None or a is None else w - a
+    """Wire bytes minus application bytes (the metric ``wire_minus_app_bytes``)."""
+    return wire_minus_app(rep)
 
 
 def _path_sum(rep: Repetition, field: str, path: str | None = None) -> int | None:
