@@ -70,7 +70,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-_FLOW_KINDS = ("iperf3", "udp", "http", "churn")
+_FLOW_KINDS = ("iperf3", "udp", "http", "churn", "latency")
 
 
 def _first_error(e: ValidationError) -> tuple[str, str]:

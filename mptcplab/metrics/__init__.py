@@ -4,7 +4,11 @@ One module per family; importing this package registers them all. A new family: 
 here calling ``register``, and one import line below.
 """
 
-from . import buffers, core  # noqa: F401  (registers on import)
+from . import (
+    buffers,  # noqa: F401  (buffer labs: re-sent bytes, DSS checksum, OFO queue)
+    core,  # noqa: F401  (registers on import)
+    latency,  # noqa: F401  (the latency flow kind, flow goodput)
+)
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 
 __all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "refusal", "register"]

@@ -36,6 +36,10 @@ def test_mtu_lab_is_valid_and_expands_sweeps():
     assert set(lab.file_hashes) == {"topology.clab.yml", "experiment.yml", "published.yml"}
 
 
+#: a latency flow added beside the mtu lab's own (port 5301: its own server port)
+LAT = {"kind": "latency", "client": "client", "server": "server", "server_address": "server:eth1",
+       "role": "competing"}
+
 CASES = [
     ("experiment.yml", lambda d: d["links"]["client:eth1"].update(rate="fast"), "links.client:eth1.rate", "rate"),
     ("experiment.yml", lambda d: d["links"].update({"nosuch:eth9": {"rate": "1mbit"}}), "links.nosuch:eth9", "no link"),
@@ -56,6 +60,14 @@ CASES = [
     ("topology.clab.yml", lambda d: d["topology"]["links"][0].update(endpoints=["client:eth1", "ghost:eth1"]),
      "topology.links[0].endpoints", "not defined"),
     ("topology.clab.yml", lambda d: d["topology"]["links"][0].update(mtu=100000), "topology.links[0].mtu", "less than"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"].update(lat={**LAT, "block": "100MB"}),
+     "traffic.flows.lat.block", "outside the latency tool's block range 32 to 67108864"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"].update(lat={**LAT, "sndbuf": "lots"}),
+     "traffic.flows.lat.sndbuf", "size"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"].update(lat={**LAT, "rate": "2Mbit", "blocks_per_s": 10}),
+     "traffic.flows.lat", "rate and blocks_per_s exclude each other"),
+    ("experiment.yml", lambda d: d["traffic"]["flows"].update(lat={**LAT, "direction": "download"}),
+     "traffic.flows.lat.direction", "must be 'upload'"),
     ("published.yml", lambda d: d["values"][0].update(scenario="no-such-scenario"),
      "values[0].scenario", "no scenario"),
 ]
