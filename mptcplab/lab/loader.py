@@ -380,13 +380,10 @@ def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
 
 def unsupported(lab: Lab) -> None:
     """Fields the schema accepts for coming labs but this engine does not run yet:
-    refuse them rather than run a lab without what it asked for."""
-    file = str(lab.path / EXPERIMENT)
-    for sc in lab.scenarios:
-        b = sc.body
-        if b.probes.ss_interval is not None:
-            raise LabInputError(file, f"scenario {sc.name}: probes.ss_interval",
-                                "periodic ss sampling is not supported by this engine version yet")
+    refuse them rather than run a lab without what it asked for. This version runs every
+    field it accepts (probes.ss_interval was the last one), so it refuses nothing; the
+    check stays where run, check and the dry run call it, for the next such field."""
+    del lab
 
 
 def sha256(path: Path) -> str:

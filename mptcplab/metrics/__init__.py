@@ -8,6 +8,7 @@ from . import (
     buffers,  # noqa: F401  (buffer labs: re-sent bytes, DSS checksum, OFO queue)
     core,  # noqa: F401  (registers on import)
     latency,  # noqa: F401  (the latency flow kind, flow goodput)
+    memory,  # noqa: F401  (the ss_interval socket-memory probe)
 )
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 

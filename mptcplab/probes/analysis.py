@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from . import memory
 from .base import probes_dir
 from .join import sender_samples, subflow_series
 from .monitor import MptcpMonitor
@@ -36,7 +37,7 @@ def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload
         return summary, warnings
     for cls in classes:
         df = cls.analyse(rep_dir)
-        df.to_csv(d / table_file(cls.name), index=False)
+        df.to_csv(d / (cls.table or table_file(cls.name)), index=False)
         if cls is TcpProbe:
             series = subflow_series(fa.timeseries, fa.subflows, df, fa.t0_epoch, upload, backup_paths)
             series.to_csv(d / SERIES_FILE, index=False)
@@ -60,6 +61,8 @@ def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload
             nz = df[(df["delta"] != 0) & df["counter"].str.startswith("MPTcpExt")] if not df.empty else df
             summary[cls.name] = {n: dict(zip(g["counter"], g["delta"].astype(int), strict=True))
                                  for n, g in nz.groupby("node")} if not nz.empty else {}
+        elif cls is memory.SsMemoryProbe:
+            summary[cls.name] = memory.summary(df, body)
         elif cls is MptcpMonitor:
             summary[cls.name] = ({n: {str(k): int(v) for k, v in g["event"].value_counts().items()}
                                   for n, g in df.groupby("node")} if not df.empty else {})

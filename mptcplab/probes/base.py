@@ -39,6 +39,8 @@ def probes_dir(rep_dir: Path) -> Path:
 class Probe(ABC):
     #: the key in experiment.yml's ``probes:`` that turns this probe on
     name: ClassVar[str]
+    #: the table analyse() returns, written as ``<rep>/probes/<table>`` (default ``<name>.csv``)
+    table: ClassVar[str | None] = None
 
     @abstractmethod
     def commands(self, rep: Rep) -> list[Planned]:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from .base import Probe
+from .memory import SsMemoryProbe
 from .monitor import MptcpMonitor
 from .nstat import NstatProbe
 from .tcp_probe import TcpProbe
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 #: other probes' own start-up is not counted in it
 REGISTRY: dict[str, type[Probe]] = {
     TcpProbe.name: TcpProbe,
+    SsMemoryProbe.name: SsMemoryProbe,
     MptcpMonitor.name: MptcpMonitor,
     NstatProbe.name: NstatProbe,
 }
@@ -28,4 +30,5 @@ def names() -> tuple[str, ...]:
 
 def enabled(body: ExperimentBody) -> list[type[Probe]]:
     """The probe classes a scenario turns on."""
-    return [cls for name, cls in REGISTRY.items() if getattr(body.probes, name, False)]
+    # a probe's field is a switch (true) or its setting (ss_interval: 100ms); None/false: off
+    return [cls for name, cls in REGISTRY.items() if getattr(body.probes, name, None) not in (None, False)]

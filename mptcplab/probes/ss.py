@@ -1,5 +1,6 @@
 """MPTCP subflows as ``ss -tinM`` shows them: the argv, a parser into typed
-per-subflow samples, and a live sampler a controller reads.
+per-subflow samples, and a live sampler a controller reads; and every socket's memory
+as ``ss -tinmM`` shows it (``-m``: skmem), for the memory probe (probes/memory.py).
 
 ``ss -tinM`` lists TCP sockets with their tcp_info (``-i``), numeric (``-n``), and
 the MPTCP sockets (``-M``). A subflow is a TCP socket whose info carries
@@ -115,6 +116,91 @@ def parse_ss(text: str, t: float = 0.0) -> list[SubflowSample]:
 def _delivery(info: str) -> int | None:
     m = re.search(r"(?:^|\s)delivery_rate (\d+)bps", info)
     return int(m.group(1)) if m else None
+
+
+SS_MEM_ARGV: tuple[str, ...] = ("ss", "-tinmM")
+
+
+def ss_mem_cmd(node: str) -> Cmd:
+    return cmd(*SS_MEM_ARGV, node=node, check=False, why="socket memory (skmem) of TCP, subflow and MPTCP sockets")
+
+
+#: skmem's letters (iproute2 misc/ss.c) -> the kernel's names (SK_MEMINFO_*)
+SKMEM_FIELDS = {"r": "rmem_alloc", "rb": "rcvbuf", "t": "wmem_alloc", "tb": "sndbuf", "f": "fwd_alloc",
+                "w": "wmem_queued", "o": "optmem", "bl": "backlog", "d": "drops"}
+_SKMEM = re.compile(r"skmem:\(([^)]*)\)")
+_MSK_TOKEN = re.compile(r"(?:^|\s)token:([0-9a-f]+)(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class SocketMem:
+    """One socket at one instant with its memory (``ss -m`` skmem, bytes) and, where ss
+    gives them, its window state. ``kind``: "subflow" (a TCP subflow of an MPTCP
+    connection), "msk" (the MPTCP socket itself), "tcp" (a plain TCP socket). ``conn``:
+    the connection it belongs to, the local MPTCP token for subflows and msk (they share
+    it), the 4-tuple for plain TCP."""
+
+    t: float
+    kind: str
+    conn: str
+    local: str
+    lport: int
+    peer: str
+    pport: int
+    recv_q: int
+    send_q: int
+    skmem: dict[str, int]
+    cwnd: int | None
+    srtt_ms: float | None
+    snd_wnd: int | None
+    rcv_space: int | None
+
+    def mem(self, name: str) -> int | None:
+        return self.skmem.get(name)
+
+
+def parse_skmem(info: str) -> dict[str, int]:
+    """``skmem:(r0,rb131072,t0,...)`` -> {"rmem_alloc": 0, "rcvbuf": 131072, ...}."""
+    m = _SKMEM.search(info)
+    if m is None:
+        return {}
+    out: dict[str, int] = {}
+    for item in m.group(1).split(","):
+        key = item.rstrip("0123456789")
+        if key in SKMEM_FIELDS and item[len(key):].isdigit():
+            out[SKMEM_FIELDS[key]] = int(item[len(key):])
+    return out
+
+
+def parse_ss_sockets(text: str, t: float = 0.0) -> list[SocketMem]:
+    """Every established TCP and MPTCP socket in ``ss -tinmM`` output (with or without
+    the header line), with its skmem; sockets without an info line are skipped."""
+    out: list[SocketMem] = []
+    head: re.Match[str] | None = None
+    for line in text.splitlines():
+        m = _HEAD.match(line)
+        if m:
+            head = m
+            continue
+        if head is None or not line[:1].isspace():
+            continue
+        info = line.strip()
+        local, _, lport = _addr(head["local"])
+        peer, _, pport = _addr(head["peer"])
+        if head["netid"] == "mptcp":
+            tok = _MSK_TOKEN.search(info)
+            kind, conn = "msk", tok.group(1) if tok else f"{local}:{lport}-{peer}:{pport}"
+        else:
+            sub = _TOKEN.search(info) if "tcp-ulp-mptcp" in info else None
+            kind, conn = ("subflow", sub["ltok"]) if sub else ("tcp", f"{local}:{lport}-{peer}:{pport}")
+        rtt = re.search(r"(?:^|\s)rtt:(\d+(?:\.\d+)?)/", info)
+        out.append(SocketMem(
+            t=t, kind=kind, conn=conn, local=local, lport=lport, peer=peer, pport=pport,
+            recv_q=int(head["recvq"]), send_q=int(head["sendq"]), skmem=parse_skmem(info),
+            cwnd=_int(info, "cwnd"), srtt_ms=float(rtt.group(1)) if rtt else None,
+            snd_wnd=_int(info, "snd_wnd"), rcv_space=_int(info, "rcv_space")))
+        head = None
+    return out
 
 
 def busiest_connection(samples: list[SubflowSample]) -> list[SubflowSample]:

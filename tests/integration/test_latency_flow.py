@@ -27,7 +27,8 @@ PORT = 5301
 
 
 def lab_experiment() -> dict[str, Any]:
-    exp = experiment(duration="3s", probes={})
+    exp = experiment(duration="3s")
+    exp["probes"] = {"ss_interval": "100ms"}
     exp["traffic"] = {"flows": {"lat": {
         "kind": "latency", "client": "client", "server": "server", "server_address": "server:eth1",
         "bind": "client:eth1", "mptcp": True, "duration": "3s", "block": "8KB", "sndbuf": SNDBUF,
@@ -86,3 +87,27 @@ def test_mptcp_proved_from_the_capture_with_both_subflows_carrying_data(run: tup
     assert carried == {"A", "B"}, f["subflows"]
     assert all(s["dport"] == PORT for s in f["subflows"])
     assert json.loads((rep / "latency-lat.client.json").read_text())["mptcp_active"] is True
+
+
+def test_memory_probe_samples_this_flows_connection_at_both_ends(run: tuple[Path, dict[str, Any]]) -> None:
+    rep, rec = run
+    ss = pd.read_csv(rep / "probes" / "ss.csv")
+    assert set(ss["flow"]) == {"lat"} and set(ss["role"]) == {"client", "server"}
+    # attributed by the flow's port: the server's local port, the client's peer port
+    assert (ss[ss["role"] == "server"]["lport"] == PORT).all() and (ss[ss["role"] == "client"]["pport"] == PORT).all()
+    # one MPTCP connection: one token per node, its msk and its two subflows
+    for role, g in ss.groupby("role"):
+        assert g["conn"].nunique() == 1, (role, g["conn"].unique())
+        assert set(g["socket"]) == {"msk", "subflow"} and g[g["socket"] == "subflow"]["lport"].nunique() >= 1
+    assert ss[ss["socket"] == "subflow"].groupby("role")["local"].nunique()["client"] == 2  # both paths
+    # about every 100 ms over the 3 s transfer (loose: the machine is shared)
+    assert ss["t"].nunique() >= 10 and ss["t_run"].min() < 0.5 < 2.5 < ss["t_run"].max()
+    # the client's msk reports the locked buffer the tool read back, and queues at most about it
+    lat = _flow(rec)["latency"]
+    client_msk = ss[(ss["role"] == "client") & (ss["socket"] == "msk")]
+    assert (client_msk["sndbuf"] == lat["sndbuf_effective"]).all(), client_msk["sndbuf"].unique()
+    assert 0 < client_msk["wmem_queued"].max() <= lat["sndbuf_effective"] + 2 * 8000 + 65536
+    summary = rec["probes"]["ss_interval"]["flows"]["lat"]
+    assert summary["sender"] == "client" and summary["client"]["snd_max_bytes"] >= client_msk["wmem_queued"].max()
+    # the raw samples are kept next to the table
+    assert (rep / "probes" / "ss-client.txt").read_text().startswith("# t=")

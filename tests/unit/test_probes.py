@@ -15,7 +15,6 @@ import pandas as pd
 import pytest
 
 from mptcplab.analysis.model import SubflowResult
-from mptcplab.errors import LabInputError
 from mptcplab.probes import tracefs
 from mptcplab.probes.join import subflow_series
 from mptcplab.probes.monitor import parse_monitor
@@ -183,7 +182,7 @@ def test_the_dry_run_prints_the_probe_commands_and_creates_nothing(tmp_path: Pat
     assert {n for n in after - before if n.startswith("mptcplab-")} == set()
 
 
-def test_probes_are_accepted_and_periodic_ss_is_still_refused(tmp_path: Path) -> None:
+def test_probes_are_accepted_periodic_ss_included(tmp_path: Path) -> None:
     from mptcplab.lab.loader import load_lab, unsupported
     from tests.integration.labkit import write_lab
     from tests.integration.probelab import TOPOLOGY, experiment
@@ -191,8 +190,7 @@ def test_probes_are_accepted_and_periodic_ss_is_still_refused(tmp_path: Path) ->
     unsupported(load_lab(write_lab(tmp_path, "ok", TOPOLOGY, experiment())))
     exp = experiment(probes={"tcp_probe": True})
     exp["probes"]["ss_interval"] = "100ms"
-    with pytest.raises(LabInputError, match="ss_interval"):
-        unsupported(load_lab(write_lab(tmp_path, "ss", TOPOLOGY, exp)))
+    unsupported(load_lab(write_lab(tmp_path, "ss", TOPOLOGY, exp)))  # the memory probe runs it now
 
 
 def test_the_cwnd_figure_draws_one_line_per_subflow_and_says_when_there_is_none() -> None:
