@@ -82,7 +82,8 @@ def test_sweep_frame_and_per_buffer_statistics() -> None:
     assert first["share_WiFi"] + first["share_3G"] == pytest.approx(1.0)
     assert first["resent_bytes"] == pytest.approx(5_100_000 - 5_000_000)
     pb = per_buffer(f)
-    assert pb.loc[0, ["median", "min", "max", "n"]].tolist() == [5.0, 4.0, 6.0, 3]
+    row = pb.iloc[0]
+    assert [row["median"], row["min"], row["max"], row["n"]] == [5.0, 4.0, 6.0, 3]
     assert per_buffer(f.iloc[0:0]).empty
 
 
