@@ -1,11 +1,18 @@
 """Tables for buffer-sweep labs (labs/rcvbuf): one row per repetition of a swept scenario,
-with the buffer it ran at, what the application received and what went over the wire.
+with the buffer it ran at, the window the receiver really advertised, what the application
+received and what went over the wire.
 
 A swept scenario's name ends in its buffer label (``emu1-mptcp-rmem200k``: family
 ``emu1-mptcp``, 200 KB; ``fig6b-x0.1-mptcp-b250k``: the paper's 250 KB, run scaled). KB and MB
 are the paper's decimal units (375 KB = 2 x 10 Mbit/s x 150 ms). The buffer the receiver really
 had is read back from the manifest (the server's tcp_rmem maximum as each node reported it),
 so a scaled family shows both the paper's b and the scaled sysctl.
+
+The advertised window is the receiver's window as the *sender's* kernel holds it: ``snd_wnd``
+of the sender's sockets in the memory probe's samples (``probes/ss.csv``, ``ss -tinmM`` every
+``ss_interval``), already scaled by the window-scale option, for MPTCP the connection-level
+window every subflow shares. Its largest value over a run is the effective x-axis: what the
+swept ``tcp_rmem`` maximum let autotuning offer.
 
 "Re-sent" bytes are what the wire carried beyond what the application received: every
 subflow's payload bytes (retransmissions included, from the capture) minus the receiver's
@@ -17,6 +24,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -28,7 +36,10 @@ from .model import Manifest, Repetition, Summary
 _LABEL = re.compile(r"^(?P<family>.+)-(?P<label>(?P<kind>rmem|b)(?P<num>\d+)(?P<unit>[km]))$")
 _UNIT = {"k": 1000, "m": 1000_000}
 
-COLUMNS = ["scenario", "family", "label", "b_paper", "rmem_max", "rep", "goodput_mbps", "duration_s",
+SS_TABLE = "probes/ss.csv"
+
+COLUMNS = ["scenario", "family", "label", "b_paper", "rmem_max", "adv_window_max", "adv_window_median",
+           "rep", "goodput_mbps", "duration_s",
            "wire_bytes", "app_bytes", "resent_bytes", "tcp_retrans_bytes", "mptcp_retrans_bytes",
            "mptcp_negotiated", "subflows"]
 
@@ -50,6 +61,31 @@ def rmem_max(manifest: Manifest, scenario: str, node: str = "server") -> int | N
     return int(parts[2]) if len(parts) == 3 and parts[2].isdigit() else None
 
 
+def advertised_window(ss: pd.DataFrame, sender: str = "client") -> tuple[float | None, float | None]:
+    """(largest, median) over the samples of the receiver's advertised window as ``sender``'s
+    sockets hold it (``snd_wnd``, bytes); per sample the largest over the sender's sockets (an
+    MPTCP connection's subflows share one window; iperf3's idle control connection is smaller).
+    (None, None) without samples."""
+    if ss.empty or "snd_wnd" not in ss.columns:
+        return None, None
+    mine = ss[(ss["node"] == sender) & ss["snd_wnd"].notna()]
+    if "socket" in mine.columns:
+        mine = mine[mine["socket"].isin(["tcp", "subflow"])]
+    if mine.empty:
+        return None, None
+    per_sample = mine.groupby("t")["snd_wnd"].max()
+    return float(per_sample.max()), float(per_sample.median())
+
+
+def _window_of(run_dir: Path | None, rep: Repetition) -> tuple[float | None, float | None]:
+    if run_dir is None:
+        return None, None
+    f = run_dir / rep.rel_dir() / SS_TABLE
+    if not f.is_file():  # the probe was off, or a run older than it
+        return None, None
+    return advertised_window(pd.read_csv(f))
+
+
 def resent_bytes(rep: Repetition) -> float | None:
     """Wire bytes minus application bytes (the metric ``wire_minus_app_bytes``)."""
     return wire_minus_app(rep)
@@ -60,9 +96,11 @@ def _path_sum(rep: Repetition, field: str, path: str | None = None) -> int | Non
     return int(sum(vals)) if vals else None
 
 
-def sweep_frame(summary: Summary, manifest: Manifest, paths: Sequence[str] = ()) -> pd.DataFrame:
+def sweep_frame(summary: Summary, manifest: Manifest, paths: Sequence[str] = (),
+                run_dir: Path | None = None) -> pd.DataFrame:
     """One row per repetition of every swept scenario (COLUMNS, plus ``share_<path>`` for each
-    of ``paths``), in the run's scenario order."""
+    of ``paths``), in the run's scenario order. With ``run_dir``, the advertised window from
+    each repetition's probes/ss.csv (else those columns are empty)."""
     rows = []
     for name in summary.scenario_order():
         parsed = parse_label(name)
@@ -70,8 +108,10 @@ def sweep_frame(summary: Summary, manifest: Manifest, paths: Sequence[str] = ())
             continue
         family, label, b = parsed
         for r in summary.reps_of(name):
+            wmax, wmed = _window_of(run_dir, r)
             row = {"scenario": name, "family": family, "label": label, "b_paper": b,
-                   "rmem_max": rmem_max(manifest, name), "rep": r.rep, "goodput_mbps": r.goodput_mbps,
+                   "rmem_max": rmem_max(manifest, name), "adv_window_max": wmax, "adv_window_median": wmed,
+                   "rep": r.rep, "goodput_mbps": r.goodput_mbps,
                    "duration_s": r.duration_s, "wire_bytes": wire_bytes(r), "app_bytes": app_bytes(r),
                    "resent_bytes": resent_bytes(r),
                    "tcp_retrans_bytes": _path_sum(r, "retrans_bytes"),

@@ -5,11 +5,14 @@ buffer formula and the latency PDF."""
 from __future__ import annotations
 
 import math
+from pathlib import Path
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from mptcplab.results.buffersweep import (
+    advertised_window,
     buffer_formula,
     delay_pdf,
     parse_label,
@@ -99,3 +102,29 @@ def test_delay_pdf_bins_of_5ms_sum_to_one() -> None:
     assert pdf["share"].tolist()[:3] == pytest.approx([0.5, 0.25, 0.25])
     assert pdf["share"].sum() == pytest.approx(1.0)
     assert delay_pdf([]).empty
+
+
+def ss_rows(rows: list[tuple[float, str, str, float]]) -> pd.DataFrame:
+    return pd.DataFrame(rows, columns=["t", "node", "socket", "snd_wnd"])
+
+
+def test_advertised_window_is_the_senders_snd_wnd() -> None:
+    ss = ss_rows([(1.0, "client", "subflow", 100_000), (1.0, "client", "subflow", 120_000),
+                  (1.0, "client", "msk", 999_999),           # the MPTCP socket has no window of its own
+                  (1.0, "server", "subflow", 64_512),        # the receiver's own view is not the x-axis
+                  (2.0, "client", "subflow", 180_000), (3.0, "client", "tcp", 60_000)])
+    assert advertised_window(ss) == (180_000, 120_000)  # per sample 120k, 180k, 60k
+    assert advertised_window(ss, sender="nobody") == (None, None)
+    assert advertised_window(pd.DataFrame()) == (None, None)
+
+
+def test_sweep_frame_reads_the_window_from_the_run(tmp_path: Path) -> None:
+    r = rep("emu1-mptcp-rmem200k", 1, 5.0, 5_000_000, 1_000_000)
+    d = tmp_path / r.rel_dir() / "probes"
+    d.mkdir(parents=True)
+    ss_rows([(1.0, "client", "subflow", 150_000), (2.0, "client", "subflow", 170_000)]).to_csv(
+        d / "ss.csv", index=False)
+    f = sweep_frame(summary(r, rep("emu1-mptcp-rmem200k", 2, 5.0, 5_000_000, 1_000_000)), MANIFEST,
+                    run_dir=tmp_path)
+    assert f["adv_window_max"].tolist()[0] == 170_000 and f["adv_window_median"].tolist()[0] == 160_000
+    assert pd.isna(f["adv_window_max"].tolist()[1])  # rep 2 had no samples
