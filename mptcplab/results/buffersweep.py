@@ -98,9 +98,10 @@ def _path_sum(rep: Repetition, field: str, path: str | None = None) -> int | Non
 
 def sweep_frame(summary: Summary, manifest: Manifest, paths: Sequence[str] = (),
                 run_dir: Path | None = None) -> pd.DataFrame:
-    """One row per repetition of every swept scenario (COLUMNS, plus ``share_<path>`` for each
-    of ``paths``), in the run's scenario order. With ``run_dir``, the advertised window from
-    each repetition's probes/ss.csv (else those columns are empty)."""
+    """One row per repetition of every swept scenario (COLUMNS, plus ``share_<path>`` and
+    ``wire_mbps_<path>`` for each of ``paths``), in the run's scenario order. With
+    ``run_dir``, the advertised window from each repetition's probes/ss.csv (else those
+    columns are empty)."""
     rows = []
     for name in summary.scenario_order():
         parsed = parse_label(name)
@@ -119,8 +120,11 @@ def sweep_frame(summary: Summary, manifest: Manifest, paths: Sequence[str] = (),
                    "mptcp_negotiated": bool(r.mptcp.negotiated), "subflows": len(r.subflows)}
             for p in paths:
                 row[f"share_{p}"] = sum(s.share or 0.0 for s in r.subflows_on(p))
+                # the path's wire throughput (payload, re-sends included) over the receiver's duration
+                wb = wire_bytes(r, p)
+                row[f"wire_mbps_{p}"] = wb * 8 / r.duration_s / 1e6 if wb is not None and r.duration_s else None
             rows.append(row)
-    cols = COLUMNS + [f"share_{p}" for p in paths]
+    cols = COLUMNS + [f"{k}_{p}" for p in paths for k in ("share", "wire_mbps")]
     return pd.DataFrame(rows, columns=cols)
 
 

@@ -83,6 +83,7 @@ def test_sweep_frame_and_per_buffer_statistics() -> None:
     first = f.iloc[0]
     assert first["tcp_retrans_bytes"] == 10 and first["mptcp_retrans_bytes"] == 20
     assert first["share_WiFi"] + first["share_3G"] == pytest.approx(1.0)
+    assert first["wire_mbps_3G"] == pytest.approx(1_100_000 * 8 / 10 / 1e6)  # bytes over the 10 s duration
     assert first["resent_bytes"] == pytest.approx(5_100_000 - 5_000_000)
     pb = per_buffer(f)
     row = pb.iloc[0]
