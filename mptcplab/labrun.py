@@ -156,8 +156,11 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
     # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
     run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
     run_dir = _run_dir_form(run_dir, backend_cls)
+    # on a terminal a live status line; every line of the run goes above it (progress.log)
+    progress = Progress.for_run(len(scenarios) * reps, log)
+    log = progress.log
     ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
-                     make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog))
+                     make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog), progress=progress)
     records: list[dict[str, Any]] = []
     complete = False
     interrupted: str | None = None
@@ -180,7 +183,6 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
 
     try:
-        progress = Progress(len(scenarios) * reps, log=log)
         for sc in scenarios:
             for rep in range(1, reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
@@ -220,6 +222,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             except Exception as e:  # noqa: BLE001 - the run is failing already; say so, keep going
                 log(f"analysis of a measured repetition failed: {e}")
         pool.shutdown(wait=True, cancel_futures=True)
+        progress.close()
         restore_signal_handlers(previous_handlers)
         manifest["complete"] = complete
         manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

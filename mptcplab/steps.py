@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from .emulation.base import Emulator
     from .lab.loader import Lab, ScenarioRun
     from .probes.base import Probe
+    from .progress import TrafficProgress
     from .supervise import Supervisor
 
 # An upper bound on waiting for a server or a capture to be ready, not a delay: each probe
@@ -78,6 +79,8 @@ class RunContext:
     rate_cache: dict[tuple[str, str, str, int], Check] = field(default_factory=dict)
     #: the backend of each repetition, given the command-log writer
     make_backend: Callable[[Callable[[str], None]], Backend] = _default_backend
+    #: told when a repetition's traffic starts and ends (the live status line; None: nobody)
+    progress: TrafficProgress | None = None
 
 
 @dataclass
@@ -523,6 +526,8 @@ class Traffic(Step):
         longest = max(limits.values())
         t0 = time.monotonic()
         deadline = t0 + longest + CLIENT_GRACE_S
+        if rep.ctx.progress is not None:
+            rep.ctx.progress.traffic_started(longest)
         try:
             while not schedule.done or control.running():
                 now = time.monotonic()
@@ -539,6 +544,8 @@ class Traffic(Step):
                     raise RuntimeError(f"clients did not finish {CLIENT_GRACE_S:g} s after their duration")
                 time.sleep(0.05)
         finally:
+            if rep.ctx.progress is not None:
+                rep.ctx.progress.traffic_ended()
             for name in control.running():
                 rep.backend.signal(control.started[name].proc, signal.SIGKILL)
         for name in sorted(by_event - set(control.started)):

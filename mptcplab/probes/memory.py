@@ -19,6 +19,7 @@ the other probe tables), ``t_run`` seconds from the measured flow's start (the t
 
 from __future__ import annotations
 
+import statistics
 import threading
 import time
 from dataclasses import dataclass
@@ -40,6 +41,20 @@ TABLE = "ss.csv"
 MEM_COLUMNS = list(SKMEM_FIELDS.values())
 COLUMNS = ["t", "t_run", "node", "role", "flow", "conn", "socket", "local", "lport", "peer", "pport", "recv_q",
            "send_q", *MEM_COLUMNS, "cwnd", "srtt_ms", "snd_wnd", "rcv_space"]
+
+
+#: warn when the median interval between a node's samples exceeds the asked one by this factor
+SLOW_FACTOR = 1.5
+
+
+def achieved_interval_s(samples: list[tuple[float, str, str]]) -> float | None:
+    """The median time between consecutive samples of one node, over all nodes (None:
+    fewer than two samples anywhere)."""
+    gaps: list[float] = []
+    for node in dict.fromkeys(n for _, n, _ in samples):
+        ts = sorted(t for t, n, _ in samples if n == node)
+        gaps += [b - a for a, b in zip(ts, ts[1:], strict=False)]
+    return statistics.median(gaps) if gaps else None
 
 
 def raw_name(node: str) -> str:
@@ -119,7 +134,9 @@ def summary(table: pd.DataFrame, body: ExperimentBody) -> dict[str, Any]:
     which role sends (metrics/memory.py reads the sender's send side and the receiver's
     receive side)."""
     tot = connection_totals(table)
-    out: dict[str, Any] = {"samples": int(table["t"].nunique()) if not table.empty else 0, "flows": {}}
+    # each node is sampled at its own instant: the count is the most samples one node had
+    samples = int(table.groupby("node")["t"].nunique().max()) if not table.empty else 0
+    out: dict[str, Any] = {"samples": samples, "flows": {}}
     for (flow, role), g in tot.groupby(["flow", "role"]):
         entry = out["flows"].setdefault(str(flow), {"sender": sender_role(body, str(flow))})
         entry[str(role)] = {"rcv_max_bytes": int(g["rcv_bytes"].max()), "snd_max_bytes": int(g["snd_bytes"].max())}
@@ -133,8 +150,9 @@ class SsMemoryProbe(Probe):
     def __init__(self) -> None:
         self._samples: list[tuple[float, str, str]] = []
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._nodes: list[str] = []
+        self._interval = 0.0
         self.errors = 0
 
     def artifacts(self) -> list[str]:
@@ -149,27 +167,29 @@ class SsMemoryProbe(Probe):
 
     def start(self, rep: Rep) -> None:
         assert rep.body.probes.ss_interval is not None
-        interval = parse_time(rep.body.probes.ss_interval)
+        interval = self._interval = parse_time(rep.body.probes.ss_interval)
         self._nodes = end_nodes(flow_ends(rep.body, rep.plan.net))
         backend = rep.backend
 
-        def sample() -> None:
+        def sample(node: str) -> None:
             next_t = time.monotonic()
             while not self._stop.is_set():
-                for node in self._nodes:
-                    t = time.time()
-                    try:
-                        p = backend.run([ss_mem_cmd(node)])[0]
-                    except Exception:  # noqa: BLE001 - a lost sample is counted, the run goes on
-                        self.errors += 1
-                        continue
-                    self._samples.append((t, node, p.stdout))
+                t = time.time()
+                try:
+                    p = backend.run([ss_mem_cmd(node)])[0]
+                    self._samples.append((t, node, p.stdout))  # list.append: atomic across threads
+                except Exception:  # noqa: BLE001 - a lost sample is counted, the run goes on
+                    self.errors += 1
                 # a fixed schedule: a slow sample delays the next, it does not shift all later ones
                 next_t += interval
                 self._stop.wait(max(0.0, next_t - time.monotonic()))
 
-        self._thread = threading.Thread(target=sample, name="probe-ss", daemon=True)
-        self._thread.start()
+        # one thread per node: a node's interval does not grow with the number of nodes (one
+        # `ip netns exec ... ss` costs 50-300 ms on this 2-core host under load)
+        self._threads = [threading.Thread(target=sample, args=(n,), name=f"probe-ss-{n}", daemon=True)
+                         for n in self._nodes]
+        for th in self._threads:
+            th.start()
 
     def stop(self, rep: Rep) -> None:
         self.close()
@@ -182,11 +202,15 @@ class SsMemoryProbe(Probe):
         rows(self._samples, flow_ends(rep.body, rep.plan.net), rep.t_zero).to_csv(d / TABLE, index=False)
         if self.errors:
             rep.warnings.append(f"probe ss_interval: {self.errors} sample(s) failed")
+        got = achieved_interval_s(self._samples)
+        if got is not None and got > SLOW_FACTOR * self._interval:
+            rep.warnings.append(f"probe ss_interval: one sample every {got * 1e3:.0f} ms (median) instead of "
+                                f"{self._interval * 1e3:.0f} ms: ss in a node costs that much on this host now")
 
     def close(self) -> None:
         self._stop.set()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
+        for th in self._threads:
+            th.join(timeout=10)
 
     @classmethod
     def analyse(cls, rep_dir: Path) -> pd.DataFrame:

@@ -18,6 +18,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from ..errors import HostNotReady
 from ..lab.schema import LatencyFlow
 from ..tools.latency import LatencyFiles, LatencyParams, analyse, latency_binary
 from ..tools.latency import client_argv as tool_client_argv
@@ -73,7 +74,7 @@ class LatencyKind(TrafficKind[LatencyFlow]):
     def host_problem(self) -> str | None:
         try:
             latency_binary(must_exist=True)
-        except Exception as e:  # noqa: BLE001 - HostNotReady's one line is the answer
+        except HostNotReady as e:  # its one line names the path and the make command
             return str(e)
         return None
 

@@ -155,3 +155,14 @@ def test_latency_metrics_select_the_named_flow() -> None:
     # the primary flow is not a latency flow, a missing flow has nothing: None, left out
     assert scenario_value(reps, "latency_p50_ms").value is None
     assert scenario_value(reps, "latency_p50_ms", flow="nope").value is None
+
+
+def test_published_checks_take_the_latency_metrics_with_a_flow_only() -> None:
+    from mptcplab.lab.schema import Expectation
+
+    e = Expectation(metric="latency_p99_ms", flow="lat", op="<", value=50)
+    assert e.flow == "lat"
+    with pytest.raises(ValidationError, match="does not take window"):
+        Expectation(metric="latency_p99_ms", flow="lat", window=(0.0, 2.0), op="<", value=50)
+    with pytest.raises(ValidationError, match="does not take path"):
+        Expectation(metric="skmem_snd_max_bytes", path="A", op="<", value=1)

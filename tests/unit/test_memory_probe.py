@@ -128,3 +128,11 @@ def test_registered_and_analyse_reads_the_table(tmp_path: Path) -> None:
     rows([(1.0, "client", text("client-latency"))], [LAT], None).to_csv(tmp_path / "probes" / "ss.csv", index=False)
     df = SsMemoryProbe.analyse(tmp_path)
     assert len(df) == 3 and df["t_run"].isna().all() and isinstance(df, pd.DataFrame)
+
+
+def test_achieved_interval_is_the_median_gap_per_node() -> None:
+    from mptcplab.probes.memory import achieved_interval_s
+
+    samples = [(0.0, "a", ""), (0.1, "a", ""), (0.3, "a", ""), (0.05, "b", ""), (0.45, "b", "")]
+    assert achieved_interval_s(samples) == pytest.approx(0.2)  # gaps 0.1, 0.2 (a), 0.4 (b)
+    assert achieved_interval_s([(0.0, "a", "")]) is None
