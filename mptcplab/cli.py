@@ -25,7 +25,8 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("lab", help="lab directory (labs/mtu) or name (mtu)")
     r.add_argument("--quick", action="store_true", help="one repetition, short durations (what the tests use)")
     r.add_argument("--reps", type=int, help="repetitions per scenario (default: the lab's, at least 3)")
-    r.add_argument("--scenario", action="append", help="run only this scenario (repeatable)")
+    r.add_argument("--scenario", action="append",
+                   help="run only this scenario, or those matching a shell-style pattern ('emu1-*'; repeatable)")
     r.add_argument("--dry-run", action="store_true", help="print every command a run would execute; run none")
     r.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results/)")
     r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link-emulation backend")

@@ -3,6 +3,7 @@ that prints every command and creates nothing."""
 
 from __future__ import annotations
 
+import fnmatch
 import os
 import signal
 import sys
@@ -61,14 +62,21 @@ class RunOptions:
 
 
 def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
+    """The scenarios named by ``--scenario``, in the lab's order. A name with a shell-style
+    wildcard (``*``, ``?``, ``[...]``) selects every expanded scenario it matches, so a lab
+    can name a subset of a sweep in one argument (``--scenario 'emu1-*-rmem200k'``); a name
+    or pattern that selects nothing is an error, never silently an empty run."""
     if not wanted:
         return list(lab.scenarios)
-    names = {s.name for s in lab.scenarios}
+    names = [s.name for s in lab.scenarios]
+    selected: set[str] = set()
     for w in wanted:
-        if w not in names:
+        hits = fnmatch.filter(names, w) if any(c in w for c in "*?[") else [n for n in names if n == w]
+        if not hits:
             raise LabInputError("command line", "--scenario", f"no scenario {w!r} in {lab.path}/experiment.yml "
                                 f"(have: {', '.join(sorted(names))})")
-    return [s for s in lab.scenarios if s.name in wanted]
+        selected.update(hits)
+    return [s for s in lab.scenarios if s.name in selected]
 
 
 def repetitions(lab: Lab, opts: RunOptions, sc: ScenarioRun | None = None) -> int:

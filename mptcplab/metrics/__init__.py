@@ -5,6 +5,7 @@ here calling ``register``, and one import line below.
 """
 
 from . import (
+    buffers,  # noqa: F401  (buffer labs: re-sent bytes, DSS checksum, OFO queue)
     cc_depth,  # noqa: F401  (the send-buffer lab's: Eq (1), retransmissions, cwnd)
     core,  # noqa: F401  (registers on import)
     flows,  # noqa: F401  (per-flow goodput and share)

@@ -15,11 +15,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..analysis.sendbuffer import eq1_required_bytes
 from .base import Metric, Select, register
+from .core import PATH, subflow_sum
 
 if TYPE_CHECKING:
     from ..results.model import FlowResult, LatencyMetrics, Repetition
 
-PATH = frozenset({"path"})
 FLOW = frozenset({"flow"})
 
 
@@ -76,17 +76,6 @@ def _latency_field(field: str) -> Callable[[Repetition, Select], float | None]:
     return per_rep
 
 
-def _subflow_sum(field: str) -> Callable[[Repetition, Select], float | None]:
-    def per_rep(r: Repetition, sel: Select) -> float | None:
-        subs = r.subflows_on(sel.path)
-        vals = [getattr(s, field) for s in subs]
-        if subs and all(v is None for v in vals):
-            return None
-        # a path without a subflow sent nothing: no retransmission is the measurement
-        return float(sum(v or 0 for v in vals))
-    return per_rep
-
-
 def _probes(r: Repetition) -> dict[str, Any]:
     extra = r.model_extra or {}
     p = extra.get("probes")
@@ -131,11 +120,11 @@ for _m in [
            accepts=FLOW),
     Metric("blocked_share", _latency_field("blocked_share"), "mean", "fraction of the sender's writing time spent "
            "waiting for send-buffer space (latency flows)", accepts=FLOW),
-    Metric("mptcp_retransmissions", _subflow_sum("mptcp_retransmissions"), "mean", "MPTCP-level re-sends on the "
+    Metric("mptcp_retransmissions", subflow_sum("mptcp_retransmissions"), "mean", "MPTCP-level re-sends on the "
            "path's subflows: data mapped before, mapped again (capture, analysis/depth.py)", accepts=PATH),
     Metric("nstat_mptcp_retrans", _nstat_retrans, "mean", "the kernel's MPTcpExtMPTCPRetrans delta over the "
            "repetition, summed over the flow's end nodes (nstat probe)"),
-    Metric("tcp_retransmissions", _subflow_sum("retransmissions"), "mean", "TCP-level retransmitted segments of "
+    Metric("tcp_retransmissions", subflow_sum("retransmissions"), "mean", "TCP-level retransmitted segments of "
            "the path's subflows (capture)", accepts=PATH),
     Metric("cwnd_reductions", _reductions("reductions"), "mean", "cwnd reductions of the path's subflow senders "
            "(tcp_probe; analysis/cwnd_events.py)", accepts=PATH),

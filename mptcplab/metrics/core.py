@@ -31,6 +31,19 @@ def _jain(r: Repetition, _sel: Select) -> float | None:
     return r.fairness.jain_index if r.fairness is not None and r.fairness.flows > 1 else None
 
 
+def subflow_sum(field: str) -> Callable[[Repetition, Select], float | None]:
+    """Per repetition: the sum of a count field over the path's subflows. A path without a
+    subflow sent nothing (0 is the measurement); subflows that all lack the field (an older
+    run) give no value."""
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        subs = r.subflows_on(sel.path)
+        vals = [getattr(s, field) for s in subs]
+        if subs and all(v is None for v in vals):
+            return None
+        return float(sum(v or 0 for v in vals))
+    return per_rep
+
+
 def _largest(field: str) -> Callable[[Repetition, Select], float | None]:
     def per_rep(r: Repetition, sel: Select) -> float | None:
         vals = [getattr(s, field) for s in r.subflows_on(sel.path) if getattr(s, field) is not None]

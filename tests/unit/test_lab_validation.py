@@ -112,6 +112,22 @@ def test_impossible_cli_parameter(tmp_path, capsys):
     assert not (tmp_path / "r").exists()
 
 
+def test_scenario_patterns_select_in_lab_order(tmp_path, capsys):
+    from mptcplab.labrun import select_scenarios
+
+    lab = load_lab(LABS / "rcvbuf")
+    picked = [s.name for s in select_scenarios(lab, ["fig7-*", "emu1-*-rmem200k", "emu1-mptcp-rmem200k"])]
+    # lab order, each once, an exact name and a pattern overlapping it
+    assert picked == ["emu1-tcp-wifi-rmem200k", "emu1-tcp-3g-rmem200k", "emu1-mptcp-rmem200k", "fig7-mptcp",
+                      "fig7-tcp-wifi-sndbuf200k", "fig7-tcp-wifi-sndbuf40k"]
+    assert [s.name for s in select_scenarios(lab, ["dss-csum-o[nf]*-mtu1500"])] == [
+        "dss-csum-off-mtu1500", "dss-csum-on-mtu1500"]
+    # a pattern matching nothing is the same one-line error as an unknown name, before anything exists
+    rc = main(["run", str(LABS / "rcvbuf"), "--scenario", "fig8-*", "--results", str(tmp_path / "r")])
+    assert rc == 2 and "fig8-*" in capsys.readouterr().err
+    assert not (tmp_path / "r").exists()
+
+
 def test_calibrate_bad_parameter_exit_2(capsys):
     rc = main(["calibrate", "--rate", "lots", "--delay", "40ms"])
     err = capsys.readouterr().err
