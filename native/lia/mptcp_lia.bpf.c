@@ -59,6 +59,14 @@ struct lia_priv {
 	__u32 pad;
 };
 
+/* how often lia_sane() had to step in (index 0), for `bpftool map dump name lia_stats` */
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u64);
+} lia_stats SEC(".maps");
+
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
 extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
 
@@ -180,6 +188,31 @@ out:
 	p->msk = 0;
 }
 
+/* Observed on this kernel (6.18) with MPTCP subflows under this congestion control:
+ * now and then a subflow's cwnd jumps from tens of segments to above 2^30 between two
+ * calls of its hooks, written by none of them (a debug build logged every write of
+ * ours), and ssthresh follows at 3/4 of it. The subflow then sends whatever the MPTCP
+ * scheduler gives it, every loss only halves the window, and seconds of retransmission
+ * storm follow (a third of the subflow's bytes sent twice). Reno keeps cwnd within
+ * twice what was in flight; when a window breaks that bound by far and is beyond any
+ * window this code computes (LIA_CLAMP_MAX), it is brought back to the bound. A
+ * window that grew by ACKs never reaches it. */
+static __always_inline void lia_sane(struct tcp_sock *tp)
+{
+	__u32 bound = 2 * tp->max_packets_out + 16, zero = 0;
+	__u64 *n;
+
+	if (tp->snd_cwnd <= LIA_CLAMP_MAX || tp->snd_cwnd <= bound)
+		return;
+	tp->snd_cwnd = bound;
+	/* TCP_INFINITE_SSTHRESH (0x7fffffff) is slow start's "no loss yet", not a jump */
+	if (tp->snd_ssthresh != 0x7fffffff && tp->snd_ssthresh > LIA_CLAMP_MAX)
+		tp->snd_ssthresh = bound;
+	n = bpf_map_lookup_elem(&lia_stats, &zero);
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
+
 /* tcp_is_cwnd_limited() of include/net/tcp.h */
 static __always_inline bool lia_cwnd_limited(struct tcp_sock *tp)
 {
@@ -211,6 +244,7 @@ void BPF_PROG(lia_pkts_acked, struct sock *sk, const struct ack_sample *sample)
 {
 	/* every ACK of new data, in recovery too: the siblings see this subflow's cwnd
 	 * as it shrinks, not only when it grows again */
+	lia_sane(tcp_sk(sk));
 	lia_track(sk);
 }
 
@@ -224,6 +258,7 @@ void BPF_PROG(lia_cong_avoid, struct sock *sk, __u32 ack, __u32 acked)
 	__u32 w;
 	int i;
 
+	lia_sane(tp);
 	if (!lia_cwnd_limited(tp))
 		return;
 	if (tp->snd_cwnd < tp->snd_ssthresh) {
