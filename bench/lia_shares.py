@@ -71,13 +71,14 @@ def main() -> None:
         run = next((Path(tmp) / "results" / "liabench").glob("2*"))
         print(f"\nbottleneck {a.rate}, queue {a.queue or 'engine default (50 ms)'}, {a.duration} per run, "
               f"{a.reps} runs per variant, {'with' if a.capture else 'no'} capture")
-        print(f"{'subflow cc':<10}  {'MPTCP share per run':<44}  mean   sd     MPTCP/TCP Mbit/s (mean)")
+        print(f"{'subflow cc':<10}  {'MPTCP share per run':<44}  median mean   sd     MPTCP/TCP Mbit/s (mean)")
         for sc in ("reno", "mptcp_lia"):
             recs = [json.loads(p.read_text()) for p in sorted((run / "scenarios" / sc).glob("rep*/rep.json"))]
             sh = [r["fairness"]["shares"]["mp"] for r in recs]
             g = {f: statistics.mean(next(x["goodput_mbps"] for x in r["flows"] if x["name"] == f) for r in recs)
                  for f in ("mp", "tcp")}
-            print(f"{sc:<10}  {' '.join(f'{s:.3f}' for s in sh):<44}  {statistics.mean(sh):.3f}  "
+            print(f"{sc:<10}  {' '.join(f'{s:.3f}' for s in sh):<44}  {statistics.median(sh):.3f}  "
+                  f"{statistics.mean(sh):.3f}  "
                   f"{statistics.stdev(sh) if len(sh) > 1 else 0:.3f}  {g['mp']:.2f} / {g['tcp']:.2f}")
 
 
