@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
+from .. import runstate
 from ..steps import Planned, Rep, Step
 from . import holds
 from .bpfcc import BpfCc, wanted
@@ -28,7 +29,7 @@ class RegisterCongestionControls(Step):
 
     def commands(self, rep: Rep) -> list[Planned]:
         return [Planned(cc.register_cmd(), note=f"unless the kernel lists {cc.name} already (another run holds "
-                                                f"it); hold: {holds.runstate.STATE_DIR}/cc-{cc.name}-<hex>.json")
+                                                f"it); hold: {runstate.STATE_DIR}/cc-{cc.name}-<hex>.json")
                 for cc in _wanted(rep)]
 
     def run(self, rep: Rep) -> None:
