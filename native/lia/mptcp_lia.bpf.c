@@ -193,7 +193,8 @@ out:
  * calls of its hooks, written by none of them (a debug build logged every write of
  * ours), and ssthresh follows at 3/4 of it. The subflow then sends whatever the MPTCP
  * scheduler gives it, every loss only halves the window, and seconds of retransmission
- * storm follow (a third of the subflow's bytes sent twice). Reno keeps cwnd within
+ * storm follow (a third of the subflow's bytes sent twice); docs/cc-lia.md has the
+ * numbers and a candidate cause. Reno keeps cwnd within
  * twice what was in flight; when a window breaks that bound by far and is beyond any
  * window this code computes (LIA_CLAMP_MAX), it is brought back to the bound. A
  * window that grew by ACKs never reaches it. */
