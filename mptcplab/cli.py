@@ -199,6 +199,11 @@ def cmd_clean(a: argparse.Namespace) -> int:
 
     removed = clean_tracefs(all_runs=a.all)
     print(f"removed {len(removed)} tracefs instance(s)" + (": " + " ".join(removed) if removed else ""))
+    from .cc.holds import clean as clean_ccs
+
+    removed = clean_ccs(all_runs=a.all)
+    print(f"unregistered {len(removed)} congestion control(s) no live run held"
+          + (": " + " ".join(removed) if removed else ""))
     from .results.store import mark_dead_runs
 
     for d in mark_dead_runs(a.results):

@@ -9,6 +9,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from .cc import BPF_CCS
 from .emulation.base import delayline_binary
 from .emulation.hostprobe import netem_available
 from .errors import HostNotReady
@@ -87,6 +88,12 @@ def checks() -> list[Item]:
                       "mount -t tracefs nodev /sys/kernel/tracing", required=False))
     mt = (TRACEFS / "events/mptcp").is_dir()
     items.append(Item("tracepoints mptcp:*", mt, "present" if mt else f"not under {TRACEFS}", required=False))
+    for cc in BPF_CCS.values():  # the engine's own congestion controls (docs/cc-lia.md)
+        why = cc.problem()
+        items.append(Item(f"{cc.name} (BPF struct_ops)", why is None,
+                          ("registered now" if cc.registered() else f"can be registered: {cc.object_path}")
+                          if why is None else why, "make -C native bpf (clang llvm libbpf-dev bpftool)",
+                          required=False))
     for t, fix in (("docker", "apt-get install docker.io"), ("containerlab", "see docs/appliance.md"),
                    ("vagrant", "apt-get install vagrant")):
         items.append(_tool(t, fix, required=False))

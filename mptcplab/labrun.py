@@ -137,12 +137,15 @@ def _run_dir_form(run_dir: Path, backend_cls: type[Backend]) -> Path:
 
 def _clean_all(backend: str) -> None:
     """What killed runs left: namespaces always (host probes make them on every
-    backend), plus the backend's own, plus tracefs instances (host-wide, any backend)."""
+    backend), plus the backend's own, plus tracefs instances and engine congestion
+    controls nobody alive holds (host-wide, any backend)."""
+    from .cc.holds import clean as clean_ccs
     from .probes.tracefs import clean as clean_tracefs
 
     for cls in dict.fromkeys([backends.get("netns"), backends.get(backend)]):
         cls.clean()
     clean_tracefs()
+    clean_ccs()
 
 
 def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,

@@ -2,7 +2,8 @@
 
 `mptcplab validate` checks everything the lab files alone can answer; this module
 checks what depends on the machine: the congestion controls and MPTCP schedulers the
-kernel has, the sysctls a fresh network namespace has, the tools on PATH, root, and
+kernel has (for the engine's own BPF congestion controls: whether they can be
+registered), the sysctls a fresh network namespace has, the tools on PATH, root, and
 whether the results directory can be created. `mptcplab run` (and its --dry-run) calls
 `preflight` after loading the lab and before the first namespace; `mptcplab validate
 --host` calls it too. Problems with a lab file's value are LabInputError naming the
@@ -22,6 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cc import BPF_CCS
 from .errors import HostNotReady, LabInputError
 from .lab.loader import EXPERIMENT, Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
@@ -74,6 +76,9 @@ class HostFacts:
     tools: frozenset[str] = field(default_factory=frozenset)  # those found on PATH
     #: tracepoints under tracefs as "group/event"; None: tracefs not mounted (a run mounts it), not checked
     tracepoints: frozenset[str] | None = None
+    #: the engine's own congestion controls (cc/), each with why it cannot be registered
+    #: here (None: it can, or it is registered already); a name not in it is not checked
+    engine_ccs: dict[str, str | None] = field(default_factory=dict)
 
     @classmethod
     def read(cls) -> HostFacts:
@@ -89,6 +94,8 @@ class HostFacts:
             tools=frozenset(t for t in {*TOOLS, *KIND_TOOLS, *PROBE_TOOLS, "mptcpize", "unshare"}
                             if shutil.which(t)),
             tracepoints=_tracepoints(),
+            # root is checked on its own below (a dry run needs none)
+            engine_ccs={name: cc.problem(euid=0) for name, cc in BPF_CCS.items()},
         )
 
 
@@ -118,6 +125,11 @@ def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[P
     tag = f" (scenario {sc.name})"
     for fname, flow in body.traffic.flows.items():
         cc = getattr(flow, "cc", None)  # iperf3 and latency flows
+        if cc in BPF_CCS:  # the engine registers it for the run (cc/): can it, here?
+            why = facts.engine_ccs.get(cc)
+            if why:
+                yield LabInputError(file, f"traffic.flows.{fname}.cc", f"cannot be used on this host: {why}{tag}")
+            continue
         if cc and facts.congestion_controls is not None and cc not in facts.congestion_controls:
             have = " ".join(sorted(facts.congestion_controls))
             yield LabInputError(file, f"traffic.flows.{fname}.cc",

@@ -4,11 +4,12 @@ same steps and prints their ``commands()``: the dry run is the run minus executi
 so the two cannot drift apart (tests/integration/test_dry_run_matches_run.py holds
 them to it against a real run's commands.log).
 
-Order (why: docs/architecture.md): deploy, link check, sysctl read-back, capture,
-start probes, traffic, stop probes, stop captures, stop daemons, firewall counters,
-teardown. Teardown also runs when an earlier step fails (RepRunner), and releases
-what probes hold host-wide (a tracefs instance). Timeline events and controllers
-will be further steps.
+Order (why: docs/architecture.md): engine congestion controls (cc/step.py), deploy,
+link check, sysctl read-back, capture, start probes, traffic, stop probes, stop
+captures, stop daemons, firewall counters, teardown. Teardown also runs when an
+earlier step fails (RepRunner), and releases what probes hold host-wide (a tracefs
+instance) and, last, the engine congestion controls the repetition holds (a BPF
+struct_ops registration). Timeline events and controllers will be further steps.
 """
 
 from __future__ import annotations
@@ -112,6 +113,8 @@ class Rep:
     #: the running timeline (timeline/step.py), and what teardown must stop first
     timeline: Any = None
     on_teardown: list[Callable[[], object]] = field(default_factory=list)
+    #: engine congestion controls this repetition holds (cc/holds.py), released at teardown
+    cc_holds: list[Any] = field(default_factory=list)
 
     @property
     def body(self) -> ExperimentBody:
@@ -595,9 +598,19 @@ class Teardown(Step):
     title = "teardown: stop every process of the run, then"
 
     def commands(self, rep: Rep) -> list[Planned]:
-        return [Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)]
+        from .cc.step import release_commands
+
+        return [*(Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)), *release_commands(rep)]
 
     def run(self, rep: Rep) -> None:
+        from .cc.step import release_all
+
+        try:
+            self._stop(rep)
+        finally:
+            release_all(rep)  # a congestion control outlives the nodes: let go of it last
+
+    def _stop(self, rep: Rep) -> None:
         for stop in rep.on_teardown:  # threads acting on the nodes end before the nodes do
             try:
                 stop()
@@ -617,10 +630,12 @@ class Teardown(Step):
 
 def measurement_steps() -> list[Step]:
     """The steps before teardown, in order."""
+    from .cc.step import RegisterCongestionControls
     from .probes.step import StartProbes, StopProbes  # they build on Step: imported once it exists
     from .timeline.step import Timeline, TimelineEnd
 
-    return [Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(), Timeline(), Traffic(), TimelineEnd(),
+    return [RegisterCongestionControls(), Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(),
+            Timeline(), Traffic(), TimelineEnd(),
             StopProbes(), StopCaptures(), StopDaemons(), FirewallCounters()]
 
 

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # First-use set-up on a fresh Debian 12 / Ubuntu 24.04 machine, as root:
 # system packages, the native delay line, and the Python virtual environment.
+# clang, llvm, libbpf-dev and bpftool build the BPF congestion control mptcp_lia
+# (native/lia, docs/cc-lia.md).
 # Idempotent and quick when everything is already there (a stamp file records
 # what was installed for which inputs).
 set -euo pipefail
@@ -12,6 +14,7 @@ APT_PACKAGES=(
   busybox wrk
   python3 python3-venv python3-pip
   build-essential pkg-config libnetfilter-queue-dev libmnl-dev libpcap-dev
+  clang llvm libbpf-dev bpftool
   git ca-certificates
 )
 
