@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,19 @@ def load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(data, dict):
         return None, "iperf3 JSON is not an object"
     return data, None
+
+
+def receiver_count(client: Outcome, server_json: Path) -> Outcome:
+    """The goodput of an upload whose client the run stopped (a byte-count flow at its
+    duration limit): interrupted, iperf3's client never gets the server's count and
+    reports 0 bytes received, while the server, the receiver, wrote its own report. The
+    client's other fields (sender rate, retransmits, CPU) stay; only what the receiver
+    counted comes from the server's JSON. Unchanged when that file has no count."""
+    r = read_iperf3(server_json)
+    if r.bytes_received is None or r.bytes_received <= 0:
+        return client
+    return replace(client, goodput_mbps=r.goodput_mbps, seconds=r.seconds,
+                   metrics={**client.metrics, "bytes_received": r.bytes_received, "counted_by": "server"})
 
 
 def read_iperf3(path: Path) -> IperfResult:
