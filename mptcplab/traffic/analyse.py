@@ -26,8 +26,8 @@ from ..lab.schema import ExperimentBody, Flow
 from ..results.model import UNCLASSIFIED
 from . import kind_of
 from .base import Outcome
-from .iperf3 import receiver_count
 from .connections import check_connections
+from .iperf3 import receiver_count
 
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:

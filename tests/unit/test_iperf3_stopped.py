@@ -14,7 +14,8 @@ def _write(path: Path, received: int, seconds: float, sent_bps: float) -> Path:
     # the shape iperf3 3.12 writes (only the fields read_iperf3 looks at)
     path.write_text(json.dumps({"start": {}, "intervals": [], "end": {
         "sum_sent": {"bytes": 0, "seconds": seconds, "bits_per_second": sent_bps, "retransmits": 3},
-        "sum_received": {"bytes": received, "seconds": seconds, "bits_per_second": received * 8 / seconds if seconds else 0},
+        "sum_received": {"bytes": received, "seconds": seconds,
+                         "bits_per_second": received * 8 / seconds if seconds else 0},
         "cpu_utilization_percent": {"host_total": 12.0, "remote_total": 4.0}}}))
     return path
 
