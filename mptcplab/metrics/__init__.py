@@ -4,7 +4,10 @@ One module per family; importing this package registers them all. A new family: 
 here calling ``register``, and one import line below.
 """
 
-from . import core  # noqa: F401  (registers on import)
+from . import (
+    core,  # noqa: F401  (registers on import)
+    series,  # noqa: F401  (windowed throughput and packets/s from timeseries.csv)
+)
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 
 __all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "refusal", "register"]
