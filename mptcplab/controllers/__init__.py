@@ -1,7 +1,8 @@
 """Controllers: project modules run during the traffic that read live subflow data
 and act through the timeline's typed actions (base.py: the interface). A lab names
 one by its module: ``controllers: [{name: backup_slowest, node: client, ...}]``
-loads mptcplab/controllers/backup_slowest.py, whose ``CONTROLLER`` is the class."""
+loads mptcplab/controllers/backup_slowest.py, whose ``CONTROLLER`` is the class.
+A module whose name starts with ``_`` is a helper of controllers, not one."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ class ControllerNotFound(LookupError):
 
 
 def available() -> list[str]:
-    return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in ("base", "runner"))
+    return sorted(m.name for m in pkgutil.iter_modules(__path__)
+                  if m.name not in ("base", "runner") and not m.name.startswith("_"))
 
 
 def controller_class(name: str) -> type[Controller]:

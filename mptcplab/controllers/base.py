@@ -4,12 +4,15 @@ Every ``interval`` during the traffic the runner (controllers/runner.py) samples
 the controller's node (``ss -tinM``, probes/ss.py) and calls ``step`` with what it
 saw; the actions it returns are the timeline's own (lab/events.py: endpoint_flags,
 link_change, sysctl, ...) and run at once, each recorded in events.csv with source
-``controller:<name>``. A controller holds its own state between steps.
+``controller:<name>``. A controller holds its own state between steps. It may wrap
+an action in a ``Decision`` to record why (events.csv ``detail``: the numbers behind
+it), or record a decision that needs no command (``action`` None).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -17,6 +20,15 @@ from pydantic import BaseModel, ConfigDict
 
 from ..lab.events import ControllerSpec, Event
 from ..probes.ss import SubflowSample
+
+
+@dataclass(frozen=True)
+class Decision:
+    """An action with the reason for it, or a decision without an action."""
+
+    detail: str  # events.csv ``detail``: why, with the numbers (one line)
+    action: Event | None = None  # None: nothing to run (recorded as action ``decision``)
+    target: str = ""  # for ``action`` None: what the decision concerns (events.csv ``target``)
 
 
 class NoParams(BaseModel):
@@ -48,5 +60,5 @@ class Controller(ABC):
         return self.spec.name
 
     @abstractmethod
-    def step(self, view: View) -> list[Event]:
+    def step(self, view: View) -> Sequence[Event | Decision]:
         """The actions to take now (``at`` is ignored: they run at once)."""

@@ -13,12 +13,14 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
+from ..lab.events import Event
 from ..probes.ss import SsSampler, busiest_connection
 from ..timeline.actions import ActionEnv, Resolved, resolve
 from ..timeline.record import EventRecord
 from ..timeline.scheduler import Scheduler
-from .base import Controller, View
+from .base import Controller, Decision, View
 
 
 class ControllerThread:
@@ -61,7 +63,7 @@ class ControllerThread:
             try:
                 seen = self.sampler.sample()
                 actions = self.controller.step(View(now, self.sampler.node, busiest_connection(seen), seen))
-                todo = [resolve(self.env, a, source=self.source, planned_s=round(now, 6)) for a in actions]
+                todo = [self._resolve(a, round(now, 6)) for a in actions]
             except Exception as e:  # noqa: BLE001 - recorded, the repetition goes on
                 self.errors.append(self.scheduler.submit(
                     Resolved(round(now, 6), "controller_error", self.controller.name, source=self.source,
@@ -70,6 +72,13 @@ class ControllerThread:
             self.steps += 1
             for item in todo:
                 self.scheduler.submit(item, t0)
+
+    def _resolve(self, a: Event | Decision, now: float) -> Resolved:
+        if not isinstance(a, Decision):
+            return resolve(self.env, a, source=self.source, planned_s=now)
+        if a.action is None:  # a decision with nothing to run: recorded all the same
+            return Resolved(now, "decision", a.target, source=self.source, detail=a.detail)
+        return replace(resolve(self.env, a.action, source=self.source, planned_s=now), detail=a.detail)
 
 
 def _raise(e: Exception) -> Callable[[], str]:

@@ -13,6 +13,7 @@ CSV files, or the published values the runner copied into the summary.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -102,12 +103,22 @@ def events_of(events: pd.DataFrame | None, scenario: str) -> pd.DataFrame:
     return d.dropna(subset=["capture_s"])
 
 
+def event_label(e: Any) -> str:
+    """An event's label: its action; a controller's, with the controller's name, and its
+    decision (events.csv detail ``decision=demote ...``) in place of the action when given."""
+    if str(e.get("source", "timeline")) == "timeline":
+        return str(e["action"])
+    detail = e.get("detail", "")
+    verb = re.match(r"decision=(\S+)", detail if isinstance(detail, str) else "")
+    return f"{verb.group(1) if verb else e['action']} ({str(e['source']).split(':', 1)[-1]})"
+
+
 def mark_events(ax: Any, events: pd.DataFrame) -> None:
     """Vertical lines with labels at each event (timeline: dashed, controllers: dotted)."""
     for _, e in events.iterrows():
         timeline = str(e.get("source", "timeline")) == "timeline"
         ax.axvline(float(e["capture_s"]), color="dimgray", lw=0.9, ls="--" if timeline else ":")
-        label = str(e["action"]) + ("" if timeline else f" ({str(e['source']).split(':', 1)[-1]})")
+        label = event_label(e)
         ax.annotate(label, (float(e["capture_s"]), 1.0), xycoords=("data", "axes fraction"), xytext=(2, -2),
                     textcoords="offset points", rotation=90, ha="left", va="top", fontsize=6, color="dimgray")
 

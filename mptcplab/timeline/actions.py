@@ -62,6 +62,8 @@ class Resolved:
     #: what the dry run prints for ``call``
     call_text: str = ""
     source: str = "timeline"
+    #: why (a controller's decision and its numbers): events.csv ``detail``
+    detail: str = ""
 
 
 @dataclass

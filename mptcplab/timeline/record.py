@@ -27,6 +27,7 @@ class EventRecord:
     result: str  # stderr of a failed command, or the call's result
     source: str  # timeline | controller:<name>
     epoch_s: float | None = None  # actual time, time.time()
+    detail: str = ""  # a controller's reason for the action, with its numbers ("" for the timeline)
 
     def row(self) -> dict[str, object]:
         return asdict(self)

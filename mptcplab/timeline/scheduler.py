@@ -127,7 +127,7 @@ class Scheduler:
         rec = EventRecord(planned_s=item.planned_s, actual_s=round(began - t0, 6), action=item.action,
                           target=item.target, commands=out.commands, rc=out.rc,
                           duration_ms=round((self._clock() - began) * 1000, 3), result=out.result,
-                          source=item.source, epoch_s=round(began, 6))
+                          source=item.source, epoch_s=round(began, 6), detail=item.detail)
         with self._lock:
             self._records.append(rec)
         return rec
@@ -146,7 +146,8 @@ class Scheduler:
         with self._lock:
             for item in self._pending:
                 self._records.append(EventRecord(item.planned_s, None, item.action, item.target, "", None, None,
-                                                 "not run: the traffic ended first", item.source))
+                                                 "not run: the traffic ended first", item.source,
+                                                 detail=item.detail))
             self._pending = []
             return list(self._records)
 

@@ -1,0 +1,52 @@
+"""dynamic_threshold_ext: Algorithm 4 of the asymmetric-subflows paper (Extended
+Dynamic Threshold): Algorithm 3 (dynamic_threshold.py: how it samples, demotes and
+why through the endpoint flag), plus a timer that lets a demoted path transmit
+again: ``reprobe_every`` (T) after its demotion the endpoint is set ``nobackup`` for
+``reprobe_for`` (W); at the first step after W it is demoted again if Algorithm 3's
+condition still names it the bad path, else it stays in use (restored). The paper
+gives neither T, W nor the unmark rule: these are ours (_dynthresh.py, docs/controllers.md).
+
+events.csv rows: ``decision=demote`` / ``reprobe`` / ``redemote`` (endpoint_flags
+actions) and ``decision=restore`` (action ``decision``: nothing to run, the re-probe
+already set nobackup), each with the step's numbers in ``detail``.
+"""
+
+from __future__ import annotations
+
+from pydantic import Field, field_validator, model_validator
+
+from ..lab.fields import check_unit
+from ..units import parse_time
+from . import _dynthresh as dt
+from .dynamic_threshold import DynamicThreshold
+from .dynamic_threshold import Params as Alg3Params
+
+
+class Params(Alg3Params):
+    #: T: a demoted path is re-probed this long after its (re)demotion
+    reprobe_every: str | float = Field(default="2s", description="T: re-probe a demoted path this long after demotion")
+    #: W: how long a re-probe lets it transmit before it is judged again (rounded up to a step)
+    reprobe_for: str | float = Field(default="500ms", description="W: how long a re-probe lets it transmit")
+
+    _t = field_validator("reprobe_every", "reprobe_for")(classmethod(lambda cls, v: check_unit(parse_time, v)))
+
+    @model_validator(mode="after")
+    def _positive(self) -> Params:
+        for name in ("reprobe_every", "reprobe_for"):
+            if not 0.01 <= parse_time(getattr(self, name)) <= 3600:
+                raise ValueError(f"{name}: {getattr(self, name)!r} must be between 10 ms and 1 h")
+        return self
+
+
+class DynamicThresholdExt(DynamicThreshold):
+    Params = Params
+
+    def new_core(self) -> dt.DynamicThreshold:
+        p = self.params
+        # half a step of slack: a timer falls due at the step nearest to it (steps come a
+        # little late each, by the ss spawn), not one Δ after it
+        return dt.DynamicThreshold(parse_time(p.reprobe_every), parse_time(p.reprobe_for), warmup=p.warmup_s,
+                                     slack=self.spec.interval_s / 2)
+
+
+CONTROLLER = DynamicThresholdExt
