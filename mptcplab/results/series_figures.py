@@ -49,7 +49,8 @@ def plot_compare(ts: pd.DataFrame, scenarios: Sequence[str], *, title: str = "",
         s = connection_series(ts, name)
         nreps = ts.loc[ts["scenario"] == name, "rep"].nunique()
         label = (labels or {}).get(name, name)
-        ax.plot(s.index.to_numpy(), s.to_numpy(), color=color, ls=ls, lw=1.2, label=f"{label} ({nreps} rep{'s' if nreps > 1 else ''})")
+        reps = f"{nreps} rep{'s' if nreps > 1 else ''}"
+        ax.plot(s.index.to_numpy(), s.to_numpy(), color=color, ls=ls, lw=1.2, label=f"{label} ({reps})")
     mark_events(ax, events_of(events, marks_of or have[-1]))
     missing = [s for s in scenarios if s not in have]
     ax.set_title(title + (f"  [not in this run: {', '.join(missing)}]" if missing else ""), fontsize=10)
