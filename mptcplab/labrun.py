@@ -198,7 +198,8 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             rec["dir"] = str(m.job.out.relative_to(run_dir))
             records.append(rec)
             _log_rep(log, rec, planned[rec['name']], m.seconds, lab.scale)
-            store.write_json(run_dir / "summary.json", _summary(lab, run_id, facts, False, opts, records, reps))
+            store.write_json(run_dir / "summary.json",
+                             _summary(lab, run_id, facts, False, opts, records, reps, run_dir))
 
     try:
         for sc in scenarios:
@@ -251,7 +252,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         if interrupted:
             manifest["incomplete_reason"] = interrupted
         store.write_json(run_dir / "manifest.json", manifest)
-        summary = _summary(lab, run_id, facts, complete, opts, records, reps)
+        summary = _summary(lab, run_id, facts, complete, opts, records, reps, run_dir)
         store.write_json(run_dir / "summary.json", summary)
         summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
         if not complete:
@@ -308,7 +309,7 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
 
 
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
-             records: list[dict[str, Any]], reps: int | None) -> dict[str, Any]:
+             records: list[dict[str, Any]], reps: int | None, run_dir: Path | None = None) -> dict[str, Any]:
     timing: list[str] = []  # what makes timing numbers wrong: link calibration, CPU, delay line
     invalid: list[str] = []  # what makes the evidence itself wrong
     for r in records:
@@ -329,4 +330,4 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
                 invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
-                         run_warnings=opts.warnings)
+                         run_warnings=opts.warnings, run_dir=run_dir)

@@ -49,7 +49,7 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
 def _empty_ts() -> pd.DataFrame:
     return pd.DataFrame({"t": pd.Series(dtype=float), "path": pd.Series(dtype=object),
                          "subflow": pd.Series(dtype=object), "bytes": pd.Series(dtype=np.int64),
-                         "mbps": pd.Series(dtype=float)})
+                         "mbps": pd.Series(dtype=float), "packets": pd.Series(dtype=np.int64)})
 
 
 def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,

@@ -99,8 +99,10 @@ def subflow_numbers(t: pd.DataFrame, sf: Subflow, upload: bool, t0: float) -> di
 
 def timeseries(t: pd.DataFrame, subs: list[Subflow], paths: dict[str, str],
                upload: bool, t0: float, bin_s: float) -> pd.DataFrame:
-    """Payload bytes per bin per subflow; every subflow gets every bin from 0 to the last
-    bin with data in the connection, so a stalled subflow shows as zeros, not as a gap."""
+    """Payload bytes and data segments per bin per subflow; every subflow gets every bin
+    from 0 to the last bin with data in the connection, so a stalled subflow shows as zeros,
+    not as a gap. ``packets`` counts the captured data segments (retransmissions included),
+    the packets/s a Wireshark I/O graph of the subflow shows, divided by the bin."""
     parts = []
     last_bin = -1
     binned: list[tuple[Subflow, np.ndarray, np.ndarray]] = []
@@ -116,17 +118,19 @@ def timeseries(t: pd.DataFrame, subs: list[Subflow], paths: dict[str, str],
     nb = last_bin + 1
     for sf, b, ln in binned:
         by = np.bincount(b, weights=ln, minlength=nb)[:nb] if nb > 0 else np.zeros(0)
+        npk = np.bincount(b, minlength=nb)[:nb] if nb > 0 else np.zeros(0, dtype=np.int64)
         parts.append(pd.DataFrame({
             "t": np.round(np.arange(nb) * bin_s, 9),
             "path": paths.get(sf.cip),
             "subflow": f"{sf.cip}:{sf.cport}",
             "bytes": by.astype(np.int64),
             "mbps": by * 8 / bin_s / 1e6,
+            "packets": npk.astype(np.int64),
         }))
     if not parts:
         return pd.DataFrame({"t": pd.Series(dtype=float), "path": pd.Series(dtype=object),
                              "subflow": pd.Series(dtype=object), "bytes": pd.Series(dtype=np.int64),
-                             "mbps": pd.Series(dtype=float)})
+                             "mbps": pd.Series(dtype=float), "packets": pd.Series(dtype=np.int64)})
     return pd.concat(parts, ignore_index=True)
 
 

@@ -11,6 +11,7 @@ from . import (
     flows,  # noqa: F401  (per-flow goodput and share)
     latency,  # noqa: F401  (the latency flow kind)
     memory,  # noqa: F401  (the ss_interval socket-memory probe)
+    series,  # noqa: F401  (windowed throughput and packets/s from timeseries.csv)
 )
 from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator, model_validator
 
 from ..errors import LabInputError
 
@@ -275,6 +275,22 @@ class Repetition(Flow):
     packets: int | None = None
     flows: list[FlowResult] = Field(default_factory=list)
     fairness: Fairness | None = None
+    #: the run directory this record was read from or is written into (never serialized):
+    #: what ``dir``, relative to it, is resolved against by files_dir()
+    _run_dir: Path | None = PrivateAttr(default=None)
+
+    def at_run_dir(self, run_dir: str | Path | None) -> Repetition:
+        """This record, knowing its run directory (load_summary and the run set it)."""
+        self._run_dir = Path(run_dir) if run_dir is not None else None
+        return self
+
+    def files_dir(self) -> Path | None:
+        """The repetition's directory on disk (timeseries.csv, events.csv, probes/), for a
+        metric that reads its files; None when the record does not know where its run is
+        (the metric then has no value)."""
+        if self._run_dir is not None:
+            return self._run_dir / self.rel_dir()  # an absolute dir (a merged campaign's) wins
+        return Path(self.dir) if self.dir and Path(self.dir).is_absolute() else None
 
     @property
     def flow(self) -> Flow:
@@ -525,7 +541,10 @@ def load_summary(run_dir: str | Path) -> Summary:
         data = json.loads(path.read_text())
     except json.JSONDecodeError as e:
         raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
-    return parse_summary(data, str(path))
+    summary = parse_summary(data, str(path))
+    for r in summary.scenarios:
+        r.at_run_dir(run_dir)
+    return summary
 
 
 def load_manifest(run_dir: str | Path) -> Manifest:

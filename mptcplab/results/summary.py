@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -23,9 +24,11 @@ from .model import FindingRow, PublishedRow, PublishedSource, Repetition, Summar
 RecordLike = Repetition | dict[str, Any]
 
 
-def repetitions(records: Iterable[RecordLike]) -> list[Repetition]:
-    """The runner's record dicts (runner.analyse) as Repetition models."""
-    return [r if isinstance(r, Repetition) else Repetition.model_validate(r) for r in records]
+def repetitions(records: Iterable[RecordLike], run_dir: Path | None = None) -> list[Repetition]:
+    """The runner's record dicts (runner.analyse) as Repetition models; ``run_dir``: where
+    their files are (Repetition.files_dir), for metrics that read them."""
+    reps = [r if isinstance(r, Repetition) else Repetition.model_validate(r) for r in records]
+    return [r.at_run_dir(run_dir) for r in reps] if run_dir is not None else reps
 
 
 def published_table(pub: Published | None, records: Sequence[RecordLike], kernel: str | None,
@@ -58,7 +61,8 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
                         records: Sequence[RecordLike], pub: Published | None, invalid_reasons: list[str],
                         cpu: dict[str, Any], timing_reasons: Iterable[str] = (),
                         repetitions_per_scenario: int | None = None, scale: float = 1.0,
-                        run_warnings: Sequence[dict[str, Any] | Warning] = ()) -> Summary:
+                        run_warnings: Sequence[dict[str, Any] | Warning] = (),
+                        run_dir: Path | None = None) -> Summary:
     """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check.
 
     invalid_reasons make any run invalid (the evidence is wrong); timing_reasons (links out of
@@ -69,7 +73,7 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
     timing = list(timing_reasons)
     if kind == MEASUREMENT:
         invalid_reasons, timing = [*timing, *invalid_reasons], []
-    reps = repetitions(records)
+    reps = repetitions(records, run_dir)
     return Summary(
         lab=lab, run_id=run_id, kernel=kernel, complete=complete, quick=quick, run_kind=kind, run_kind_reason=why,
         valid=complete and not invalid_reasons, invalid_reasons=invalid_reasons, timing_notes=timing,

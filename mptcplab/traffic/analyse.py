@@ -27,6 +27,7 @@ from ..results.model import UNCLASSIFIED
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections
+from .iperf3 import receiver_count
 
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
@@ -104,6 +105,8 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"
         # with the results so far; that is the stop working, not a failure
         o.error = None
+    if client.get("stopped") and flow.kind == "iperf3" and flow.direction == "upload" and not o.goodput_mbps:
+        o = receiver_count(o, Path(client["path"]), out / f"iperf3-server-{name}.json")
     rec: dict[str, Any] = {
         "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.get("stopped", False),
         "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),

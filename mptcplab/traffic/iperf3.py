@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -139,6 +139,28 @@ def load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(data, dict):
         return None, "iperf3 JSON is not an object"
     return data, None
+
+
+def receiver_count(client: Outcome, client_json: Path, server_json: Path) -> Outcome:
+    """The goodput of an upload whose client the run stopped (a byte-count flow at its
+    duration limit): interrupted, iperf3's client never gets the server's count and
+    reports 0 bytes received, while the server, the receiver, wrote its own report. The
+    bytes are the server's; the time is the client's own sending time (its sum_sent
+    seconds, up to the interrupt), because iperf3 3.12's server, when its client goes
+    away mid-interval, reports the end of its last complete interval as ``seconds`` while
+    counting the partial interval's bytes (measured: 118.7 MB over "9.0 s", 105 Mbit/s on a
+    100 Mbit/s link; the client sent for 9.9 s). The client's other fields (sender rate,
+    retransmits, CPU) stay. Unchanged when the server's report has no count."""
+    r = read_iperf3(server_json)
+    if r.bytes_received is None or r.bytes_received <= 0:
+        return client
+    data, _ = load_json(client_json)
+    sent = (data or {}).get("end", {}).get("sum_sent", {})
+    seconds = sent.get("seconds") if isinstance(sent.get("seconds"), int | float) and sent["seconds"] > 0 \
+        else r.seconds
+    return replace(client, goodput_mbps=r.bytes_received * 8 / seconds / 1e6 if seconds else r.goodput_mbps,
+                   seconds=seconds,
+                   metrics={**client.metrics, "bytes_received": r.bytes_received, "counted_by": "server"})
 
 
 def read_iperf3(path: Path) -> IperfResult:

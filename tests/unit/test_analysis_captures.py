@@ -102,6 +102,12 @@ def test_pmtud_shares_sum_to_one_and_timeseries_adds_up():
     assert bins[0] == bins[1] and bins[0][0] == 0.0
     assert bins[0][1] == pytest.approx(0.1)
     assert (ts["mbps"] - ts["bytes"] * 8 / 0.1 / 1e6).abs().max() < 1e-9
+    # packets: data segments per bin, none where no byte moved, each at most one max_seg
+    assert ((ts["packets"] == 0) == (ts["bytes"] == 0)).all()
+    for s in r.subflows:
+        mine = ts[ts["subflow"] == s.name]
+        assert s.max_seg is not None and mine["packets"].sum() > 0
+        assert (mine["bytes"] <= mine["packets"] * s.max_seg).all()
     # 2 s at 2 x 20 Mbit/s: the bins cover about two seconds
     assert 1.8 <= bins[0][-1] <= 2.5
 

@@ -170,7 +170,7 @@ def test_no_connection_at_all():
     r = analyze_packets(table([pkt(0.0, "10.0.1.2", 40000, SRV, 22, SYN)]), ["p"], SPEC)
     assert not r.verified and r.subflows == [] and r.fallback
     assert r.diagnostics == ["no TCP connection to port 5201 in the captures (p)"]
-    assert list(r.timeseries.columns) == ["t", "path", "subflow", "bytes", "mbps"]
+    assert list(r.timeseries.columns) == ["t", "path", "subflow", "bytes", "mbps", "packets"]
 
 
 def test_numeric_field_with_two_occurrences_keeps_the_first():

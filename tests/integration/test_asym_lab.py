@@ -1,0 +1,166 @@
+"""The asym lab end to end on the netns backend (real namespaces, traffic, captures, the
+timeline and a controller): one quick run of a subset of its scenarios serves every test
+here, then the notebook runs headless against it.
+
+The subset keeps the wall time near 2-3 minutes: the TCP reference, S2 static, S2 with the
+bad path cut at 5 s and with its endpoint deleted at 5 s, and the flood under the extended
+dynamic threshold (a 15 s transfer). Every transfer keeps its 10 s (a byte-count flow's
+duration is its limit, also with --quick), so the removal at 5 s is inside the run.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from mptcplab.cli import main
+from mptcplab.lab.loader import load_lab
+from mptcplab.metrics import METRICS, Select
+from mptcplab.results.model import load_summary
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = ["tcp", "s2", "s2-linkdown", "s2-epdel", "flood-dtx"]
+pytestmark = pytest.mark.netns
+
+
+def netns() -> set[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("results")
+    argv = ["run", str(REPO / "labs/asym"), "--quick", "--results", str(root)]
+    for s in SCENARIOS:
+        argv += ["--scenario", s]
+    rc = main(argv)
+    made = {m for log in root.glob("asym/*/scenarios/*/rep*/commands.log")
+            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
+    assert len(made) == 3 * len(SCENARIOS), made  # 3 nodes per scenario: the logs name them all
+    assert netns() & made == set(), "the run left namespaces behind"
+    # 1: complete results judged invalid (on a loaded 2-core host a delay line may run late);
+    # the tests below read the evidence, whose validity the summary states
+    assert rc in (0, 1), rc
+    latest = root / "asym" / "latest"
+    assert latest.is_symlink()
+    return latest.resolve()
+
+
+@pytest.fixture(scope="module")
+def summary(quick_run: Path) -> dict:
+    return json.loads((quick_run / "summary.json").read_text())
+
+
+def by_name(summary: dict) -> dict[str, dict]:
+    return {s["name"]: s for s in summary["scenarios"]}
+
+
+def events(run: Path, scenario: str) -> pd.DataFrame:
+    return pd.read_csv(run / "scenarios" / scenario / "rep1" / "events.csv")
+
+
+def test_complete_scaled_and_every_mptcp_rep_verified_or_explained(summary: dict) -> None:
+    assert summary["complete"] is True and summary["quick"] is True
+    assert summary["scale"] == 0.25
+    assert [s["name"] for s in summary["scenarios"]] == SCENARIOS
+    for s in summary["scenarios"]:
+        if s["name"] == "tcp":
+            assert not s["mptcp"]["negotiated"]
+            continue
+        assert s["mptcp"]["negotiated"], (s["name"], s["warnings"])
+        if not s["mptcp"]["verified"]:
+            # not verified is allowed only with the reason named (e.g. the bad path's
+            # subflow carried less than its expected share: the paper's phenomenon)
+            assert any("path link02" in w["message"] or "path link01" in w["message"] for w in s["warnings"]), \
+                (s["name"], s["warnings"])
+
+
+def test_the_byte_count_transfer_reports_the_receivers_goodput(summary: dict) -> None:
+    # a 1 GB upload stopped after 10 s: the goodput is the server's count, not the 0 an
+    # interrupted iperf3 client reports; at scale 0.25 link01 is 100 Mbit/s
+    tcp = by_name(summary)["tcp"]
+    assert 20 < tcp["goodput_mbps"] <= 100, tcp["goodput_mbps"]
+
+
+def test_removal_runs_at_five_seconds(quick_run: Path) -> None:
+    for scenario, action in [("s2-linkdown", "link_down"), ("s2-epdel", "endpoint_delete")]:
+        ev = events(quick_run, scenario)
+        row = ev[ev["action"] == action]
+        assert len(row) == 1, ev
+        r = row.iloc[0]
+        assert r["planned_s"] == 5.0 and r["rc"] == 0, r.to_dict()
+        assert 5.0 <= float(r["actual_s"]) < 5.5, r.to_dict()  # the timeline keeps time, even loaded
+
+
+def test_bad_path_carries_nothing_after_its_removal(quick_run: Path) -> None:
+    # the capture at the server: no data on link02 from 0.5 s after the cut (drop filter,
+    # no leak through link01's routes) or the endpoint's deletion (the subflow is closed)
+    s = load_summary(quick_run)
+    per_path = METRICS["path_throughput_mbps"].per_rep
+    for name in ("s2-linkdown", "s2-epdel"):
+        rep = next(r for r in s.scenarios if r.name == name)
+        before = per_path(rep, Select(path="link02", window=(1.0, 5.0)))
+        after = per_path(rep, Select(path="link02", window=(5.5, 10.0)))
+        assert before is not None and before > 0, (name, before)
+        assert after == 0.0, (name, after)
+
+
+def test_flood_and_controller_are_recorded(quick_run: Path) -> None:
+    ev = events(quick_run, "flood-dtx")
+    timeline = ev[ev["source"] == "timeline"]
+    assert list(timeline["action"]) == ["flow_start", "flow_stop"]
+    assert list(timeline["planned_s"]) == [3.0, 6.0] and (timeline["rc"] == 0).all()
+    # every controller row is a decision of dynamic_threshold_ext, with its numbers
+    ctl = ev[ev["source"] != "timeline"]
+    assert set(ctl["source"]) <= {"controller:dynamic_threshold_ext"}
+    assert ctl["detail"].astype(str).str.startswith("decision=").all()
+
+
+def test_timeseries_has_packets_per_subflow(quick_run: Path) -> None:
+    ts = pd.read_csv(quick_run / "scenarios" / "s2" / "rep1" / "timeseries.csv")
+    assert {"t", "path", "bytes", "packets"} <= set(ts.columns)
+    assert set(ts["path"]) == {"link01", "link02"}
+    assert ((ts["packets"] > 0) == (ts["bytes"] > 0)).all()
+    assert (ts["bytes"] <= ts["packets"] * 1448).all()  # MTU 1500: no segment carries more
+
+
+def test_findings_table_has_every_p001(summary: dict) -> None:
+    pub = load_lab(REPO / "labs/asym").published
+    assert pub is not None
+    rows = {f["id"]: f for f in summary["findings"]}
+    assert set(rows) == {f.id for f in pub.findings}
+    for n in range(1, 14):
+        mine = [r for i, r in rows.items() if i == f"P001.{n}" or i.startswith(f"P001.{n}-")]
+        assert mine, f"no row for P001.{n}"
+    # a finding whose scenarios all ran has a verdict with its numbers; one that needs a
+    # scenario this subset did not run says so
+    for fid in ("P001.2", "P001.6-s2-linkdown", "P001.6-s2-epdel", "P001.8-s2-linkdown", "P001.11", "P001.13"):
+        assert rows[fid]["holds_here"] in (True, False), rows[fid]
+        assert re.search(r"\d", rows[fid]["evidence"]), rows[fid]
+    for fid in ("P001.1", "P001.9-s3", "P001.12"):
+        assert rows[fid]["holds_here"] is None and "not run" in rows[fid]["evidence"], rows[fid]
+
+
+def test_notebook_executes_against_the_run(quick_run: Path, tmp_path: Path) -> None:
+    import nbformat
+    from nbclient import NotebookClient
+
+    nb = nbformat.read(REPO / "notebooks" / "asym.ipynb", as_version=4)
+    params = [c for c in nb.cells if "parameters" in c.metadata.get("tags", [])]
+    assert len(params) == 1
+    params[0].source = f'results_dir = "{quick_run}"\nrun_lab = False\nquick = True'
+    NotebookClient(nb, timeout=600, kernel_name="python3",
+                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
+    assert not [o for o in outputs if o.get("output_type") == "error"]
+    text = "\n".join(str(o.get("data", {}).get("text/markdown", "")) + str(o.get("text", "")) for o in outputs)
+    assert "Verdicts:" in text  # the verdict table was drawn from the run's findings
+    # scenarios this subset did not run are named where their figures would be, not an error
+    pngs = sum(1 for o in outputs if "image/png" in o.get("data", {}))
+    assert pngs >= 10, pngs
