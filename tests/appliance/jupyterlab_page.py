@@ -1,0 +1,200 @@
+"""Driving JupyterLab in headless Chromium the way a student uses it: open a notebook from its
+URL, Run > Run All Cells from the menu bar, File > Save, and read back what the page shows.
+
+Chromium and chromedriver are Debian's packages (tests/appliance/host-deps.sh); Selenium is
+pointed at both binaries, so its driver manager never looks for (or downloads) a browser.
+"""
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException, TimeoutException
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+# JupyterLab renders an exception like any stderr text (same mime type, no mark of its own):
+# an output is an error when it shows IPython's traceback header or an exception's last line
+# ("ZeroDivisionError: ...", a SyntaxError has no header). Warnings (UserWarning: ...) are not.
+STDERR_MIME = "application/vnd.jupyter.stderr"
+ERROR_RE = r"/Traceback \(most recent call last\)|^\s*\w*(Error|Exception)(: |$)/m"
+#: the notebook in front: JupyterLab restores the tabs of earlier visits, hidden behind it
+CURRENT = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+
+
+def start_chromium(width: int = 1400, height: int = 1400) -> webdriver.Chrome:
+    opts = webdriver.ChromeOptions()
+    opts.binary_location = CHROMIUM
+    for arg in ("--headless=new", "--no-sandbox",  # root, in a container-like sandbox
+                "--disable-dev-shm-usage", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                f"--window-size={width},{height}", "--hide-scrollbars"):
+        opts.add_argument(arg)
+    return webdriver.Chrome(options=opts, service=Service(executable_path=CHROMEDRIVER))
+
+
+@dataclass
+class CellView:
+    """One notebook cell as the page renders it."""
+
+    index: int
+    kind: str  # "code" or "markdown"
+    source: str
+    prompt: str
+    element: WebElement
+    output_text: str = ""
+    error_outputs: int = 0
+    images: list[dict[str, Any]] = field(default_factory=list)
+    tables: int = 0
+
+
+class JupyterLabPage:
+    def __init__(self, driver: webdriver.Chrome, base: str) -> None:
+        self.driver = driver
+        self.base = base.rstrip("/")
+
+    def open_notebook(self, path: str, token: str | None, timeout: float = 120) -> None:
+        url = f"{self.base}/lab/tree/{path}" + (f"?token={token}" if token else "")
+        self.driver.get(url)
+        self.wait_for(f"{CURRENT} .jp-Notebook .jp-Cell", timeout)
+        # the kernel is connected (the status bar reads "<kernel> | Idle") before anything runs
+        self.wait_until(lambda: self.kernel_status() == "idle", timeout, "the kernel did not become idle")
+        self.dismiss_news()
+        self.hide_file_browser()
+
+    def notebook_shown(self, seconds: float) -> bool:
+        """Whether any notebook cell appears within ``seconds``."""
+        try:
+            self.wait_for(".jp-Notebook .jp-Cell", seconds)
+            return True
+        except TimeoutException:
+            return False
+
+    def wait_for(self, css: str, timeout: float) -> WebElement:
+        return WebDriverWait(self.driver, timeout).until(lambda d: d.find_element(By.CSS_SELECTOR, css))
+
+    def wait_until(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                if cond():
+                    return
+            except StaleElementReferenceException:
+                pass
+            time.sleep(0.5)
+        raise AssertionError(f"{what} within {timeout:.0f} s")
+
+    def kernel_status(self) -> str:
+        """The kernel's state as the status bar shows it ("Python 3 (ipykernel) | Idle"):
+        'idle', 'busy', 'connecting', ...; '' before a kernel is there."""
+        text = str(self.driver.execute_script(
+            "return (document.querySelector('#jp-main-statusbar') || {}).innerText || '';"))
+        for line in text.splitlines():
+            if " | " in line:
+                return line.rsplit(" | ", 1)[1].strip().lower()
+        return ""
+
+    def hide_file_browser(self) -> None:
+        """Collapse the file browser (a click on its current tab in the left bar, as a student
+        would): the notebook gets the width in screenshots."""
+        for tab in self.driver.find_elements(By.CSS_SELECTOR, ".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current"):
+            tab.click()
+            time.sleep(0.5)
+
+    def dismiss_news(self) -> None:
+        """Answer "No" to JupyterLab's first-start question about news, so that the toast does
+        not cover the notebook in screenshots (what a student would do)."""
+        for b in self.driver.find_elements(By.CSS_SELECTOR, ".jp-toast-button"):
+            if b.text.strip() == "No":
+                b.click()
+                time.sleep(0.5)
+
+    def menu(self, menu: str, command: str) -> None:
+        """Click a menu of the menu bar, then the item running ``command`` (Lumino's data-command)."""
+        css = f'.lm-Menu-item[data-command="{command}"]'
+        for _ in range(3):
+            # a click on the menu bar toggles: a menu left open by a previous click closes instead
+            if not self.driver.find_elements(By.CSS_SELECTOR, css):
+                items = self.driver.find_elements(By.CSS_SELECTOR, ".lm-MenuBar-item")
+                target = next((i for i in items if i.text.strip() == menu), None)
+                assert target is not None, f"no menu {menu!r} in {[i.text for i in items]}"
+                target.click()
+            try:
+                self.wait_for(css, 3).click()
+                return
+            except TimeoutException:
+                continue
+        raise AssertionError(f"menu {menu} > {command} did not open")
+
+    def run_all(self, timeout: float) -> None:
+        # a student's way: Run > Run All Cells; then wait until every code cell has a number
+        self.menu("Run", "runmenu:run-all")
+        time.sleep(1)
+        self.wait_until(lambda: self.kernel_status() == "idle" and not self._pending(), timeout,
+                        "the notebook did not finish running")
+
+    def save(self) -> None:
+        self.menu("File", "docmanager:save")
+        time.sleep(2)
+
+    def _pending(self) -> bool:
+        prompts = self.driver.execute_script(
+            f"return [...document.querySelectorAll('{CURRENT} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);")
+        return any("*" in p or p.strip() in ("[ ]:", "") for p in prompts)
+
+    def cells(self) -> list[CellView]:
+        """Every cell with its source, prompt, and what its output area holds. Each cell is
+        scrolled into view first: JupyterLab renders cells lazily off screen."""
+        out = []
+        elements = self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")
+        for i, el in enumerate(elements):
+            self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", el)
+            time.sleep(0.05)
+            data = self.driver.execute_script("""
+                const c = arguments[0];
+                const src = c.querySelector('.cm-content');
+                const imgs = [...c.querySelectorAll('.jp-OutputArea img')];
+                return {
+                  kind: c.classList.contains('jp-CodeCell') ? 'code' : 'markdown',
+                  source: src ? src.innerText : '',
+                  prompt: (c.querySelector('.jp-InputPrompt') || {}).textContent || '',
+                  text: [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n'),
+                  errors: [...c.querySelectorAll('.jp-OutputArea [data-mime-type="STDERR_MIME"]')]
+                          .filter(o => ERROR_RE.test(o.innerText)).length,
+                  images: imgs.map(im => ({src: im.src.slice(0, 22), complete: im.complete,
+                                          w: im.naturalWidth, h: im.naturalHeight})),
+                  tables: c.querySelectorAll('.jp-OutputArea table').length,
+                };""".replace("STDERR_MIME", STDERR_MIME).replace("ERROR_RE", ERROR_RE), el)
+            out.append(CellView(i, data["kind"], data["source"], data["prompt"], el, data["text"],
+                                data["errors"], data["images"], data["tables"]))
+        return out
+
+    def screenshot_cell(self, cell: CellView, path: Path, output_only: bool = False) -> Path:
+        """The cell (or only its output area) as it is on screen, scrolled to the top of the view."""
+        target = cell.element
+        if output_only:
+            outputs = cell.element.find_elements(By.CSS_SELECTOR, ".jp-Cell-outputWrapper")
+            target = outputs[0] if outputs else target
+        self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", target)
+        time.sleep(0.3)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        target.screenshot(str(path))
+        return path
+
+    def screenshot(self, path: Path) -> Path:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.driver.save_screenshot(str(path))
+        return path
+
+    def scroll_to_top(self) -> None:
+        cells = self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")
+        if cells:
+            self.driver.execute_script("arguments[0].scrollIntoView({block: 'start'});", cells[0])
+            time.sleep(0.3)
