@@ -19,6 +19,9 @@ from ..lab.loader import load_lab
 from ..results.fmt import DASH, fmt_mean_std
 from ..results.model import ResultsFormatError, Summary, load_summary
 
+#: the landing notebook, notebooks/index.ipynb
+LANDING = "index.ipynb"
+
 
 @dataclass(frozen=True)
 class LabEntry:
@@ -67,7 +70,9 @@ def _paper(entry_source: object) -> tuple[str | None, str | None]:
 
 
 def list_labs(root: Path) -> list[LabEntry]:
-    """Every labs/<name>/ with an experiment.yml, in name order."""
+    """Every labs/<name>/ with an experiment.yml, in name order: found in the directory, so a
+    lab added there appears without any list to edit; its notebook is notebooks/<name>.ipynb
+    when that file exists."""
     out: list[LabEntry] = []
     labs = root / "labs"
     if not labs.is_dir():
@@ -86,14 +91,37 @@ def list_labs(root: Path) -> list[LabEntry]:
 
 
 def latest_run(results_root: Path, lab: str) -> LatestRun:
-    """results/<lab>/latest through the result model."""
+    """results/<lab>/latest through the result model. A lab that was never run, or whose runs
+    never completed (``latest`` points at complete runs only), is said as such, not an error."""
     run = results_root / lab / "latest"
     if not (run / "summary.json").is_file():
-        return LatestRun(lab, None, None, f"no complete run yet (no {run}/summary.json)")
+        runs = _run_dirs(results_root / lab)
+        if not runs:
+            return LatestRun(lab, None, None, f"no run yet (nothing under {results_root / lab})")
+        return LatestRun(lab, None, None, f"no complete run yet ({len(runs)} run(s) under {results_root / lab}, "
+                         "none finished: one in progress, or stopped before its end)")
     try:
         return LatestRun(lab, run.resolve(), load_summary(run))
     except (ResultsFormatError, OSError) as e:
         return LatestRun(lab, run.resolve(), None, f"unreadable: {e}")
+
+
+def _run_dirs(lab_results: Path) -> list[Path]:
+    # run directories only: not the latest link, nor the hidden staging entries of a run
+    try:
+        return [d for d in lab_results.iterdir() if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")]
+    except OSError:
+        return []
+
+
+def other_notebooks(root: Path, labs: list[LabEntry]) -> list[Path]:
+    """The notebooks of notebooks/ that belong to no lab (a lab's is notebooks/<lab>.ipynb) and
+    are not the landing page itself, in name order: found in the directory, never listed by hand."""
+    folder = root / "notebooks"
+    if not folder.is_dir():
+        return []
+    taken = {lab.notebook.name for lab in labs if lab.notebook} | {LANDING}
+    return sorted(p for p in folder.glob("*.ipynb") if p.name not in taken)
 
 
 VERDICT_COLUMNS = ["scenario", "reps", "goodput Mbit/s (mean ± std)", "MPTCP verified", "reps with warnings"]

@@ -55,17 +55,35 @@ class CellView:
     tables: int = 0
 
 
+@dataclass(frozen=True)
+class RunProgress:
+    """How a Run All ended: seconds from the click, the prompts, the kernel's state."""
+
+    seconds: float
+    prompts: list[str]
+    kernel: str
+
+    @property
+    def all_run(self) -> bool:
+        return bool(self.prompts) and all(p.strip("[]: ").isdigit() for p in self.prompts)
+
+
 class JupyterLabPage:
-    def __init__(self, driver: webdriver.Chrome, base: str) -> None:
+    def __init__(self, driver: webdriver.Chrome, base: str, failure_shots: Path | None = None) -> None:
         self.driver = driver
         self.base = base.rstrip("/")
+        #: where a failure's screenshot goes (diagnose); None: none taken
+        self.failure_shots = failure_shots
 
-    def open_notebook(self, path: str, token: str | None, timeout: float = 120) -> None:
+    def open_notebook(self, path: str, token: str | None, timeout: float = 300) -> None:
+        """Open a notebook from its URL and wait until its kernel is connected and idle (the status
+        bar reads "<kernel> | Idle"): a kernel that starts slowly on a loaded machine is waited
+        for, one that never starts fails with what the page showed."""
         url = f"{self.base}/lab/tree/{path}" + (f"?token={token}" if token else "")
         self.driver.get(url)
-        self.wait_for(f"{CURRENT} .jp-Notebook .jp-Cell", timeout)
-        # the kernel is connected (the status bar reads "<kernel> | Idle") before anything runs
-        self.wait_until(lambda: self.kernel_status() == "idle", timeout, "the kernel did not become idle")
+        self.wait_until(lambda: bool(self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")),
+                        timeout, f"{path} did not open")
+        self.wait_until(lambda: self.kernel_status() == "idle", timeout, f"the kernel of {path} did not become idle")
         self.dismiss_news()
         self.hide_file_browser()
 
@@ -80,16 +98,21 @@ class JupyterLabPage:
     def wait_for(self, css: str, timeout: float) -> WebElement:
         return WebDriverWait(self.driver, timeout).until(lambda d: d.find_element(By.CSS_SELECTOR, css))
 
-    def wait_until(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
+    def poll(self, cond: Callable[[], bool], timeout: float) -> bool:
+        """Whether ``cond`` holds within ``timeout`` seconds (checked twice a second)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             try:
                 if cond():
-                    return
+                    return True
             except StaleElementReferenceException:
                 pass
             time.sleep(0.5)
-        raise AssertionError(f"{what} within {timeout:.0f} s")
+        return False
+
+    def wait_until(self, cond: Callable[[], bool], timeout: float, what: str) -> None:
+        if not self.poll(cond, timeout):
+            raise AssertionError(f"{what} within {timeout:.0f} s\n{self.diagnose()}")
 
     def kernel_status(self) -> str:
         """The kernel's state as the status bar shows it ("Python 3 (ipykernel) | Idle"):
@@ -127,27 +150,88 @@ class JupyterLabPage:
                 assert target is not None, f"no menu {menu!r} in {[i.text for i in items]}"
                 target.click()
             try:
-                self.wait_for(css, 3).click()
+                # a menu opens in milliseconds, but a loaded machine can take seconds
+                self.wait_for(css, 10).click()
                 return
             except TimeoutException:
                 continue
         raise AssertionError(f"menu {menu} > {command} did not open")
 
-    def run_all(self, timeout: float) -> None:
-        # a student's way: Run > Run All Cells; then wait until every code cell has a number
+    def prompts(self) -> list[str]:
+        """The input prompt of every code cell of the notebook in front: "[ ]:" never run,
+        "[*]:" queued or running, "[7]:" run."""
+        return [str(p).strip() for p in self.driver.execute_script(
+            f"return [...document.querySelectorAll('{CURRENT} .jp-CodeCell .jp-InputPrompt')]"
+            ".map(p => p.textContent);")]
+
+    def run_all(self, stall: float = 300, cap: float = 1800) -> RunProgress:
+        """Run > Run All Cells, then wait until the run is over, judged by what the page shows
+        rather than by the clock: over when no prompt reads [*] and the kernel is idle, twice in
+        a row. Run All stops at a cell that raises and leaves the cells after it at [ ]: that
+        is over too (the caller sees the error). A loaded machine makes each cell slower, not
+        the run stop: the wait fails only when no prompt has changed for ``stall`` seconds, or
+        after ``cap`` seconds in all."""
+        t0 = time.monotonic()
+        before = self.prompts()
         self.menu("Run", "runmenu:run-all")
-        time.sleep(1)
-        self.wait_until(lambda: self.kernel_status() == "idle" and not self._pending(), timeout,
-                        "the notebook did not finish running")
+        # JupyterLab marks every queued cell [*] on the click, before the kernel does anything:
+        # no mark and no new number means the click was lost (a menu closed under it); once more
+        def started() -> bool:
+            now = self.prompts()
+            return now != before or "[*]:" in now
+
+        if not self.poll(started, 30):
+            self.menu("Run", "runmenu:run-all")
+            self.wait_until(started, 60, "Run All Cells did not start (clicked twice)")
+        last, changed, calm = self.prompts(), time.monotonic(), 0
+        while True:
+            time.sleep(1)
+            now = time.monotonic()
+            try:
+                prompts, status = self.prompts(), self.kernel_status()
+            except StaleElementReferenceException:
+                continue
+            if prompts != last:
+                last, changed = prompts, now
+            calm = calm + 1 if status == "idle" and "[*]:" not in prompts else 0
+            if calm >= 2:
+                return RunProgress(now - t0, prompts, status)
+            if now - changed > stall:
+                raise AssertionError(f"the notebook's run made no progress for {stall:.0f} s "
+                                     f"({now - t0:.0f} s after Run All)\n{self.diagnose()}")
+            if now - t0 > cap:
+                raise AssertionError(f"the notebook did not finish running within {cap:.0f} s\n{self.diagnose()}")
+
+    def diagnose(self) -> str:
+        """What the page shows, for a failure message: kernel state, every prompt, the last
+        lines of the output of the cell in progress or of the last one run."""
+        try:
+            prompts = self.prompts()
+            status = self.kernel_status()
+            tail = str(self.driver.execute_script(f"""
+                const cells = [...document.querySelectorAll('{CURRENT} .jp-CodeCell')];
+                const prompt = c => (c.querySelector('.jp-InputPrompt') || {{}}).textContent || '';
+                const busy = cells.find(c => prompt(c) === '[*]:');
+                const done = cells.filter(c => /\\[\\d+\\]/.test(prompt(c)));
+                const c = busy || done[done.length - 1];
+                if (!c) return '';
+                const src = (c.querySelector('.cm-content') || {{}}).innerText || '';
+                const out = [...c.querySelectorAll('.jp-OutputArea-output')].map(o => o.innerText).join('\\n');
+                return src.slice(0, 200) + '\\n--- output ---\\n' + out.slice(-1500);"""))
+        except Exception as e:  # noqa: BLE001 (a diagnosis must not hide the failure it explains)
+            return f"(page not readable: {e})"
+        if self.failure_shots is not None:
+            self.failure_shots.mkdir(parents=True, exist_ok=True)
+            shot = self.failure_shots / f"failure-{time.strftime('%H%M%S')}.png"
+            self.driver.save_screenshot(str(shot))
+            tail += f"\nscreenshot: {shot}"
+        return f"kernel: {status or 'no kernel shown'}; prompts: {' '.join(prompts)}\ncell: {tail}"
 
     def save(self) -> None:
         self.menu("File", "docmanager:save")
-        time.sleep(2)
-
-    def _pending(self) -> bool:
-        prompts = self.driver.execute_script(
-            f"return [...document.querySelectorAll('{CURRENT} .jp-CodeCell .jp-InputPrompt')].map(p => p.textContent);")
-        return any("*" in p or p.strip() in ("[ ]:", "") for p in prompts)
+        # saved: the tab's dirty mark goes away
+        self.wait_until(lambda: not self.driver.find_elements(
+            By.CSS_SELECTOR, ".lm-TabBar-tab.lm-mod-current.jp-mod-dirty"), 120, "the notebook was not saved")
 
     def cells(self) -> list[CellView]:
         """Every cell with its source, prompt, and what its output area holds. Each cell is

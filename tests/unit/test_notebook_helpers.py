@@ -5,6 +5,7 @@ run with no CSV files, no manifest and no findings must say so in a cell, not ra
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,14 @@ from typing import Any
 import pytest
 
 from mptcplab.notebook import quickrun
-from mptcplab.notebook.catalog import find_root, findings_verdicts, latest_run, list_labs, verdict_table
+from mptcplab.notebook.catalog import (
+    find_root,
+    findings_verdicts,
+    latest_run,
+    list_labs,
+    other_notebooks,
+    verdict_table,
+)
 from mptcplab.notebook.gaps import run_gaps
 from mptcplab.results.model import load_icmp, load_manifest, load_summary, load_timeseries
 
@@ -57,8 +65,31 @@ def test_catalog_reports_a_broken_lab_and_goes_on(tmp_path: Path) -> None:
     assert labs[0].problem and labs[0].notebook is None
 
 
+def test_catalog_finds_labs_and_notebooks_on_disk(tmp_path: Path) -> None:
+    """Nothing is listed by hand: a lab directory appears with or without a notebook, a notebook
+    of no lab is listed apart, a directory without experiment.yml is not a lab."""
+    for lab in ("mtu", "newlab"):
+        shutil.copytree(REPO / "labs" / "mtu", tmp_path / "labs" / lab)
+    (tmp_path / "labs" / "drafts").mkdir()
+    nbs = tmp_path / "notebooks"
+    nbs.mkdir()
+    for name in ("index.ipynb", "mtu.ipynb", "walkthrough.ipynb", "notes.txt"):
+        (nbs / name).write_text("{}")
+    labs = list_labs(tmp_path)
+    assert [(lab.name, lab.notebook.name if lab.notebook else None, lab.problem) for lab in labs] == [
+        ("mtu", "mtu.ipynb", None), ("newlab", None, None)]
+    assert [p.name for p in other_notebooks(tmp_path, labs)] == ["walkthrough.ipynb"]
+    assert other_notebooks(tmp_path / "nowhere", []) == []
+
+
 def test_latest_run_and_its_verdicts(tmp_path: Path) -> None:
-    assert latest_run(tmp_path, "mtu").problem.startswith("no complete run yet")  # type: ignore[union-attr]
+    never = latest_run(tmp_path, "mtu")
+    assert never.summary is None and (never.problem or "").startswith("no run yet")
+    # a run that never finished (killed, or still going) has a directory but no latest link
+    (tmp_path / "mtu" / "20260101T000000Z-dead").mkdir(parents=True)
+    (tmp_path / "mtu" / ".staging-1").mkdir()
+    unfinished = latest_run(tmp_path, "mtu")
+    assert unfinished.summary is None and (unfinished.problem or "").startswith("no complete run yet (1 run(s)")
     old_run(tmp_path)
     run = latest_run(tmp_path, "mtu")
     assert run.summary is not None and run.problem is None
@@ -150,5 +181,5 @@ def test_index_notebook_lists_labs_and_runs(tmp_path: Path) -> None:
     assert '"output_type": "error"' not in text
     assert "Manoratne" in text and "Kato et al." in text
     assert "[mtu.ipynb](mtu.ipynb)" in text and "19990101T000000Z-old" in text
-    assert "no complete run yet" in text  # sndbuf has none under tmp_path
+    assert "no run yet" in text  # sndbuf has none under tmp_path
     assert "**MISSING** `findings`" in text
