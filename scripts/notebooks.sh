@@ -18,4 +18,26 @@ echo "  http://127.0.0.1:$port/lab/tree/notebooks/index.ipynb?token=$token"
 echo "Ctrl-C stops it."
 # jupyter_server reads the token from JUPYTER_TOKEN (not on the command line: ps would show it)
 export JUPYTER_TOKEN=$token
-exec .venv/bin/jupyter-lab "${args[@]}"
+# Not exec'd: this shell stops the server. On SIGTERM jupyter_server stops its event loop, shuts
+# its kernels down, and then its interpreter waits for the AnyIO worker threads of any request
+# that was in flight (a page still loading): those threads are stopped only when their request
+# finishes, which never happens, and the process hangs for good (seen with jupyter-server 2.21,
+# anyio 4). So: SIGTERM, up to GRACE seconds for a clean stop (its kernels are shut down within
+# that), then SIGKILL. stdin is /dev/null: the server then does not ask "Shutdown this Jupyter
+# server (y/[n])?" on Ctrl-C; this shell's trap answers Ctrl-C instead.
+grace=${MPTCPLAB_JUPYTER_STOP_GRACE:-30}
+.venv/bin/jupyter-lab "${args[@]}" < /dev/null &
+server=$!
+stop() {
+  trap '' INT TERM
+  kill -TERM "$server" 2>/dev/null || exit 0
+  for _ in $(seq 1 $((grace * 5))); do
+    kill -0 "$server" 2>/dev/null || exit 0
+    sleep 0.2
+  done
+  echo "notebooks.sh: JupyterLab did not exit within ${grace} s of SIGTERM; killing it" >&2
+  kill -KILL "$server" 2>/dev/null
+  exit 0
+}
+trap stop INT TERM
+wait "$server"

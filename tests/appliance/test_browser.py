@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
 import subprocess
 import time
 import urllib.error
@@ -339,15 +340,21 @@ def test_make_notebooks_serves_the_venv_on_loopback_with_token(browser: Any, wor
         kernels = json.loads(urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=30).read())
         assert [k["name"] for k in kernels] == ["python3"], kernels
         assert (jdir / "runtime").is_dir()
+        # Ctrl-C while the page is loading again (its requests in flight): the moment at which
+        # jupyter_server alone hangs for good on its way out (scripts/notebooks.sh says why)
+        page.driver.get(url)
     finally:
-        os.killpg(proc.pid, 15)
+        os.killpg(proc.pid, signal.SIGINT)  # what Ctrl-C in the terminal sends to make and its children
         rc: int | None
         try:
-            rc = proc.wait(timeout=90)
+            rc = proc.wait(timeout=120)
         except subprocess.TimeoutExpired:
             rc = None
-            os.killpg(proc.pid, 9)
+            os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
-    assert rc is not None, f"make notebooks did not stop within 90 s of SIGTERM:\n{log.read_text()[-3000:]}"
-    assert rc in (0, 2, -15, 143), (rc, log.read_text()[-3000:])  # make says 2 for a child stopped by the signal
+    assert rc is not None, f"make notebooks did not stop within 120 s of Ctrl-C:\n{log.read_text()[-3000:]}"
     assert not run(["ss", "-Hltn", f"sport = :{port}"]).stdout.strip(), "the port still listens"
+    # the kernel went with it (it leaves on its own when its server is gone: ipykernel's parent poller)
+    page.wait_until(lambda: not list((jdir / "runtime").glob("kernel-*.json"))
+                    or not run(["pgrep", "-f", str(jdir / "runtime")], check=False).stdout.strip(),
+                    60, "the notebook's kernel outlived make notebooks")
