@@ -339,7 +339,11 @@ def test_make_notebooks_serves_the_venv_on_loopback_with_token(browser: Any, wor
         page.screenshot(ARTIFACTS / "30-make-notebooks-index.png")
         kernels = json.loads(urllib.request.urlopen(f"{base}/api/kernels?token={token}", timeout=30).read())
         assert [k["name"] for k in kernels] == ["python3"], kernels
-        assert (jdir / "runtime").is_dir()
+        # ... and it is the virtual environment's Python (the one with mptcplab installed), not
+        # whatever a kernel spec in the home directory points at
+        pids = run(["pgrep", "-f", f"{jdir / 'runtime'}/kernel-"]).stdout.split()
+        exes = {Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode() for pid in pids}
+        assert exes and all(e.startswith(str(REPO / ".venv")) for e in exes), exes
         # Ctrl-C while the page is loading again (its requests in flight): the moment at which
         # jupyter_server alone hangs for good on its way out (scripts/notebooks.sh says why)
         page.driver.get(url)
