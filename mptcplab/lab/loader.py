@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
 from .eventcheck import check_controllers, check_events
-from .schema import ClabTopology, Experiment, ExperimentBody, Published
+from .schema import ClabTopology, Expectation, Experiment, ExperimentBody, Published
 
 TOPOLOGY = "topology.clab.yml"
 EXPERIMENT = "experiment.yml"
@@ -342,11 +342,13 @@ def _check_topology(topo: ClabTopology, file: Path) -> None:
             seen[ep] = i
 
 
-def _check_published(pub: Published, names: set[str], file: Path) -> None:
+def _check_published(pub: Published, names: set[str], file: Path, flows: set[str] | None = None) -> None:
     groups: list[tuple[str, list[tuple[str, str | None]]]] = [
         ("values", [(v.id, v.scenario) for v in pub.values]),
         ("findings", [(f.id, f.scenario) for f in pub.findings]),
     ]
+    if flows is not None:
+        _check_published_flows(pub, flows, file)
     for kind, items in groups:
         ids: set[str] = set()
         for i, (item_id, scenario) in enumerate(items):
@@ -355,6 +357,25 @@ def _check_published(pub: Published, names: set[str], file: Path) -> None:
             ids.add(item_id)
             if scenario is not None and scenario not in names:
                 raise LabInputError(str(file), f"{kind}[{i}].scenario", f"no scenario {scenario!r} in experiment.yml")
+
+
+def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
+    """A finding or value naming a flow names one of experiment.yml's (in some scenario)."""
+    def bad(flow: str | None) -> bool:
+        return flow is not None and flow not in flows
+
+    for i, v in enumerate(pub.values):
+        if bad(v.flow):
+            raise LabInputError(str(file), f"values[{i}].flow", f"no flow {v.flow!r} in experiment.yml")
+    for i, f in enumerate(pub.findings):
+        checks = f.expectations
+        for j, e in enumerate(checks):
+            where = f"findings[{i}].expect" + (f"[{j}]" if isinstance(f.expect, list) else "")
+            if isinstance(e, Expectation):
+                if bad(e.flow):
+                    raise LabInputError(str(file), f"{where}.flow", f"no flow {e.flow!r} in experiment.yml")
+                if e.than is not None and bad(e.than.flow):
+                    raise LabInputError(str(file), f"{where}.than.flow", f"no flow {e.than.flow!r} in experiment.yml")
 
 
 def unsupported(lab: Lab) -> None:
@@ -402,7 +423,8 @@ def load_lab(path: str | Path) -> Lab:
     published: Published | None = None
     if pfile.exists():
         published = _validate(Published, read_yaml(pfile), pfile)
-        _check_published(published, {s.name for s in scenarios}, pfile)
+        _check_published(published, {s.name for s in scenarios}, pfile,
+                         {f for s in scenarios for f in s.body.traffic.flows})
     hashes = {f: sha256(lab_dir / f) for f in LAB_FILES if (lab_dir / f).exists()}
     lab = Lab(topo.name, lab_dir, topo, exp, published, scenarios, hashes)
     if exp.scale is not None and exp.scale != 1:

@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from .loader import Lab
     from .schema import ExperimentBody, LinkSpec
 
-#: metrics whose value is a rate: measured at F x the lab's rates, they are F x the paper's
-SCALED_METRICS = frozenset({"goodput_mbps"})
 #: where a run's factor came from
 SOURCES = ("none", "lab", "command line", "auto")
 #: the factors `--scale auto` and the reachability estimate suggest: round numbers, so
@@ -42,7 +40,11 @@ NICE_FACTORS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05, 0.025, 0.02, 0.01, 0.005, 0.002,
 
 
 def metric_scales(metric: str) -> bool:
-    return metric in SCALED_METRICS
+    """Whether a metric is a rate: measured at F x the lab's rates, it is F x the paper's
+    (the metric's own ``scales``, mptcplab/metrics/)."""
+    from ..metrics import METRICS  # the registry imports the result model; import late
+    m = METRICS.get(metric)
+    return m is not None and m.scales
 
 
 def fmt_factor(factor: float) -> str:

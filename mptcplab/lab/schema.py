@@ -535,7 +535,40 @@ class Experiment(ExperimentBody):
 
 
 # --------------------------------------------------------------------------- published
-Metric = Literal["goodput_mbps", "subflow_share", "median_seg", "max_seg", "icmp_frag_needed", "jain_index"]
+def _known_metric(v: str) -> str:
+    from ..metrics import METRICS  # the registry imports the result model: import late
+    if v not in METRICS:
+        raise ValueError(f"unknown metric {v!r}; known: {', '.join(sorted(METRICS))}")
+    return v
+
+
+def _window(v: tuple[float, float] | None) -> tuple[float, float] | None:
+    if v is not None and not 0 <= v[0] < v[1]:
+        raise ValueError(f"window [{v[0]:g}, {v[1]:g}] is not [start, end) with 0 <= start < end (seconds)")
+    return v
+
+
+#: a metric of the registry (mptcplab/metrics/)
+Metric = Annotated[str, AfterValidator(_known_metric)]
+#: [start, end) in seconds from the measured flow's start
+Window = Annotated[tuple[float, float] | None, AfterValidator(_window)]
+
+
+class _Selected(Strict):
+    """What a metric is taken of besides the scenario (mptcplab/metrics/base.Select)."""
+
+    path: str | None = None
+    #: a flow of experiment.yml (default: the measured flow)
+    flow: str | None = None
+    window: Window = None
+
+    def _refuse(self, metric: str | None) -> None:
+        from ..metrics import Select, refusal
+        if metric is None:
+            return
+        why = refusal(metric, Select(path=self.path, flow=self.flow, window=self.window))
+        if why is not None:
+            raise ValueError(why)
 
 
 class PublishedSource(Strict):
@@ -548,31 +581,35 @@ class PublishedSource(Strict):
     testbed: str
 
 
-class PublishedValue(Strict):
+class PublishedValue(_Selected):
     id: str
     scenario: str | None
     metric: Metric
-    path: str | None = None
     value: float
     unit: str
     where: str
     kernel: str | None = None
     note: str = ""
 
+    @model_validator(mode="after")
+    def _selectable(self) -> PublishedValue:
+        self._refuse(self.metric)
+        return self
 
-class Operand(Strict):
+
+class Operand(_Selected):
     """The right-hand side of a comparison between scenarios: another scenario's aggregate.
-    metric and path default to the expectation's own."""
+    metric, path, flow and window default to the expectation's own."""
 
     scenario: str
     metric: Metric | None = None
-    path: str | None = None
 
 
-class Expectation(Strict):
+class Expectation(_Selected):
     """A predicate on this run's aggregates (mptcplab/results/findings.py evaluates it).
 
-    Left side: ``metric`` (of ``path``) in ``scenario``, by default the finding's scenario.
+    Left side: ``metric`` (of ``path``, ``flow`` and ``window`` where the metric takes them)
+    in ``scenario``, by default the finding's scenario.
     Without ``than`` it is compared with ``value``; with ``than`` (another scenario's
     aggregate) it is compared with it directly, or ``by`` difference (left - right) or ratio
     (left / right) compared with ``value``. ``tolerance`` widens ``==`` to |x - value| <=
@@ -580,7 +617,6 @@ class Expectation(Strict):
     """
 
     metric: Metric
-    path: str | None = None
     scenario: str | None = None
     op: Literal["==", "!=", "<", "<=", ">", ">="]
     value: float | None = None
@@ -598,6 +634,12 @@ class Expectation(Strict):
             raise ValueError("than without by compares two scenarios directly: value is not used (add by)")
         if self.tolerance and self.op not in ("==", "!="):
             raise ValueError("tolerance applies to == and != only")
+        self._refuse(self.metric)
+        if self.than is not None:
+            o = self.than
+            _Selected(path=o.path if o.path is not None else self.path,
+                      flow=o.flow if o.flow is not None else self.flow,
+                      window=o.window if o.window is not None else self.window)._refuse(o.metric or self.metric)
         return self
 
 

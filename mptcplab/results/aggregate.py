@@ -1,8 +1,9 @@
-"""The one definition of every metric a run reports, per repetition and over repetitions.
+"""Every metric's one aggregate over a scenario's repetitions, and the per-scenario table.
 
 Every reader (summary aggregates, the published-vs-this-run table, findings, report, figures,
-notebooks) takes its numbers from here, so a metric means the same everywhere. Each metric
-is defined in two steps (docs/results-format.md, "Aggregates"):
+notebooks) takes its numbers from here, so a metric means the same everywhere. The metrics
+themselves are defined in mptcplab/metrics/ (one registry), in two steps
+(docs/results-format.md, "Aggregates"):
 
 1. per repetition and path: one value from that path's subflows (a path can have several
    subflows in one repetition, e.g. fullmesh);
@@ -12,64 +13,11 @@ is defined in two steps (docs/results-format.md, "Aggregates"):
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Literal
 
+from ..metrics import METRICS, Select, Statistic
 from .model import PathAggregate, Repetition, ScenarioAggregate
-
-Statistic = Literal["mean", "median", "max"]
-
-
-@dataclass(frozen=True)
-class Metric:
-    name: str
-    #: value of one repetition (on one path, or the whole connection with path None); None: absent
-    per_rep: Callable[[Repetition, str | None], float | None]
-    #: how the per-repetition values combine over repetitions
-    over_reps: Statistic
-    #: what per_rep takes, in words (docs and evidence text)
-    per_rep_text: str
-
-    @property
-    def statistic_text(self) -> str:
-        return f"{self.over_reps} over reps"
-
-
-def _goodput(r: Repetition, _path: str | None) -> float | None:
-    return r.goodput_mbps
-
-
-def _share(r: Repetition, path: str | None) -> float | None:
-    # a path with no subflow in this repetition carried nothing: 0 is the measurement
-    return sum(s.share or 0.0 for s in r.subflows_on(path))
-
-
-def _icmp(r: Repetition, path: str | None) -> float | None:
-    return float(sum(s.icmp_frag_needed for s in r.subflows_on(path)))
-
-
-def _jain(r: Repetition, _path: str | None) -> float | None:
-    # one measured flow is trivially fair: the index says something only across several
-    return r.fairness.jain_index if r.fairness is not None and r.fairness.flows > 1 else None
-
-
-def _largest(field: str) -> Callable[[Repetition, str | None], float | None]:
-    def per_rep(r: Repetition, path: str | None) -> float | None:
-        vals = [getattr(s, field) for s in r.subflows_on(path) if getattr(s, field) is not None]
-        return float(max(vals)) if vals else None
-    return per_rep
-
-
-METRICS: dict[str, Metric] = {m.name: m for m in [
-    Metric("goodput_mbps", _goodput, "mean", "iperf3's receiver-side goodput"),
-    Metric("subflow_share", _share, "mean", "sum of the path's subflow byte shares"),
-    Metric("icmp_frag_needed", _icmp, "mean", "ICMP frag-needed messages quoting the path's subflows"),
-    Metric("median_seg", _largest("median_seg"), "median",
-           "the largest median data-segment payload among the path's subflows"),
-    Metric("max_seg", _largest("max_seg"), "max", "the largest data-segment payload on the path"),
-    Metric("jain_index", _jain, "mean", "Jain's fairness index across the repetition's measured flows"),
-]}
 
 
 @dataclass(frozen=True)
@@ -83,9 +31,15 @@ class Value:
     per_rep: list[float | None]
 
 
-def per_rep_values(reps: Iterable[Repetition], metric: str, path: str | None) -> list[float | None]:
+def _select(path: str | None, flow: str | None, window: tuple[float, float] | None) -> Select:
+    return Select(path=path, flow=flow, window=window)
+
+
+def per_rep_values(reps: Iterable[Repetition], metric: str, path: str | None = None, *,
+                   flow: str | None = None, window: tuple[float, float] | None = None) -> list[float | None]:
     m = METRICS[metric]
-    return [m.per_rep(r, path) for r in reps]
+    sel = _select(path, flow, window)
+    return [m.per_rep(r, sel) for r in reps]
 
 
 def _combine(xs: Sequence[float], how: Statistic) -> float:
@@ -96,12 +50,14 @@ def _combine(xs: Sequence[float], how: Statistic) -> float:
     return max(xs)
 
 
-def scenario_value(reps: Sequence[Repetition], metric: str, path: str | None = None) -> Value:
-    """The one aggregate of ``metric`` over ``reps`` (repetitions without a value are left out)."""
+def scenario_value(reps: Sequence[Repetition], metric: str, path: str | None = None, *,
+                   flow: str | None = None, window: tuple[float, float] | None = None) -> Value:
+    """The one aggregate of ``metric`` over ``reps`` for a path, a named flow and a time
+    window (metrics/base.Select); repetitions without a value are left out."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     m = METRICS[metric]
-    per = per_rep_values(reps, metric, path)
+    per = per_rep_values(reps, metric, path, flow=flow, window=window)
     xs = [x for x in per if x is not None]
     if not xs:
         return Value(None, m.statistic_text, None, 0, per)

@@ -1,6 +1,7 @@
 """A paper's findings as predicates on this run: holds, does not hold, or not measurable here.
 
-An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate with a
+An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate (of a
+path, a named flow, a time window: mptcplab/metrics/) with a
 constant, with another scenario's aggregate, or their difference or ratio with a constant
 (within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's
 capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every
@@ -16,6 +17,7 @@ from collections.abc import Sequence
 
 from ..lab.scale import fmt_factor, metric_scales
 from ..lab.schema import CaptureFact, Expectation, Finding, Published
+from ..metrics import Select
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
 
@@ -31,8 +33,9 @@ def _compare(x: float, op: str, target: float, tolerance: float) -> bool:
     return bool(OPS[op](round(x, 6), target))
 
 
-def _describe(metric: str, path: str | None, scenario: str, v: Value, show_scenario: bool) -> str:
-    what = metric + (f" of path {path}" if path else "") + (f" in {scenario}" if show_scenario else "")
+def _describe(metric: str, sel: Select, scenario: str, v: Value, show_scenario: bool) -> str:
+    of = sel.describe()
+    what = metric + (f" of {of}" if of else "") + (f" in {scenario}" if show_scenario else "")
     return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} rep{'' if v.n == 1 else 's'})"
 
 
@@ -65,11 +68,12 @@ def check(e: Expectation, default_scenario: str | None,
         return None, "no scenario of this lab to measure it on"
     if left_name not in reps:
         return None, f"scenario {left_name} not run"
-    left = scenario_value(reps[left_name], e.metric, e.path)
+    lsel = Select(e.path, e.flow, e.window)
+    left = scenario_value(reps[left_name], e.metric, e.path, flow=e.flow, window=e.window)
     if left.value is None:
-        return None, f"no {e.metric} observed in {left_name}"
+        return None, f"no {e.metric} observed in {left_name}" + (f" ({lsel.describe()})" if lsel.describe() else "")
     across = e.than is not None
-    lhs = _describe(e.metric, e.path, left_name, left, across)
+    lhs = _describe(e.metric, lsel, left_name, left, across)
     if e.than is None:
         assert value is not None  # the schema requires value without than
         return _compare(left.value, e.op, value, tolerance), f"{lhs}; paper: {_target(e, factor)}"
@@ -77,11 +81,13 @@ def check(e: Expectation, default_scenario: str | None,
     if right_name not in reps:
         return None, f"{lhs}; scenario {right_name} not run"
     r_metric = e.than.metric or e.metric
-    r_path = e.than.path if e.than.path is not None else e.path
-    right = scenario_value(reps[right_name], r_metric, r_path)
+    rsel = Select(e.than.path if e.than.path is not None else e.path,
+                  e.than.flow if e.than.flow is not None else e.flow,
+                  e.than.window if e.than.window is not None else e.window)
+    right = scenario_value(reps[right_name], r_metric, rsel.path, flow=rsel.flow, window=rsel.window)
     if right.value is None:
         return None, f"{lhs}; no {r_metric} observed in {right_name}"
-    rhs = _describe(r_metric, r_path, right_name, right, True)
+    rhs = _describe(r_metric, rsel, right_name, right, True)
     if e.by is None:
         holds = _compare(left.value, e.op, right.value, e.tolerance)
         return holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}"

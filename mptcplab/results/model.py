@@ -300,6 +300,9 @@ class PublishedRow(_Model):
     scenario: str | None = None
     metric: str
     path: str | None = None
+    flow: str | None = None
+    #: [start, end) seconds from the measured flow's start (mptcplab/metrics/base.Select)
+    window: list[float] | None = None
     paper_value: float | None = None
     unit: str | None = None
     paper_kernel: str | None = None

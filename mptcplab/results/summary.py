@@ -36,9 +36,10 @@ def published_table(pub: Published | None, records: Sequence[RecordLike], kernel
     rows = []
     for v in pub.values:
         mine = [r for r in reps if r.name == v.scenario]
-        val = scenario_value(mine, v.metric, v.path) if mine else None
+        val = scenario_value(mine, v.metric, v.path, flow=v.flow, window=v.window) if mine else None
         rows.append(PublishedRow(
-            id=v.id, scenario=v.scenario, metric=v.metric, path=v.path, paper_value=v.value, unit=v.unit,
+            id=v.id, scenario=v.scenario, metric=v.metric, path=v.path, flow=v.flow,
+            window=list(v.window) if v.window else None, paper_value=v.value, unit=v.unit,
             paper_kernel=v.kernel or pub.source.kernel, where=v.where, note=v.note,
             this_value=val.value if val else None, this_statistic=val.statistic if val else None,
             this_std=val.std if val else None, this_n=len(mine), this_kernel=kernel if mine else None,

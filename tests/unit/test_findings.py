@@ -67,7 +67,7 @@ def test_list_is_and_and_unmeasured_is_unknown() -> None:
     seg = Finding.model_validate({"id": "s", "scenario": "mixed", "statement": "s", "where": "w",
                                   "expect": {"metric": "median_seg", "path": "B", "op": "<=", "value": 1460}})
     row = evaluate(seg, REPS)
-    assert row.holds_here is None and row.evidence == "no median_seg observed in mixed"
+    assert row.holds_here is None and row.evidence == "no median_seg observed in mixed (path B)"
     gone = Finding.model_validate({"id": "g", "scenario": "tcp-a", "statement": "s", "where": "w",
                                    "expect": {"metric": "goodput_mbps", "op": "<", "than": {"scenario": "absent"}}})
     assert evaluate(gone, REPS).holds_here is None and "scenario absent not run" in evaluate(gone, REPS).evidence
