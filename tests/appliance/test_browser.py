@@ -128,7 +128,7 @@ def jupyter(resources: Resources, workdir: Path, quick_results: Path) -> Iterato
         cid = run([*compose, "ps", "-q", "jupyter"], env=env).stdout.strip()
         resources.add("container", cid)
         base = f"http://127.0.0.1:{port}"
-        _wait_http(f"{base}/api/status?token={token}")
+        _wait_http(f"{base}/api/status?token={token}", 300)  # a container start on a loaded host
         yield {"base": base, "token": token, "notebooks": str(notebooks), "cid": cid}
     finally:
         run([*compose, "down", "-v", "--remove-orphans"], env=env, check=False, timeout=120)
