@@ -75,17 +75,37 @@ class JupyterLabPage:
         #: where a failure's screenshot goes (diagnose); None: none taken
         self.failure_shots = failure_shots
 
-    def open_notebook(self, path: str, token: str | None, timeout: float = 300) -> None:
-        """Open a notebook from its URL and wait until its kernel is connected and idle (the status
-        bar reads "<kernel> | Idle"): a kernel that starts slowly on a loaded machine is waited
-        for, one that never starts fails with what the page showed."""
+    def open_notebook(self, path: str, token: str | None, timeout: float = 300, cells: int | None = None) -> None:
+        """Open a notebook from its URL and wait until it is loaded (``cells`` cells in front: the
+        panel shows a placeholder cell before the file's content arrives), it is JupyterLab's
+        current document (the status bar names it: Run All and the status bar's kernel state are
+        the current document's, and a tab restored in front is not always current) and its
+        kernel is idle. A slow machine is waited for; what never happens fails with the page."""
         url = f"{self.base}/lab/tree/{path}" + (f"?token={token}" if token else "")
+        name = path.rsplit("/", 1)[-1]
         self.driver.get(url)
-        self.wait_until(lambda: bool(self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")),
-                        timeout, f"{path} did not open")
+
+        def loaded() -> bool:
+            found = self.driver.find_elements(By.CSS_SELECTOR, f"{CURRENT} .jp-Notebook .jp-Cell")
+            return bool(found) and (cells is None or len(found) == cells)
+
+        def current() -> bool:
+            if name in self.statusbar():
+                return True
+            # a click on the tab in front activates its document, as a student's click would
+            for tab in self.driver.find_elements(By.CSS_SELECTOR, ".lm-DockPanel-tabBar .lm-TabBar-tab.lm-mod-current"):
+                tab.click()
+            return False
+
+        self.wait_until(loaded, timeout, f"{path} did not load")
+        self.wait_until(current, timeout, f"{path} did not become the current document")
         self.wait_until(lambda: self.kernel_status() == "idle", timeout, f"the kernel of {path} did not become idle")
         self.dismiss_news()
         self.hide_file_browser()
+
+    def statusbar(self) -> str:
+        return str(self.driver.execute_script(
+            "return (document.querySelector('#jp-main-statusbar') || {}).innerText || '';"))
 
     def notebook_shown(self, seconds: float) -> bool:
         """Whether any notebook cell appears within ``seconds``."""
@@ -117,9 +137,7 @@ class JupyterLabPage:
     def kernel_status(self) -> str:
         """The kernel's state as the status bar shows it ("Python 3 (ipykernel) | Idle"):
         'idle', 'busy', 'connecting', ...; '' before a kernel is there."""
-        text = str(self.driver.execute_script(
-            "return (document.querySelector('#jp-main-statusbar') || {}).innerText || '';"))
-        for line in text.splitlines():
+        for line in self.statusbar().splitlines():
             if " | " in line:
                 return line.rsplit(" | ", 1)[1].strip().lower()
         return ""
