@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Regenerate requirements.lock: every Python package of the engine and its tests, pinned,
+# Regenerate requirements.lock: every Python package of the engine, its tests and `make notebooks`
+# (the test and notebooks extras), pinned,
 # with the sha256 of every distribution file PyPI serves for that version (pip-compile
 # --generate-hashes), so `pip install --require-hashes` installs exactly these bytes on
 # Debian 12 (Python 3.11) and Ubuntu 24.04 (3.12). Run after changing pyproject.toml's
@@ -14,7 +15,7 @@ trap 'rm -rf "$tools"' EXIT
 unset PIP_FIND_LINKS
 # --allow-unsafe: setuptools is pinned too (the editable install is built without
 # build isolation, from the lock, not from whatever PyPI serves that day)
-"$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras --extra test \
+"$tools/bin/pip-compile" -q --generate-hashes --allow-unsafe --strip-extras --extra test --extra notebooks \
   --no-emit-index-url --no-emit-find-links --output-file requirements.lock pyproject.toml
 # the build backend of the project itself
 echo "setuptools>=68" > "$tools/build.in"

@@ -2,7 +2,8 @@
 # Host packages the appliance checks (make test-appliance) use, from Debian's mirror:
 # Docker (docker.io; started by ensure-dockerd.sh), Compose v1, Vagrant with the libvirt
 # plugin (vagrant validate), Ansible and ansible-lint, debootstrap (offline image base), the
-# pinned kernel source and what configuring and compiling part of it needs. Quick when all
+# pinned kernel source and what configuring and compiling part of it needs, headless Chromium
+# and its chromedriver (the browser test, test_browser.py: no browser download). Quick when all
 # are there. Go (for containerlab from the module proxy) comes with the machine.
 set -euo pipefail
 pkgs=(
@@ -11,6 +12,7 @@ pkgs=(
   ansible ansible-lint
   linux-source-6.1 patch git xz-utils make gcc libc6-dev flex bison bc libelf-dev libssl-dev
   curl ca-certificates
+  chromium chromium-driver
 )
 missing=()
 for p in "${pkgs[@]}"; do

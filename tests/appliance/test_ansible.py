@@ -62,11 +62,13 @@ def test_kernel_role_rejects_an_unknown_kernel_choice(tmp_path):
 def copy_repo(dest: Path) -> None:
     """The repository as the VM's synced folder would show it, without this machine's venv,
     results and build products (the converge creates its own)."""
-    skip = {".venv", ".git", "results", ".vagrant", "mptcplab.egg-info", "__pycache__", ".pytest_cache"}
+    skip = {".venv", ".git", ".vagrant", "mptcplab.egg-info", "__pycache__", ".pytest_cache"}
 
     def flt(info: tarfile.TarInfo):
         parts = Path(info.name).parts
-        if any(p in skip for p in parts) or parts[:2] == (".", "native") and "build" in parts:
+        # results/ only at the top: mptcplab/results/ is a package the images need
+        if any(p in skip for p in parts) or parts[:2] == (".", "results") \
+                or parts[:2] == (".", "native") and "build" in parts:
             return None
         return info
 
