@@ -59,3 +59,19 @@ def codes(rec: dict[str, Any]) -> list[str]:
 
 def on_path(rec: dict[str, Any], path: str) -> list[dict[str, Any]]:
     return [s for s in rec["subflows"] if s["path"] == path]
+
+
+def run_notebook(name: str, results_dir: Path, timeout: int = 300) -> str:
+    """Execute notebooks/<name>.ipynb headless against ``results_dir`` (its parameters cell
+    gets ``results_dir`` and ``run_lab = False``) and return every cell output as text."""
+    import nbformat
+    from nbclient import NotebookClient
+
+    notebooks = Path(__file__).resolve().parents[2] / "notebooks"
+    nb = nbformat.read(notebooks / f"{name}.ipynb", as_version=4)
+    for cell in nb.cells:
+        if "parameters" in cell.get("metadata", {}).get("tags", []):
+            cell.source += f"\nresults_dir = {str(results_dir)!r}\nrun_lab = False\n"
+    NotebookClient(nb, timeout=timeout, kernel_name="python3",
+                   resources={"metadata": {"path": str(notebooks)}}).execute()
+    return "".join(str(o) for c in nb.cells for o in c.get("outputs", []))

@@ -20,7 +20,7 @@ import pytest
 
 from mptcplab.cli import main
 
-from .labkit import by_name, created_namespaces, netns
+from .labkit import by_name, created_namespaces, netns, run_notebook
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -148,16 +148,8 @@ def test_paper_lia_numbers_beside_the_uncoupled_runs(summary: dict[str, Any], qu
 
 
 def test_notebook_executes_against_the_run(quick_run: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "cc.ipynb", as_version=4)
-    for cell in nb.cells:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cell.source += f"\nresults_dir = {str(quick_run)!r}\nrun_lab = False\n"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    outputs = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    pytest.importorskip("nbformat")
+    outputs = run_notebook("cc", quick_run)
     assert "eth-reno-vs-reno" in outputs and "wlan-cubic-vs-cubic" in outputs
     assert "Not the same algorithm" in outputs
     assert outputs.count("image/png") >= 3  # share plot and the two testbeds' time series

@@ -14,6 +14,8 @@ import pytest
 from mptcplab.cli import main
 from mptcplab.results.model import FORMAT_VERSION
 
+from .labkit import run_notebook
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 
@@ -155,14 +157,6 @@ def test_results_files(quick_run: Path) -> None:
 
 
 def test_notebook_executes_against_the_run(quick_run: Path, tmp_path: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "mtu.ipynb", as_version=4)
-    for cell in nb.cells:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cell.source += f"\nresults_dir = {str(quick_run)!r}\nrun_lab = False\n"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    outputs = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    pytest.importorskip("nbformat")
+    outputs = run_notebook("mtu", quick_run)
     assert "mptcp-bottleneck" in outputs

@@ -22,6 +22,8 @@ from mptcplab.cli import main
 from mptcplab.metrics import METRICS, Select
 from mptcplab.results.model import Repetition, Summary, load_manifest, load_summary
 
+from .labkit import run_notebook
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 
@@ -155,16 +157,8 @@ def test_findings_evaluated_and_subset_leaves_the_rest_unknown(summary: Summary)
 
 
 def test_notebook_executes_against_the_run(quick_run: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "rcvbuf.ipynb", as_version=4)
-    for cell in nb.cells:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cell.source += f"\nresults_dir = {str(quick_run)!r}\nrun_lab = False\n"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    outputs = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    pytest.importorskip("nbformat")
+    outputs = run_notebook("rcvbuf", quick_run)
     for text in ("375 KB", "emu1-mptcp / emu1-tcp-wifi", "fig7-tcp-wifi-sndbuf40k", "G_on / G_off",
                  "p4.4-m12-matches-best-path"):
         assert text in outputs, text

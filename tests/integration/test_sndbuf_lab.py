@@ -19,6 +19,8 @@ from mptcplab.cli import main
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.model import LatencyMetrics, Repetition, Summary, load_summary
 
+from .labkit import run_notebook
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 
@@ -157,17 +159,9 @@ def test_published_rows_and_report(summary: Summary, quick_run: Path) -> None:
 
 
 def test_notebook_executes_against_the_run(quick_run: Path) -> None:
-    nbformat = pytest.importorskip("nbformat")
-    from nbclient import NotebookClient
-
-    nb = nbformat.read(REPO / "notebooks" / "sndbuf.ipynb", as_version=4)
-    for cell in nb.cells:
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cell.source += f"\nresults_dir = {str(quick_run)!r}\nrun_lab = False\n"
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(REPO / "notebooks")}}).execute()
-    outputs = "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+    pytest.importorskip("nbformat")
+    outputs = run_notebook("sndbuf", quick_run)
     assert "mptcp-paper-locked" in outputs and "buffer / Eq (1)" in outputs
     assert "P004.11-eq1-not-met" in outputs
     # every figure section drew something
-    assert sum(1 for c in nb.cells for o in c.get("outputs", []) if "image/png" in o.get("data", {})) >= 5
+    assert outputs.count("image/png") >= 5
