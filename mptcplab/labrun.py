@@ -35,6 +35,7 @@ from .runner import (
     RunContext,
     analyse,
     install_signal_handlers,
+    measure_repetition,
     restore_signal_handlers,
 )
 from .steps import Rep, Teardown, measurement_steps
@@ -207,7 +208,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             for rep in range(1, sc_reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
                 progress.begin(sc.name, rep, sc_reps)
-                m = RepRunner(ctx, sc, rep, outdir).measure()
+                m = measure_repetition(ctx, sc, rep, outdir, log, RepRunner)
                 progress.finished()
                 if m.job.calibration:
                     manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = m.job.calibration
@@ -302,8 +303,9 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
     mp = rec["mptcp"]
     verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
     flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
-    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rec['goodput_mbps']:.1f} {scale.rate_unit(factor)}, {verdict}, "
-        f"measured in {seconds:.1f} s, analysed in {rec['analysis_seconds']:.1f} s{flag}")
+    rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {scale.rate_unit(factor)}"
+    took = "" if rec["analysis_seconds"] is None else f", analysed in {rec['analysis_seconds']:.1f} s"
+    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rate}, {verdict}, measured in {seconds:.1f} s{took}{flag}")
     for w in rec["warnings"]:
         log(f"    ! {w['message'] if isinstance(w, dict) else w}")
 

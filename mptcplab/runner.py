@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,7 @@ from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measured_flows, measurement_steps
 from .supervise import Supervisor
 from .timeline.record import EVENTS_FILE, add_capture_time
+from .traffic import kind_of
 from .traffic.analyse import analyse_one, coded, config_diagnostics, expected_paths
 from .traffic.fairness import jain_index, shares
 
@@ -78,7 +80,8 @@ class AnalysisJob:
     clients: dict[str, dict[str, Any]]
     calibration: list[dict[str, Any]]
     extra: dict[str, Any]
-    warnings: list[str]
+    #: the steps' plain-text warnings, and coded ones (dicts) of the runner's own
+    warnings: list[str | dict[str, Any]]
     workers: int | None = None
 
 
@@ -124,6 +127,44 @@ class RepRunner:
         return Measured(job, rep.sysctls, time.monotonic() - t0)
 
 
+#: code of the warning a repetition measured a second time carries (docs/results-format.md)
+REPETITION_RETRIED = "repetition-retried"
+
+
+def setup_failure(m: Measured) -> str | None:
+    """Why the repetition measured nothing because a client's test never started (its kind's
+    ``setup_errors``), naming the flow; None when every client got going."""
+    for name, client in sorted(m.job.clients.items()):
+        kind = kind_of(m.job.body.traffic.flows[name])
+        why = kind.setup_failure(kind.read(Path(client["path"])))
+        if why:
+            return f"flow {name}: {why}"
+    return None
+
+
+def measure_repetition(ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path,
+                       log: Callable[[str], None], runner: type[RepRunner] | None = None) -> Measured:
+    """Measure one repetition; when a client's test never started (setup_failure), keep that
+    attempt's files under ``failed/`` beside the repetitions and measure it again, once. The
+    second attempt's record says so (code ``repetition-retried``); a second failure stays a
+    failed repetition, analysed and reported like any other."""
+    runner = runner or RepRunner
+    m = runner(ctx, scenario, rep, outdir).measure()
+    why = setup_failure(m)
+    if why is None:
+        return m
+    kept = outdir.parent / "failed" / f"rep{rep}-attempt1"
+    kept.parent.mkdir(parents=True, exist_ok=True)
+    outdir.rename(kept)  # never overwritten: each repetition has one retry
+    where = f"{kept.parent.parent.name}/failed/{kept.name}"
+    log(f"{scenario.name} rep {rep}: attempt 1 never started ({why}); its files are in {where}; measuring it again")
+    again = runner(ctx, scenario, rep, outdir).measure()
+    again.job.warnings.append(coded(REPETITION_RETRIED, (
+        f"attempt 1 of this repetition never started ({why}): nothing was measured; its files are kept "
+        f"in scenarios/{where}; these numbers are attempt 2's")))
+    return again
+
+
 def analyse(job: AnalysisJob) -> dict[str, Any]:
     """Captures and client reports of one repetition -> its record (also written to rep.json).
 
@@ -133,7 +174,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     """
     body, net, out = job.body, job.net, job.out
     # coded warnings (docs/results-format.md): the steps' own are plain text (unclassified)
-    warnings: list[dict[str, Any]] = [coded(UNCLASSIFIED, w) for w in job.warnings]
+    warnings: list[dict[str, Any]] = [w if isinstance(w, dict) else coded(UNCLASSIFIED, w) for w in job.warnings]
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
     parts = {name: analyse_one(name, flow, body, net, out, job.clients.get(name), caps, job.workers,
                                primary=name == job.measured)

@@ -175,7 +175,8 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
     elif n_syn == 0 and (mp & (1 << MP_JOIN)).any():
         sf.kind = "mp_join"   # SYN not captured, but its third ACK shows it was a join
     if t_synack is not None:
-        after = fc & ~is_syn & (times >= t_synack)
+        # a client RST answering the SYN/ACK (a client that gave up) does not establish
+        after = fc & ~is_syn & ((flags & RST) == 0) & (times >= t_synack)
         if after.any():
             sf.client_acked = True
             first = np.flatnonzero(after)[0]

@@ -75,6 +75,16 @@ class TrafficKind(ABC, Generic[F]):
     tools: ClassVar[dict[str, str]] = {}
     #: the server exits by itself when its client is done (iperf3 -1); others get SIGTERM
     server_exits: ClassVar[bool] = False
+    #: client errors that say the test never started: its control exchange broke before any
+    #: data was sent. Nothing was measured, so the runner measures the repetition again, once
+    #: (runner.measure_repetition), and says so in the repetition's warnings.
+    setup_errors: ClassVar[tuple[str, ...]] = ()
+
+    def setup_failure(self, outcome: Outcome) -> str | None:
+        """The client's error when it is one of ``setup_errors`` and no data was counted."""
+        if outcome.error and not outcome.goodput_mbps and any(e in outcome.error for e in self.setup_errors):
+            return outcome.error
+        return None
 
     def host_problem(self) -> str | None:
         """What this host lacks to run the kind beyond ``tools`` (a program the project

@@ -19,6 +19,10 @@ from ..units import parse_size, parse_time
 from .base import KindContext, Outcome, TrafficKind
 
 IPERF3_HELP = ("iperf3", "--help")
+#: iperf3's errors when its control connection broke before the test began (seen under load
+#: with mptcpize: the server never got the client's parameters and closed)
+IPERF3_SETUP_ERRORS = ("control socket has closed unexpectedly", "unable to receive parameters",
+                       "unable to receive control message")
 
 
 def help_has_multipath(help_text: str) -> bool:
@@ -72,6 +76,7 @@ class Iperf3Kind(TrafficKind[IperfFlow]):
     capture_analysis = "connection"
     uses_iperf3 = True
     server_exits = True
+    setup_errors = IPERF3_SETUP_ERRORS
 
     def server_argv(self, flow: IperfFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         return server_argv(flow, ctx)

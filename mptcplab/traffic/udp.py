@@ -9,7 +9,7 @@ from pathlib import Path
 from ..lab.schema import UdpFlow
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
-from .iperf3 import client_common, load_json, server_argv
+from .iperf3 import IPERF3_SETUP_ERRORS, client_common, load_json, server_argv
 
 
 class UdpKind(TrafficKind[UdpFlow]):
@@ -17,6 +17,7 @@ class UdpKind(TrafficKind[UdpFlow]):
     capture_analysis = "none"
     uses_iperf3 = True
     server_exits = True
+    setup_errors = IPERF3_SETUP_ERRORS
 
     def server_argv(self, flow: UdpFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         return server_argv(flow, ctx)

@@ -280,3 +280,20 @@ def test_backup_path_needs_only_to_be_established():
     # the same run without the backup flag is not multipath
     r2 = analyze_packets(table(two_paths(b_segs=0, b_len=0, b_dt=0.0)), ["p"], SPEC)
     assert not r2.verified and codes(r2) == ["no-data"]
+
+
+def test_a_client_rst_answering_the_synack_does_not_establish():
+    """A client that gave up (wrk at its duration's end) answers a late SYN/ACK with RST:
+    that connection never completed its handshake, so it is unfinished, not a fallback."""
+    from mptcplab.analysis.flows import find_subflows, orient_tcp
+
+    rows = [pkt(0.0, "10.0.1.2", 42518, SRV, 5201, SYN, seq=1, mp="0"),
+            pkt(0.001, SRV, 5201, "10.0.1.2", 42518, SYN | ACK, seq=7, ack=2, mp="0", sendkey="5"),
+            pkt(0.002, "10.0.1.2", 42518, SRV, 5201, RST, seq=2)]
+    (sf,) = find_subflows(orient_tcp(table(rows), 5201), ["p"])
+    assert sf.kind == "mp_capable" and sf.synack_mp
+    assert not sf.established and not sf.third_ack_mpc
+    # the same handshake completed by a plain ACK (no MP_CAPABLE) is established, and not MPTCP
+    rows[2] = pkt(0.002, "10.0.1.2", 42518, SRV, 5201, ACK, seq=2, ack=8)
+    (sf,) = find_subflows(orient_tcp(table(rows), 5201), ["p"])
+    assert sf.established and not sf.third_ack_mpc

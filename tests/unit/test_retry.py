@@ -1,0 +1,84 @@
+"""A repetition whose test never started (iperf3's control exchange broke before any data)
+is measured again, once, with the failed attempt's files kept and the retry said in the
+record; and the run's log line copes with a repetition that has no goodput."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, cast
+
+import pytest
+
+from mptcplab import labrun, runner
+from mptcplab.traffic.base import Outcome
+from mptcplab.traffic.iperf3 import Iperf3Kind
+from mptcplab.traffic.udp import UdpKind
+
+NEVER_STARTED = "control socket has closed unexpectedly"
+
+
+@pytest.mark.parametrize("kind", [Iperf3Kind(), UdpKind()])
+def test_only_a_control_failure_without_data_is_a_setup_failure(kind: Any) -> None:
+    assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=NEVER_STARTED)) == NEVER_STARTED
+    assert kind.setup_failure(Outcome(goodput_mbps=None, error="error - unable to receive parameters from client"))
+    # data was counted: a measurement that went wrong later, analysed as it is
+    assert kind.setup_failure(Outcome(goodput_mbps=12.5, error=NEVER_STARTED)) is None
+    # the network refused the connection: that is a result (a middlebox, a dead path)
+    refused = "unable to connect to server: Connection refused"
+    assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=refused)) is None
+    assert kind.setup_failure(Outcome(goodput_mbps=0.0)) is None
+
+
+class FakeRunner:
+    """Measures by writing which attempt it was into the repetition directory."""
+
+    attempts: list[Path] = []
+
+    def __init__(self, _ctx: object, _sc: object, _rep: int, out: Path) -> None:
+        self.out = out
+
+    def measure(self) -> Any:
+        self.out.mkdir(parents=True, exist_ok=False)
+        (self.out / "commands.log").write_text(f"attempt {len(self.attempts) + 1}\n")
+        self.attempts.append(self.out)
+        return SimpleNamespace(job=SimpleNamespace(warnings=["a step's warning"], clients={}))
+
+
+def measure(sc: str, rep: int, out: Path, log: Any) -> Any:
+    """runner.measure_repetition with the fake runner (the context and scenario go unread)."""
+    return runner.measure_repetition(cast(Any, SimpleNamespace()), cast(Any, SimpleNamespace(name=sc)), rep, out,
+                                     log, cast(Any, FakeRunner))
+
+
+def test_never_started_is_measured_again_once_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeRunner.attempts = []
+    monkeypatch.setattr(runner, "setup_failure", lambda m: f"flow mp: {NEVER_STARTED}")  # fails every time
+    lines: list[str] = []
+    out = tmp_path / "scenarios" / "lia" / "rep3"
+    m = measure("lia", 3, out, lines.append)
+    assert len(FakeRunner.attempts) == 2, "one retry, never more"
+    kept = tmp_path / "scenarios" / "lia" / "failed" / "rep3-attempt1"
+    assert (kept / "commands.log").read_text() == "attempt 1\n", "the failed attempt is kept, not overwritten"
+    assert (out / "commands.log").read_text() == "attempt 2\n"
+    (w,) = [w for w in m.job.warnings if isinstance(w, dict)]
+    assert w["code"] == runner.REPETITION_RETRIED and NEVER_STARTED in w["message"]
+    assert "lia/failed/rep3-attempt1" in w["message"] and "a step's warning" in m.job.warnings
+    assert len(lines) == 1 and "measuring it again" in lines[0]
+
+
+def test_a_repetition_that_started_is_measured_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeRunner.attempts = []
+    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    m = measure("s", 1, tmp_path / "rep1", print)
+    assert len(FakeRunner.attempts) == 1 and m.job.warnings == ["a step's warning"]
+    assert not (tmp_path / "failed").exists()
+
+
+def test_log_line_of_a_repetition_without_goodput() -> None:
+    """An http/churn-only scenario has no bulk goodput (None): the log line says so."""
+    lines: list[str] = []
+    rec = {"name": "apps", "rep": 1, "goodput_mbps": None, "analysis_seconds": None, "warnings": [],
+           "mptcp": {"requested": True, "verified": True}}
+    labrun._log_rep(lines.append, rec, 1, 3.2)
+    assert lines == ["apps rep 1/1: no goodput, MPTCP verified, measured in 3.2 s"]
