@@ -5,8 +5,9 @@ notebook executed headless against it.
 What is asserted holds in any 3-second run on a loaded host: both flows measured and proven
 from the captures (MPTCP on paths A and B, TCP on path T), the congestion control each flow
 asked for, the bottleneck's rate as a ceiling on the flows' sum, shares and Jain's index
-consistent with the goodputs, the paper's LIA numbers beside this run's uncoupled ones. Which
-flow wins is a measurement (make lab-cc), not a test: a 3-second share is mostly slow start."""
+consistent with the goodputs, the paper's LIA numbers beside this run's LIA (mptcp_lia, BPF
+struct_ops) ones, registered by the engine for the run. Which flow wins is a measurement (make
+lab-cc), not a test: a 3-second share is mostly slow start."""
 
 from __future__ import annotations
 
@@ -18,14 +19,21 @@ from typing import Any
 
 import pytest
 
+from mptcplab.cc import BPF_CCS
 from mptcplab.cli import main
 
 from .labkit import by_name, created_namespaces, netns, run_notebook
 
 REPO = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.netns
+LIA = BPF_CCS["mptcp_lia"]
+pytestmark = [
+    pytest.mark.netns,
+    pytest.mark.skipif(LIA.problem() is not None, reason=f"the lab's LIA scenarios need mptcp_lia: {LIA.problem()}"),
+]
 
-SCENARIOS = [f"{t}-{m}-vs-{c}" for t in ("eth", "wlan") for m in ("reno", "cubic") for c in ("reno", "cubic")]
+SCENARIOS = [f"{t}-{m}-vs-{c}" for t in ("eth", "wlan") for m in ("lia", "reno", "cubic") for c in ("reno", "cubic")]
+#: a scenario name's MPTCP part -> the congestion control its subflows ask for
+MPTCP_CC = {"lia": "mptcp_lia", "reno": "reno", "cubic": "cubic"}
 #: the bottleneck's rate per testbed (labs/cc/experiment.yml, br:eth2 egress)
 BOTTLENECK_MBPS = {"eth": 25.0, "wlan": 10.0}
 
@@ -107,7 +115,7 @@ def test_each_flow_ran_the_congestion_control_its_scenario_names(quick_run: Path
         clients = {m.group(1): m.group(2) for m in re.finditer(
             r"^ip netns exec \S+-(client|tcpclient) (?:mptcpize run )?iperf3 -c .* -C (\w+)", log, re.M)
             if " -p 529" not in m.group(0)}  # not the link checks' flows
-        assert clients == {"client": mp_cc, "tcpclient": tcp_cc}, (name, clients)
+        assert clients == {"client": MPTCP_CC[mp_cc], "tcpclient": tcp_cc}, (name, clients)
         # the MPTCP client really is MPTCP (mptcpize), the single-path one is not
         assert re.search(r"-client mptcpize run iperf3 -c .* -p 5201", log), name
         assert not re.search(r"-tcpclient mptcpize", log), name
@@ -128,28 +136,33 @@ def test_wlan_path_is_the_emulated_one(quick_run: Path) -> None:
             assert wlan is None  # Ethernet testbed: path B is not shaped
 
 
-def test_paper_lia_numbers_beside_the_uncoupled_runs(summary: dict[str, Any], quick_run: Path) -> None:
+def test_paper_lia_numbers_beside_this_kernels_lia(summary: dict[str, Any], quick_run: Path) -> None:
     pub = summary["published"]
     assert len(pub) == 8
     for r in pub:
         assert r["metric"] == "flow_goodput_mbps" and r["flow"] in ("mptcp", "tcp")
-        assert "LIA" in r["paper_kernel"] and "not LIA" in r["paper_kernel"]
-        assert r["scenario"].split("-")[1] == "reno"  # beside the uncoupled reno subflows
+        assert "LIA" in r["paper_kernel"] and "mptcp_lia" in r["paper_kernel"]
+        assert r["scenario"].split("-")[1] == "lia"  # beside this kernel's LIA
         assert r["this_n"] == 1 and r["this_kernel"] == summary["kernel"]
         rec = by_name(summary)[r["scenario"]]
         assert r["this_value"] == pytest.approx(flow(rec, r["flow"])["goodput_mbps"])
     holds = {f["id"]: f["holds_here"] for f in summary["findings"]}
     assert holds["P002.12-lia-cwnd-flat"] is None  # a behaviour of LIA: not measurable here
     assert all(holds[k] in (True, False) for k in holds if k.startswith("P002.8-"))  # decided on this run
+    assert len([k for k in holds if k.startswith("P002.8-")]) == 8  # on LIA, and on uncoupled reno
+    assert holds["P002.13-lia-weaker-than-reno"] in (True, False)
+    for name in SCENARIOS:  # the engine registered mptcp_lia for the LIA scenarios, for them only
+        rep = json.loads((quick_run / "scenarios" / name / "rep1" / "rep.json").read_text())
+        assert ("mptcp_lia" in rep.get("congestion_controls", {})) == ("-lia-" in name), name
     report = (quick_run / "report.md").read_text()
     assert "## Flows measured together" in report
-    assert "| eth-reno-vs-reno | tcp | TCP |" in report
-    assert "flow_goodput_mbps (flow mptcp)" in report and "not LIA" in report
+    assert "| eth-lia-vs-reno | tcp | TCP |" in report
+    assert "flow_goodput_mbps (flow mptcp)" in report and "mptcp_lia" in report
 
 
 def test_notebook_executes_against_the_run(quick_run: Path) -> None:
     pytest.importorskip("nbformat")
     outputs = run_notebook("cc", quick_run)
-    assert "eth-reno-vs-reno" in outputs and "wlan-cubic-vs-cubic" in outputs
-    assert "Not the same algorithm" in outputs
+    assert "eth-lia-vs-reno" in outputs and "wlan-cubic-vs-cubic" in outputs
+    assert "Not the same implementation" in outputs and "here, LIA: MPTCP share" in outputs
     assert outputs.count("image/png") >= 3  # share plot and the two testbeds' time series
