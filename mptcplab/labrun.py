@@ -29,6 +29,7 @@ from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
 from .results.summary import build_summary, summary_rows
 from .runner import (
+    DeferredSignals,
     Interrupted,
     Measured,
     RepRunner,
@@ -220,6 +221,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         collect(block=True)
         complete = True
     except Interrupted as e:
+        complete = False  # a signal right after the last analysis still interrupts the run
         interrupted = f"interrupted by {e}"
         log(f"run {interrupted}; tearing down, finishing the analysis of measured repetitions; "
             f"results kept as incomplete in {run_dir}")
@@ -236,34 +238,57 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         interrupted = f"failed: {type(e).__name__}: {e}"
         raise
     finally:
-        _clean_all(opts.backend)  # belt and braces: the rep runner already tore its network down
-        if interrupted:
-            try:  # measured repetitions are results too: keep them
-                collect(block=True)
-            except Exception as e:  # noqa: BLE001 - the run is failing already; say so, keep going
-                log(f"analysis of a measured repetition failed: {e}")
-        pool.shutdown(wait=True, cancel_futures=True)
-        progress.close()
-        restore_signal_handlers(previous_handlers)
-        manifest["complete"] = complete
-        manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
-        manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
-        manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
-        manifest["analysis"] = "one nice-19 worker process, overlapping the next repetition's measurement"
-        if interrupted:
-            manifest["incomplete_reason"] = interrupted
-        store.write_json(run_dir / "manifest.json", manifest)
-        summary = _summary(lab, run_id, facts, complete, opts, records, reps, run_dir)
-        store.write_json(run_dir / "summary.json", summary)
-        summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
-        if not complete:
-            store.release(run_dir)  # marked incomplete with its reason: nothing left to mark
+        # from here on a signal is recorded, not raised: the files below are written whole
+        deferred = DeferredSignals()
+        written = False
+        try:
+            _clean_all(opts.backend)  # belt and braces: the rep runner already tore its network down
+            if interrupted:
+                try:  # measured repetitions are results too: keep them
+                    collect(block=True)
+                except Exception as e:  # noqa: BLE001 - the run is failing already; say so, keep going
+                    log(f"analysis of a measured repetition failed: {e}")
+            pool.shutdown(wait=True, cancel_futures=True)
+            progress.close()
+            manifest["complete"] = complete
+            manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+            manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
+            manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
+            manifest["analysis"] = "one nice-19 worker process, overlapping the next repetition's measurement"
+            if interrupted:
+                manifest["incomplete_reason"] = interrupted
+            store.write_json(run_dir / "manifest.json", manifest)
+            summary = _summary(lab, run_id, facts, complete, opts, records, reps, run_dir)
+            store.write_json(run_dir / "summary.json", summary)
+            summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+            if not complete:
+                store.release(run_dir)  # marked incomplete with its reason: nothing left to mark
+            written = True
+        finally:
+            if not (complete and written):
+                restore_signal_handlers(previous_handlers)
     if complete:
-        from .results.report import write_report
+        try:
+            if deferred.got is None:
+                from .results.report import write_report
 
-        write_report(run_dir)
-        store.release(run_dir)  # before latest: a kill in between leaves a complete run, just not latest
-        store.mark_latest(run_dir)
+                write_report(run_dir)
+            if deferred.got is not None:
+                # Ctrl-C or a kill while the last files were written: the user asked the run to
+                # stop before it was done, so it is not complete (nor latest), its results kept
+                reason = f"interrupted by {deferred.got}"
+                log(f"run {reason} while its results were written; results kept as incomplete in {run_dir}")
+                manifest["complete"] = False
+                manifest["incomplete_reason"] = reason
+                store.write_json(run_dir / "manifest.json", manifest)
+                summary = _summary(lab, run_id, facts, False, opts, records, reps, run_dir)
+                store.write_json(run_dir / "summary.json", summary)
+                store.release(run_dir)
+            else:
+                store.release(run_dir)  # before latest: a kill in between leaves a complete run, just not latest
+                store.mark_latest(run_dir)
+        finally:
+            restore_signal_handlers(previous_handlers)
     return run_dir, summary
 
 

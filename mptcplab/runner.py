@@ -35,8 +35,8 @@ from .traffic import kind_of
 from .traffic.analyse import analyse_one, coded, config_diagnostics, expected_paths
 from .traffic.fairness import jain_index, shares
 
-__all__ = ["READY_TIMEOUT_S", "AnalysisJob", "Interrupted", "Measured", "RepRunner", "RunContext", "analyse",
-           "config_diagnostics", "expected_paths", "flow_duration", "install_signal_handlers",
+__all__ = ["READY_TIMEOUT_S", "AnalysisJob", "DeferredSignals", "Interrupted", "Measured", "RepRunner", "RunContext",
+           "analyse", "config_diagnostics", "expected_paths", "flow_duration", "install_signal_handlers",
            "restore_signal_handlers"]
 
 
@@ -63,6 +63,21 @@ def install_signal_handlers() -> dict[int, Any]:
 def restore_signal_handlers(previous: dict[int, Any]) -> None:
     for s, h in previous.items():
         signal.signal(s, h)
+
+
+class DeferredSignals:
+    """While a run writes its last files (manifest, summary, report), SIGTERM/SIGINT/SIGHUP
+    must not cut a write in half: from construction on they are recorded, not raised, and
+    the run reads ``got`` when it is done (then marks itself interrupted). The caller
+    restores the handlers it had (restore_signal_handlers)."""
+
+    def __init__(self) -> None:
+        self.got: str | None = None
+        for s in _SIGNALS:
+            signal.signal(s, self._record)
+
+    def _record(self, signum: int, _frame: Any) -> None:
+        self.got = self.got or signal.Signals(signum).name
 
 
 @dataclass

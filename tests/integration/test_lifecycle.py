@@ -129,3 +129,29 @@ def test_unexpected_failure_is_one_line_and_keeps_the_run(tmp_path: Path, monkey
     assert m["complete"] is False and m["incomplete_reason"].startswith("failed: RuntimeError: timed out")
     assert "in measure" in (runs[0] / "traceback.txt").read_text()
     assert not (results / "mtu" / "latest").exists()
+
+
+def test_signal_while_the_report_is_written_marks_the_run_interrupted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Ctrl-C after the last analysis, while the report is written (found by the faults suite
+    at a random moment): the report is finished, not cut in half; the run is then marked
+    incomplete with the signal as its reason, not latest, and the command exits 130."""
+    from mptcplab import cli
+    from mptcplab.results import report
+
+    real = report.write_report
+
+    def interrupted_report(run_dir: Path) -> None:
+        os.kill(os.getpid(), signal.SIGINT)  # recorded, not raised: the report still completes
+        real(run_dir)
+
+    monkeypatch.setattr(report, "write_report", interrupted_report)
+    results = tmp_path / "r"
+    status = cli.main(["run", str(REPO / "labs" / "mtu"), "--quick", "--scenario", "tcp-a", "--results", str(results)])
+    assert status == 130, capsys.readouterr().err
+    (run,) = [d for d in (results / "mtu").iterdir() if d.name != "latest"]
+    m = json.loads((run / "manifest.json").read_text())
+    assert m["complete"] is False and m["incomplete_reason"] == "interrupted by SIGINT"
+    assert json.loads((run / "summary.json").read_text())["complete"] is False
+    assert (run / "report.md").is_file() and not (results / "mtu" / "latest").exists()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler, "the run's handlers were not restored"
