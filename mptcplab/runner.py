@@ -158,12 +158,11 @@ def setup_failure(m: Measured) -> str | None:
 
 
 def measure_repetition(ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path,
-                       log: Callable[[str], None], runner: type[RepRunner] | None = None) -> Measured:
+                       log: Callable[[str], None], runner: type[RepRunner] = RepRunner) -> Measured:
     """Measure one repetition; when a client's test never started (setup_failure), keep that
     attempt's files under ``failed/`` beside the repetitions and measure it again, once. The
     second attempt's record says so (code ``repetition-retried``); a second failure stays a
     failed repetition, analysed and reported like any other."""
-    runner = runner or RepRunner
     m = runner(ctx, scenario, rep, outdir).measure()
     why = setup_failure(m)
     if why is None:
