@@ -37,7 +37,7 @@ from mptcplab.analysis.pcapread import extract  # noqa: E402
 
 SCENARIO = "mptcp_pmtud"
 SPEC = FlowSpec(server_ip="10.0.3.2", server_port=5201, paths={"10.0.1.2": "A", "10.0.2.2": "B"},
-                expected_paths=("A", "B"), mptcp=True, direction="upload")
+                expected_paths=("A", "B"), mptcp=True, direction="upload", same_clock=True)
 
 
 def make(out: Path, duration: int, rate: str) -> None:
@@ -93,6 +93,11 @@ def main() -> int:
                   f"max_frame {s.max_frame} frag_needed {s.icmp_frag_needed} retrans {s.retransmissions}")
         print(f"MPTCP depth: {len(r.dsn)} DSN rows, {r.mptcp_retransmissions} MPTCP-level re-sends, "
               f"{len(r.mptcp_events)} events")
+        h = r.hol_connection
+        print(f"delivery: {h.get('hol_segments')} segments at the receiver points, out of order "
+              f"{h.get('ooo_share')}, HoL p95 {h.get('hol_p95_ms')} ms max {h.get('hol_max_ms')} ms; OWD "
+              + ("; ".join(f"{s.path} {s.owd_points} median {s.owd_median_ms} ms ({s.owd_samples})"
+                           for s in r.subflows if s.owd_samples) or f"none ({r.owd_unavailable})"))
         best = min(walls)
         print(f"analysis wall time: best {best:.3f} s, median {statistics.median(walls):.3f} s "
               f"over {a.repeat} runs; CPU {statistics.median(cpus):.3f} s per run; of which reading "

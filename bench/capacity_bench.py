@@ -151,11 +151,31 @@ def run_config(c: Config, seconds: float, wd: Path, measure: Callable[..., dict[
     em = NfqueueEmulator()
     rate, delay = f"{c.rate_mbit:g}mbit", f"{c.delay_ms:g}ms"
     omit, dur = tcp_timing(LinkShape.parse(rate=rate, delay=delay), 1500, seconds)
+
+    def one_line(i: int) -> dict[str, Any]:
+        # a directory per line: the lines' delay-line control files and logs share names
+        # (three lines in one directory removed each other's control file)
+        d = wd / f"line{i}"
+        d.mkdir(parents=True, exist_ok=True)
+        return measure(em, rate, delay, None, True, dur, omit, d)
+
     with concurrent.futures.ThreadPoolExecutor(c.lines) as ex:
-        rows = list(ex.map(lambda _: measure(em, rate, delay, None, True, dur, omit, wd), range(c.lines)))
+        rows = list(ex.map(one_line, range(c.lines)))
     return {"quantity": c.quantity, "rate_mbit": c.rate_mbit, "delay_ms": c.delay_ms, "lines": c.lines,
             "value": c.value, "ok": all(r["ok"] for r in rows), "load_before": rows[0]["load_before"],
             "load_after": rows[-1]["load_after"], "runs": rows}
+
+
+def _why(runs: list[dict[str, Any]]) -> str:
+    """What failed, in a few words: the goodput ratio, the RTT, the delay lines' problems."""
+    out = []
+    for r in (line for run in runs for line in run["runs"] if not line["ok"]):
+        if not r.get("goodput_ok", True):
+            out.append(f"goodput {r['goodput_ratio']:.0%} of the rate")
+        if not r.get("rtt_ok", True):
+            out.append(f"min RTT {r['rtt_min_ms']:.2f} ms for {r['rtt_want_ms']:.1f}")
+        out += r.get("problems", [])[:2]
+    return ": " + "; ".join(dict.fromkeys(out)) if out else ""
 
 
 def main() -> int:
@@ -196,7 +216,7 @@ def main() -> int:
                 row = {**runs[0], "ok": all(r["ok"] for r in runs), "repeats": runs}
                 rows.append(row)
                 print(f"{c.label()}: {'OK' if row['ok'] else 'FAIL'} (load {row['load_before']:.1f}"
-                      f"->{runs[-1]['load_after']:.1f})", flush=True)
+                      f"->{runs[-1]['load_after']:.1f}){_why(runs)}", flush=True)
     found = derive(rows)
     print("\n# quantity        measured fits / beyond      today fits / beyond")
     for q, t in found.items():

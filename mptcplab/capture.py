@@ -30,8 +30,11 @@ def capture_command(cp: CapturePoint, outdir: Path) -> CaptureCommand:
     # -B: a 16 MiB kernel buffer so 2 x 100 Mbit/s with 1500-byte frames is not dropped;
     # --immediate-mode: without it, tcpdump stopped by a signal loses the last ~0.5 s
     # -Z root: stay root, so the file can be written wherever the results directory is
+    # --time-stamp-precision nano (asked by the point): the file keeps nanoseconds, which the
+    # native reader opens with (analysis/pcapread); the kernel stamps packets in ns anyway
+    precision = ("--time-stamp-precision", "nano") if cp.timestamps == "nano" else ()
     argv = ("tcpdump", "-i", iface, "-n", "-s", str(cp.snaplen), "-B", "16384", "--immediate-mode", "-Z", "root",
-            "-w", str(path), *CAPTURE_FILTER)
+            *precision, "-w", str(path), *CAPTURE_FILTER)
     return CaptureCommand(node, iface, path, argv)
 
 

@@ -98,6 +98,9 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--path", action="append", metavar="LABEL=ADDRESS",
                     help="a path label for a client address, e.g. A=10.0.1.2 (repeatable; default: guessed)")
     an.add_argument("--direction", choices=["upload", "download"], help="data direction (default: guessed)")
+    an.add_argument("--same-clock", action="store_true",
+                    help="the files were captured on one host clock (one machine, e.g. network namespaces): "
+                         "one-way delays between the capture points are measured; never for two machines")
     return p
 
 
@@ -363,7 +366,7 @@ def cmd_analyze(a: argparse.Namespace) -> int:
                 raise LabInputError("command line", "--path", f"{item!r}: expected LABEL=ADDRESS")
             paths[addr] = label
     out = a.out or a.pcap[0].with_name(a.pcap[0].stem + "-analysis")
-    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction)
+    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock)
     print("\n".join(describe(fa, g)))
     print(f"tables and figures: {out}")
     return 0

@@ -23,6 +23,7 @@ from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
 from .lab import scale
 from .lab.loader import Lab, ScenarioRun, unsupported
+from .middlebox import rewrite
 from .plan import build_plan
 from .progress import Progress
 from .results import store
@@ -203,6 +204,17 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             store.write_json(run_dir / "summary.json",
                              _summary(lab, run_id, facts, False, opts, records, reps, run_dir))
 
+    def write_final(done: bool, reason: str | None) -> dict[str, Any]:
+        """The run's last word, written whole: manifest.json, summary.json and summary.csv."""
+        manifest["complete"] = done
+        if reason:
+            manifest["incomplete_reason"] = reason
+        store.write_json(run_dir / "manifest.json", manifest)
+        final = _summary(lab, run_id, facts, done, opts, records, reps, run_dir)
+        store.write_json(run_dir / "summary.json", final)
+        summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+        return final
+
     try:
         for sc in scenarios:
             sc_reps = planned[sc.name]
@@ -250,17 +262,11 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
                     log(f"analysis of a measured repetition failed: {e}")
             pool.shutdown(wait=True, cancel_futures=True)
             progress.close()
-            manifest["complete"] = complete
             manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
             manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
             manifest["analysis"] = "one nice-19 worker process, overlapping the next repetition's measurement"
-            if interrupted:
-                manifest["incomplete_reason"] = interrupted
-            store.write_json(run_dir / "manifest.json", manifest)
-            summary = _summary(lab, run_id, facts, complete, opts, records, reps, run_dir)
-            store.write_json(run_dir / "summary.json", summary)
-            summary_rows(records).to_csv(run_dir / "summary.csv", index=False)
+            summary = write_final(complete, interrupted)
             if not complete:
                 store.release(run_dir)  # marked incomplete with its reason: nothing left to mark
             written = True
@@ -278,11 +284,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
                 # stop before it was done, so it is not complete (nor latest), its results kept
                 reason = f"interrupted by {deferred.got}"
                 log(f"run {reason} while its results were written; results kept as incomplete in {run_dir}")
-                manifest["complete"] = False
-                manifest["incomplete_reason"] = reason
-                store.write_json(run_dir / "manifest.json", manifest)
-                summary = _summary(lab, run_id, facts, False, opts, records, reps, run_dir)
-                store.write_json(run_dir / "summary.json", summary)
+                summary = write_final(False, reason)
                 store.release(run_dir)
             else:
                 store.release(run_dir)  # before latest: a kill in between leaves a complete run, just not latest
@@ -348,6 +350,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
             timing.append(f"{tag}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
         for name, st in (r.get("delay_line_stats") or {}).items():
             timing.extend(f"{tag}: {name}: {problem}" for problem in delayline_problems(st or {}))
+            invalid.extend(f"{tag}: {name}: {problem}" for problem in rewrite.problems(st or {}))
         if r.get("iperf3_error"):
             invalid.append(f"{tag}: iperf3 error: {r['iperf3_error']}")
         for pt, st in (r.get("capture_stats") or {}).items():

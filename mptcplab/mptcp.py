@@ -32,8 +32,11 @@ def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
         argv = ["ip", "mptcp", "endpoint", "add", str(addr)]
         if ":" in e.address:
             argv += ["dev", e.address.split(":", 1)[1]]
+        if e.port is not None:
+            argv += ["port", str(e.port)]
         if e.id is not None:
             argv += ["id", str(e.id)]
         argv += list(e.flags)
-        out.append(Cmd(tuple(argv), node=name, why=f"endpoint {addr}: {' '.join(e.flags)}"))
+        where = f"{addr}" if e.port is None else f"{addr} port {e.port}"
+        out.append(Cmd(tuple(argv), node=name, why=f"endpoint {where}: {' '.join(e.flags)}"))
     return out

@@ -1,6 +1,6 @@
 """Commands that configure a node from the derived Network: sysctls, interfaces,
 addresses, routes, policy rules, offloads, the PMTUD black-hole firewall and the
-middleboxes (nftables rules on routers that drop or strip MPTCP options).
+middleboxes (mptcplab/middlebox/nft.py builds their nftables rules).
 
 Backend-independent: the commands name nodes, and a backend runs them in a
 namespace (netns) or a container (containerlab).
@@ -11,9 +11,9 @@ from __future__ import annotations
 from .commands import Cmd, cmd
 from .lab.network import Network, Node, Route
 from .lab.schema import ExperimentBody
+from .middlebox.nft import middlebox_cmds
 
 FW_TABLE = "mptcplab_fw"
-MB_TABLE = "mptcplab_mb"
 
 
 def sysctl_cmds(node: Node) -> list[Cmd]:
@@ -125,40 +125,6 @@ def firewall_cmds(body: ExperimentBody, name: str) -> list[Cmd]:
         cmd("nft", "add", "rule", "inet", FW_TABLE, "output", "icmp", "type", "destination-unreachable",
             "icmp", "code", "frag-needed", "counter", "drop", node=name),
     ] + out
-
-
-# nftables 1.0.6 and this kernel (measured in a throwaway namespace): `tcp option mptcp
-# subtype N` matches the MPTCP subtype, `reset tcp option mptcp` overwrites the option with
-# NOPs (the kernel fixes the checksum), in the forward hook of a router. Each rule counts.
-MIDDLEBOX_RULES: dict[str, tuple[tuple[str, ...], str]] = {
-    "drop-mp-join": (("tcp", "flags", "&", "(syn|ack)", "==", "syn", "tcp", "option", "mptcp", "subtype", "1",
-                      "counter", "drop"),
-                     "middlebox: drop SYNs carrying MP_JOIN (subtype 1)"),
-    "strip-mptcp-syn": (("tcp", "flags", "syn", "tcp", "option", "mptcp", "exists", "counter",
-                         "reset", "tcp", "option", "mptcp"),
-                        "middlebox: strip the MPTCP option (kind 30) from SYN and SYN/ACK"),
-    "strip-mptcp-data": (("tcp", "flags", "&", "syn", "==", "0", "tcp", "option", "mptcp", "exists", "counter",
-                          "reset", "tcp", "option", "mptcp"),
-                         "middlebox: strip the MPTCP option (kind 30) from every segment without SYN"),
-}
-
-
-def middlebox_cmds(body: ExperimentBody, name: str) -> list[Cmd]:
-    """The node's middleboxes as nftables rules in their own table, forward hook."""
-    boxes = body.nodes[name].middlebox
-    if not boxes:
-        return []
-    out = [
-        cmd("nft", "add", "table", "inet", MB_TABLE, node=name, why="middlebox rules of this router"),
-        cmd("nft", "add", "chain", "inet", MB_TABLE, "forward",
-            "{", "type", "filter", "hook", "forward", "priority", "0", ";", "}", node=name),
-    ]
-    for box in boxes:
-        rule, why = MIDDLEBOX_RULES[box.kind]
-        where = ("iifname", box.iface) if box.iface else ()
-        out.append(cmd("nft", "add", "rule", "inet", MB_TABLE, "forward", *where, *rule, node=name,
-                       why=why + (f" arriving on {box.iface}" if box.iface else "")))
-    return out
 
 
 def firewall_counter_cmd(name: str) -> Cmd:

@@ -22,6 +22,7 @@ from .emulation.base import Daemon, Emulator
 from .lab.loader import ScenarioRun
 from .lab.network import Network, build_network
 from .lab.schema import ClabTopology
+from .middlebox import rewrite
 from .mptcp import mptcp_cmds, mptcp_sysctls
 from .netconfig import (
     firewall_cmds,
@@ -31,6 +32,7 @@ from .netconfig import (
     route_cmds,
     sysctl_cmds,
 )
+from .striping import balance_rr_cmds
 
 
 @dataclass
@@ -89,6 +91,7 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
         plan.config += offload_cmds(net, name)
         plan.config += frr_route_cmds(node) if routes_by == "frr" and node.role == "router" else route_cmds(node)
         plan.config += firewall_cmds(scenario.body, name)
+        plan.config += balance_rr_cmds(net, scenario.body, name)
     queue = 0
     for link in net.links:
         if not link.impaired:
@@ -98,6 +101,10 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
             plan.emulation += cmds
             plan.daemons += daemons
             queue += 1
+    # rewriting middleboxes: daemons like the delay lines, queue numbers after theirs
+    mb_cmds, mb_daemons = rewrite.plan(scenario.body, queue, workdir, rewrite.binary(must_exist=False))
+    plan.emulation += mb_cmds
+    plan.daemons += mb_daemons
     for name in net.nodes:
         plan.mptcp += mptcp_cmds(scenario.body, net, name)
     return plan

@@ -27,6 +27,7 @@ from .cc import BPF_CCS
 from .errors import HostNotReady, LabInputError
 from .lab.loader import EXPERIMENT, Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
+from .middlebox import rewrite
 from .traffic import KINDS
 
 PROC_SYS = Path("/proc/sys")
@@ -212,6 +213,11 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
                                              "which this lab's traffic kinds run"))
         problems += [HostNotReady(why) for k in sorted(kinds) if (why := KINDS[k].host_problem())]
         problems += _probe_problems(scenarios, facts)
+        if any(rewrite.boxes(sc.body) for sc in scenarios):
+            try:
+                rewrite.binary()
+            except HostNotReady as e:
+                problems.append(e)
         if results_root is not None:
             bad = _results_problem(results_root) or _results_problem(results_root / lab.name)
             if bad:

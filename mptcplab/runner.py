@@ -26,7 +26,7 @@ from .lab.network import Network
 from .lab.schema import ExperimentBody
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
-from .probes.analysis import analyse_probes
+from .probes.analysis import OtherFlow, analyse_probes
 from .results.model import UNCLASSIFIED, Repetition
 from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measured_flows, measurement_steps
 from .supervise import Supervisor
@@ -206,8 +206,10 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     probes: dict[str, Any] = {}
     if fa is not None:
         primary = body.traffic.flows[job.measured]
+        beside = [OtherFlow(n, p.fa, getattr(body.traffic.flows[n], "direction", "upload") == "upload")
+                  for n, p in parts.items() if n != job.measured and p.fa is not None]
         probes, probe_warnings = analyse_probes(out, body, fa, getattr(primary, "direction", "upload") == "upload",
-                                                backup_paths(body, primary))
+                                                backup_paths(body, primary), flow=job.measured, others=beside)
         warnings += [coded(UNCLASSIFIED, w) for w in probe_warnings]
     measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]
     goodputs = {n: parts[n].outcome.goodput_mbps or 0.0 for n in measured

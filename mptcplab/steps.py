@@ -33,6 +33,7 @@ from .emulation.linkmodel import DirectedLink
 from .lab.network import Link
 from .lab.schema import ExperimentBody, Flow
 from .linkcheck import Check, parse_rate_mbps, ping_cmd, rate_check, rate_check_cmds, rtt_checks
+from .middlebox.nft import counter_cmd as mb_counter_cmd
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, bring_up
 from .traffic import IPERF3_HELP, KindContext, help_has_multipath, kind_of
@@ -52,6 +53,11 @@ if TYPE_CHECKING:
 READY_TIMEOUT_S = 30.0
 #: clients still running this long after their planned end fail the repetition
 CLIENT_GRACE_S = 30.0
+#: a background client (hold) must be ready within this (a thousand connections take
+#: ~0.1 s; starting Python in a namespace on the loaded host up to several seconds)
+BACKGROUND_READY_TIMEOUT_S = 60.0
+#: how long a background client has to close its connections and report after SIGINT
+BACKGROUND_STOP_S = 10.0
 
 #: read back on every node after configuration (plus the sysctls the lab sets): what
 #: decides MPTCP, TCP and forwarding behaviour, recorded in the manifest
@@ -398,6 +404,13 @@ def event_started_flows(body: ExperimentBody) -> set[str]:
     return set(event_started(body))
 
 
+def background_flows(body: ExperimentBody) -> list[str]:
+    """Flows of a background kind (hold) that no timeline event starts: started before the
+    others, stopped after them."""
+    started_by_event = event_started_flows(body)
+    return [n for n, f in body.traffic.flows.items() if kind_of(f).background and n not in started_by_event]
+
+
 def measured_flows(body: ExperimentBody) -> list[str]:
     """Names of the measured flows in the lab's order; the first is the primary one (the
     repetition's top-level fields, iperf3.json)."""
@@ -423,9 +436,11 @@ class StartOffsets:
 
 
 class Traffic(Step):
-    """Each flow's server (waited for until it listens), then the clients at their start
-    offsets (flows a timeline event starts wait for it); what runs is the flow's kind's
-    (mptcplab/traffic/). Sets rep.t_zero when the first measured client starts."""
+    """Each flow's server (waited for until it listens), then the background flows' clients
+    (hold), waited for until their kind says they are ready, then the other clients at their
+    start offsets (counted from then; flows a timeline event starts wait for it); what runs
+    is the flow's kind's (mptcplab/traffic/). Background clients are stopped when the others
+    have ended. Sets rep.t_zero when the first measured client starts."""
 
     title = "traffic"
 
@@ -457,9 +472,17 @@ class Traffic(Step):
         for name, flow in flows.items():
             out.append(Planned(self._server(rep, name, flow), background=True, note=f"flow {name}: {flow.kind} server"))
         out += [Planned(kind_of(f).ready_cmd(f), note=UNTIL_READY) for f in flows.values()]
+        background = background_flows(rep.body)
+        for name in background:
+            f = flows[name]
+            out.append(Planned(self.client_cmd(rep, name, f), background=True,
+                               note=f"flow {name} ({f.kind}, background: before the others, stopped after them)"))
+            ready = kind_of(f).client_ready_cmd(f)
+            if ready is not None:
+                out.append(Planned(ready, note=f"repeated until flow {name}'s client is ready"))
         for name, flow in sorted(flows.items(), key=lambda kv: parse_time(kv[1].start)):
-            if name in by_event:
-                continue  # printed by the timeline step, at its event's time
+            if name in by_event or name in background:
+                continue  # printed by the timeline step, at its event's time; or above
             out.append(Planned(self.client_cmd(rep, name, flow), background=True,
                                note=f"flow {name} ({flow.kind}, {flow.role}), at +{parse_time(flow.start):g} s"))
         return out
@@ -507,6 +530,34 @@ class Traffic(Step):
         c = self.client_cmd(rep, name, flow, flow.client)
         return rep.backend.spawn(flow.client, c.argv, stdout=path.open("wb"), stderr=err.open("wb")), path
 
+    def _start_background(self, rep: Rep, control: FlowControl, name: str) -> None:
+        """Start a background client and wait until its kind's readiness check accepts;
+        a client that exits first fails the repetition at once (it will not get ready)."""
+        flow = rep.body.traffic.flows[name]
+        kind = kind_of(flow)
+        control.start(name)
+        proc = control.started[name].proc
+        ready = kind.client_ready_cmd(flow)
+
+        def is_ready() -> bool:
+            if proc.poll() is not None:
+                raise RuntimeError(f"the {flow.kind} client of flow {name} exited (rc {proc.returncode}) "
+                                   "before it was ready")
+            return ready is None or kind.client_ready(flow, rep.backend.run([ready])[0].stdout)
+
+        wait_for(is_ready, BACKGROUND_READY_TIMEOUT_S, f"{flow.kind} client of flow {name}")
+
+    def _stop_background(self, rep: Rep, control: FlowControl, background: list[str]) -> None:
+        """SIGINT to the background clients (they report and exit), waited for briefly; one
+        still running is killed by the caller's ``finally``."""
+        for name in background:
+            control.stop(name)
+        for name in background:
+            try:
+                control.started[name].proc.wait(timeout=BACKGROUND_STOP_S)
+            except subprocess.TimeoutExpired:
+                rep.warnings.append(f"background flow {name} did not exit {BACKGROUND_STOP_S:g} s after SIGINT")
+
     def _run_clients(self, rep: Rep) -> None:
         flows = rep.body.traffic.flows
         by_event = event_started_flows(rep.body)
@@ -520,19 +571,26 @@ class Traffic(Step):
 
         control = FlowControl(lambda n: self._spawn_client(rep, n), rep.backend.signal, started)
         rep.flow_control = control
-        schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event})
+        background = background_flows(rep.body)
+        schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event and n not in background})
         measured_start = min(parse_time(flows[n].start) for n in measured)
         at = event_started(rep.body)
         # a flow a timeline event starts counts its duration from that event
         limits = {n: (measured_start + at[n] if n in at else parse_time(f.start)) + flow_duration(rep.ctx, rep.body, f)
-                  for n, f in flows.items()}
+                  for n, f in flows.items() if n not in background}
         longest = max(limits.values())
-        t0 = time.monotonic()
-        deadline = t0 + longest + CLIENT_GRACE_S
-        if rep.ctx.progress is not None:
-            rep.ctx.progress.traffic_started(longest)
+
+        def foreground() -> list[str]:
+            return [n for n in control.running() if n not in background]
+
         try:
-            while not schedule.done or control.running():
+            for name in background:
+                self._start_background(rep, control, name)
+            t0 = time.monotonic()
+            deadline = t0 + longest + CLIENT_GRACE_S
+            if rep.ctx.progress is not None:
+                rep.ctx.progress.traffic_started(longest)
+            while not schedule.done or foreground():
                 now = time.monotonic()
                 for name in schedule.due(now - t0):
                     control.start(name)
@@ -546,6 +604,7 @@ class Traffic(Step):
                 if now > deadline:
                     raise RuntimeError(f"clients did not finish {CLIENT_GRACE_S:g} s after their duration")
                 time.sleep(0.05)
+            self._stop_background(rep, control, background)
         finally:
             if rep.ctx.progress is not None:
                 rep.ctx.progress.traffic_ended()
@@ -569,27 +628,35 @@ class StopDaemons(Step):
         rep.extra["delay_line_stats"] = rep.running.stop_all()
 
 
+def nft_counted(stdout: str) -> int:
+    """Packets the counters of a table counted (``nft -j list table``); -1: unreadable."""
+    try:
+        rules = [x["rule"] for x in json.loads(stdout)["nftables"] if "rule" in x]
+        return sum(e["counter"]["packets"] for r in rules for e in r["expr"] if "counter" in e)
+    except (ValueError, KeyError, TypeError):
+        return -1
+
+
 class FirewallCounters(Step):
-    title = "firewall counters (packets the PMTUD black hole dropped)"
+    title = "firewall counters (packets the PMTUD black hole dropped, the middleboxes matched)"
 
     @staticmethod
-    def _cmds(rep: Rep) -> list[Cmd]:
-        return [firewall_counter_cmd(name) for name, spec in rep.body.nodes.items() if spec.drop_icmp_frag_needed]
+    def _cmds(rep: Rep) -> list[tuple[str, Cmd]]:
+        nodes = rep.body.nodes.items()
+        return ([("firewall", firewall_counter_cmd(n)) for n, spec in nodes if spec.drop_icmp_frag_needed]
+                + [("middlebox", mb_counter_cmd(n)) for n, spec in nodes if spec.middlebox])
 
     def commands(self, rep: Rep) -> list[Planned]:
-        return [Planned(c) for c in self._cmds(rep)]
+        return [Planned(c) for _, c in self._cmds(rep)]
 
     def run(self, rep: Rep) -> None:
-        out = {}
-        for c in self._cmds(rep):
+        out: dict[str, dict[str, int]] = {}
+        for what, c in self._cmds(rep):
             assert c.node is not None
-            p = rep.backend.run([c])[0]
-            try:
-                rules = [x["rule"] for x in json.loads(p.stdout)["nftables"] if "rule" in x]
-                out[c.node] = sum(e["counter"]["packets"] for r in rules for e in r["expr"] if "counter" in e)
-            except (ValueError, KeyError):
-                out[c.node] = -1
-        rep.extra["firewall"] = out
+            out.setdefault(what, {})[c.node] = nft_counted(rep.backend.run([c])[0].stdout)
+        rep.extra["firewall"] = out.get("firewall", {})
+        if "middlebox" in out:
+            rep.extra["middlebox"] = out["middlebox"]
 
 
 class Teardown(Step):

@@ -18,6 +18,14 @@ APT_PACKAGES=(
   git ca-certificates
 )
 
+# --test: what the test suite needs besides the engine: ansible-playbook and rsync (its
+# synchronize module) for the campaign
+# tests' ansible targets (tests/integration/test_campaign.py; Debian's package, as the VM's
+# provisioner installs it)
+if [ "${1:-}" = "--test" ]; then
+  APT_PACKAGES+=(ansible rsync)
+fi
+
 if [ "$(id -u)" -ne 0 ]; then
   echo "bootstrap: run as root (namespaces, tc and nftables need it)" >&2
   exit 3
@@ -51,7 +59,7 @@ hash="$(cat pyproject.toml requirements.lock requirements-build.lock | sha256sum
 if [ -x .venv/bin/python ] && [ "$(.venv/bin/python -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)" != "$pyver" ]; then
   rm -rf .venv
 fi
-# --test is accepted for compatibility: the lock holds the test tools too, one environment
+# the lock holds the Python test tools too: one environment for --test and without
 [ -x .venv/bin/python ] && [ "$(cat "$stamp" 2>/dev/null || true)" = "$hash" ] && exit 0
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 log=$(mktemp)

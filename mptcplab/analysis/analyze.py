@@ -11,12 +11,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from . import contribution, depth, diagnose
+from . import contribution, delivery, depth, diagnose
 from .flows import (
+    Subflow,
     dss_missing,
     find_subflows,
     group_connections,
@@ -25,7 +27,7 @@ from .flows import (
 )
 from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
 from .pcapread import extract
-from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries
+from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries, too_big
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
@@ -34,9 +36,8 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
 
     The time origin of every time in the result is the data connection's first SYN (or its
     first captured packet when the SYN was not captured). ``workers``: files read in
-    parallel, default one per CPU. The reader decodes IPv6 and ICMPv6 too, but the ICMP
-    rules here count IPv4 frag-needed only (the labs are IPv4; ICMPv6 packet-too-big rows
-    are in the packet table, see packets.frag_needed).
+    parallel, default one per CPU. ICMPv6 "packet too big" counts as ICMPv4 "fragmentation
+    needed" does (stats.too_big), ICMPv6 "destination unreachable" as ICMPv4's.
     """
     t_start = time.perf_counter()
     pk = extract(captures, workers=workers)
@@ -85,11 +86,13 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
     mp_fail_t = min(mp_fail) if mp_fail else None
     dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
-    fallback = (spec.mptcp and not negotiated) or (negotiated and (mp_fail_t is not None or dss[2]))
 
     paths = dict(spec.paths)
     icmp = icmp_for_subflows(pk, conn, spec.server_port, paths, t0)
     numbers = {s.key: subflow_numbers(t, s, upload, t0) for s in conn}
+    reset_only = mp_fail_t is not None and mp_fail_reset_subflow(conn, numbers, mp_fail_t - t0)
+    fallback = (spec.mptcp and not negotiated) or (
+        negotiated and ((mp_fail_t is not None and not reset_only) or dss[2]))
     total = sum(n["bytes"] for n in numbers.values())
 
     results: list[SubflowResult] = []
@@ -97,7 +100,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         n = numbers[s.key]
         name = f"{s.cip}:{s.cport}"
         mine = icmp[icmp["subflow"] == name] if not icmp.empty else icmp
-        frag = mine[(mine["type"] == 3) & (mine["code"] == 4)] if not mine.empty else mine
+        frag = mine[too_big(mine)] if not mine.empty else mine
         mtus: list[int] = []
         for m in frag["mtu"] if not frag.empty else []:
             if not pd.isna(m) and int(m) not in mtus:
@@ -114,6 +117,9 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
             syn_attempts=s.syn_attempts, rst=s.rst_t is not None,
             kind=s.kind, point=s.point, acked_bytes=n["acked_bytes"], syn_answered=s.synack_seen,
             last_ack_advance_t=n["last_ack_advance_t"],
+            syn_fallback_s=(None if s.syn_plain_t is None or s.syn_first_t is None
+                            else round(s.syn_plain_t - s.syn_first_t, 6)),
+            rst_reason=s.rst_reason,
         ))
     contribution.assess(results, spec)
 
@@ -121,13 +127,18 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     if deep is not None:
         for r in results:
             r.__dict__.update(deep.per_subflow.get(r.name, {}))
+    dl = (delivery.delivery(pk, t, conn, paths, upload, t0, deep.idsn, spec.same_clock, bin_s, spec.receiver_node)
+          if deep else None)
+    if dl is not None:
+        for r in results:
+            r.__dict__.update(dl.per_subflow.get(r.name, {}))
 
     add_addrs: list[str] = []
     for s in conn:
         add_addrs += [a for a in s.add_addrs if a not in add_addrs]
     others = [s for c, ss in conns.items() if c != cid for s in ss]
 
-    findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0)
+    findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0, reset_only)
     findings += diagnose.removal_lines(spec, conn)
     plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
                                      negotiated=negotiated, fallback=fallback)
@@ -154,15 +165,34 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
         dss_checksum=deep.dss_checksum if deep else None,
         checksum_required=deep.checksum_required if deep else None,
+        owd=dl.owd if dl else pd.DataFrame(columns=delivery.OWD_COLUMNS),
+        hol=dl.hol if dl else pd.DataFrame(columns=delivery.HOL_COLUMNS),
+        hol_connection=dl.connection if dl else {},
+        owd_unavailable=dl.owd_unavailable if dl else None,
+        hol_unavailable=dl.hol_unavailable if dl else None,
     )
 
 
 #: the per-repetition files write_tables makes (docs/results-format.md)
 TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
-               "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv"}
+               "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv",
+               "owd": "owd.csv", "hol": "hol.csv"}
 
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:
     """The analysis' tables as CSV files in ``out`` (names: TABLE_FILES)."""
     for attr, name in TABLE_FILES.items():
         getattr(fa, attr).to_csv(out / name, index=False)
+
+
+def mp_fail_reset_subflow(conn: list[Subflow], numbers: dict[tuple[str, int, str, int], dict[str, Any]],
+                          fail_rel_t: float) -> bool:
+    """Whether an MP_FAIL closed only its own subflow (RFC 8684 section 3.7: with other
+    subflows open, a checksum failure resets the subflow that carried the bad data, with
+    MP_TCPRST, and the connection goes on), not the connection (fallback to TCP with an
+    infinite mapping, when no other subflow is left). True when every subflow that saw
+    MP_FAIL was reset and another subflow carried data after the MP_FAIL."""
+    failed = [s for s in conn if s.mp_fail_t is not None]
+    if not failed or any(s.rst_t is None for s in failed):
+        return False
+    return any((numbers[s.key]["last_data_t"] or 0.0) > fail_rel_t for s in conn if s.mp_fail_t is None)

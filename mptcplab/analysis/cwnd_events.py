@@ -38,7 +38,18 @@ MIN_GAP_S = 0.010
 #: a retransmission this many smoothed RTTs before a reduction's first decrease explains it
 LOSS_LOOKBACK_RTTS = 2.0
 
+#: a cwnd above this (segments) is no window TCP can fill: the largest window is 2^30 bytes
+#: (RFC 7323, scale 14), fewer than 2^21 segments at the smallest MSS (536). Such samples
+#: were seen with mptcp_lia (docs/cc-lia.md, "cwnd jumps"); the cwnd metrics count them
+#: and leave them out
+CWND_IMPLAUSIBLE = 2**21
+
 EPISODE_COLUMNS = ["start_t", "end_t", "cwnd_before", "cwnd_after", "decreases", "with_loss"]
+
+
+def implausible(cwnd: pd.Series) -> pd.Series:
+    """True where a cwnd sample is above CWND_IMPLAUSIBLE (a missing sample is not)."""
+    return pd.to_numeric(cwnd, errors="coerce").gt(CWND_IMPLAUSIBLE)
 
 
 @dataclass(frozen=True)

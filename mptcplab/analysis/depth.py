@@ -87,6 +87,8 @@ class Depth:
     dss_checksum: bool | None = None
     #: the MP_CAPABLE handshake asked for checksums (flag A)
     checksum_required: bool | None = None
+    #: the data sender's IDSN (None: its key was not captured)
+    idsn: int | None = None
 
 
 def _empty(cols: list[str]) -> pd.DataFrame:
@@ -227,7 +229,8 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
     if not ev.empty:
         ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
     return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
-                 per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required)
+                 per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required,
+                 idsn=base)
 
 
 def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:

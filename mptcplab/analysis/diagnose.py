@@ -18,11 +18,18 @@ import pandas as pd
 from . import contribution
 from .flows import Subflow, option_removed
 from .model import Finding, FlowSpec, SubflowResult
+from .stats import is_v6, unreachable
 
 ICMP_UNREACH_CODES = {
     0: "net unreachable", 1: "host unreachable", 2: "protocol unreachable", 3: "port unreachable",
     4: "fragmentation needed", 5: "source route failed", 9: "net prohibited",
     10: "host prohibited", 13: "communication administratively prohibited",
+}
+#: ICMPv6 destination unreachable codes, RFC 4443 section 3.1
+ICMP6_UNREACH_CODES = {
+    0: "no route to destination", 1: "communication administratively prohibited",
+    2: "beyond scope of source address", 3: "address unreachable", 4: "port unreachable",
+    5: "source address failed ingress/egress policy", 6: "reject route to destination",
 }
 
 
@@ -46,8 +53,10 @@ def _times(n: int) -> str:
 
 
 def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
-                     mp_fail_t: float | None, dss: tuple[int, int, bool], t0: float) -> list[Finding]:
-    """Problems of the data connection itself (its initial subflow)."""
+                     mp_fail_t: float | None, dss: tuple[int, int, bool], t0: float,
+                     mp_fail_reset_only: bool = False) -> list[Finding]:
+    """Problems of the data connection itself (its initial subflow). ``mp_fail_reset_only``:
+    the MP_FAIL closed its own subflow and the others went on (analyze.mp_fail_reset_subflow)."""
     out: list[Finding] = []
     if ini is None:
         out.append(Finding("handshake-not-captured", "the data connection's initial handshake was not captured"))
@@ -83,7 +92,13 @@ def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
     elif not ini.synack_seen:
         out.append(Finding("handshake-not-captured", "MPTCP requested but the MP_CAPABLE SYN/ACK was not captured"))
     if negotiated:
-        if mp_fail_t is not None:
+        if mp_fail_t is not None and mp_fail_reset_only:
+            out.append(Finding("mp-fail-subflow-reset",
+                               f"MP_FAIL seen at t={mp_fail_t - t0:.3f} s: the subflow that carried the bad data "
+                               "was reset and the connection went on over the others (a DSS checksum failure "
+                               "with other subflows open, RFC 8684 section 3.7)",
+                               evidence={"mp_fail_t": mp_fail_t - t0}))
+        elif mp_fail_t is not None:
             out.append(Finding("mptcp-fallback", f"MP_FAIL seen at t={mp_fail_t - t0:.3f} s: fallback to TCP",
                                evidence={"mp_fail_t": mp_fail_t - t0}))
         n, bare, tail = dss
@@ -113,8 +128,9 @@ def removal_lines(spec: FlowSpec, conn: list[Subflow]) -> list[Finding]:
 
 def _icmp_text(ev: pd.DataFrame) -> str:
     code = int(ev["code"].iloc[0])
-    what = ICMP_UNREACH_CODES.get(code, f"code {code}")
-    return f"ICMP destination unreachable ({what}) from {ev['src'].iloc[0]}"
+    v6 = bool(is_v6(ev.iloc[:1])[0])
+    what = (ICMP6_UNREACH_CODES if v6 else ICMP_UNREACH_CODES).get(code, f"code {code}")
+    return f"ICMP{'v6' if v6 else ''} destination unreachable ({what}) from {ev['src'].iloc[0]}"
 
 
 def _weak_line(p: str, res: SubflowResult, results: list[SubflowResult]) -> Finding:
@@ -141,7 +157,7 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
     join = sf.kind == "mp_join"
     syn_name = "MP_JOIN SYN" if join else "SYN"
     mine = icmp[icmp["subflow"] == res.name] if not icmp.empty else icmp
-    unreach = mine[(mine["type"] == 3) & (mine["code"] != 4)] if not mine.empty else mine
+    unreach = mine[unreachable(mine)] if not mine.empty else mine
     ev = {"subflow": res.name, "syn_attempts": sf.syn_attempts}
     if sf.established:
         frag = res.icmp_frag_needed

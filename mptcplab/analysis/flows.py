@@ -47,6 +47,9 @@ class Subflow:
     kind: str = "tcp"               # "mp_capable", "mp_join", "tcp" (what the SYN carried)
     syn_first_t: float | None = None
     syn_attempts: int = 0           # client SYNs, max over points (a retransmitted SYN counts)
+    #: the first client SYN without an MPTCP option after one with MP_CAPABLE: the client
+    #: gave up on MPTCP (net.mptcp.syn_retrans_before_tcp_fallback)
+    syn_plain_t: float | None = None
     synack_seen: bool = False
     synack_mp: bool = False         # the SYN/ACK carried the same MPTCP option as the SYN
     third_ack_mpc: bool = False     # the client's third ACK carried MP_CAPABLE
@@ -155,6 +158,10 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
         sf.syn_first_t = t_syn if sf.syn_first_t is None else min(sf.syn_first_t, t_syn)
         if mp[i0] & (1 << MP_CAPABLE):
             sf.kind = "mp_capable"
+            plain = syn & ((mp & ((1 << MP_CAPABLE) | (1 << MP_JOIN))) == 0)
+            if plain.any():
+                tp = float(times[np.flatnonzero(plain)[0]])
+                sf.syn_plain_t = tp if sf.syn_plain_t is None else min(sf.syn_plain_t, tp)
         elif mp[i0] & (1 << MP_JOIN):
             sf.kind = "mp_join"
             tok = _opt(t, "recvtok", idx[i0])
@@ -254,14 +261,23 @@ def group_rows(t: pd.DataFrame) -> dict[tuple[str, int, str, int, str], np.ndarr
     return out
 
 
+#: a point that saw at least this share of the most data segments any point saw counts as
+#: having seen them all (see find_subflows)
+NEAR_ALL = 0.98
+
+
 def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) -> list[Subflow]:
     """Group the oriented TCP table into subflows, pick each one's capture point.
 
-    The point chosen for a subflow is the one that saw the most of its data segments (the
-    sender's side sees even those lost further on); on a tie the one where those segments
-    have the highest IP TTL, i.e. the point nearest the sender, which sees segments in the
-    order they were sent (a receiver-side point can see reordering, which would look like
-    retransmissions); then the point listed first."""
+    The point chosen for a subflow is the one nearest its data's sender (the highest IP TTL
+    on its data segments) among the points that saw nearly all of them (at least
+    ``NEAR_ALL`` of the most any point saw): the sender's side sees segments in the order they
+    were sent, even those lost further on, and its RTT samples are the sender's (a
+    receiver-side point sees reordering, which would look like retransmissions, and ACKs
+    leaving right after the data). A sender-side capture can count a few segments fewer than
+    the receiver's (a GSO burst captured before the router splits it), so the raw count alone
+    would sometimes pick the receiver. Then the point with the most rows, then the point
+    listed first."""
     subs: dict[tuple, Subflow] = {}
     if t.empty:
         return []
@@ -274,7 +290,7 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     fc = t["from_client"].to_numpy()
     ttl = t["ttl"].to_numpy()
 
-    def score(sf: Subflow, p: str) -> tuple:
+    def score(sf: Subflow, p: str) -> tuple[int, float, int, int]:
         idx = sf.rows[p]
         data = idx[(fc[idx] == upload) & (tlen[idx] > 0)]
         tt = ttl[data]
@@ -282,7 +298,10 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
         return (len(data), float(np.median(tt)) if len(tt) else -1.0, len(idx), -rank.get(p, 0))
 
     for sf in subs.values():
-        sf.point = max(sf.rows, key=lambda p: score(sf, p))
+        scores = {p: score(sf, p) for p in sf.rows}
+        most = max(s[0] for s in scores.values())
+        near = [p for p, s in scores.items() if s[0] >= NEAR_ALL * most]
+        sf.point = max(near, key=lambda p: scores[p][1:])
         for p, idx in sf.rows.items():
             _handshake(sf, t, idx, p)
         sf.payload = int(tlen[sf.rows[sf.point]].sum())

@@ -61,6 +61,12 @@ class FlowSpec:
     #: expected paths whose subflow is a backup (MPTCP "backup" flag): it must be
     #: established but by design may carry nothing while the other paths work
     backup_paths: tuple[str, ...] = ()
+    #: every capture point is on one clock (one host kernel: the netns and containerlab
+    #: backends), so times at two points subtract into one-way delays (delivery.py)
+    same_clock: bool = False
+    #: the data receiver's node (capture points are "node:iface"): the head-of-line analysis
+    #: uses its points only (delivery.py); None: not known (files made elsewhere)
+    receiver_node: str | None = None
 
 
 @dataclass
@@ -124,6 +130,28 @@ class SubflowResult:
     #: another subflow) mapped again here (depth.py); bytes of those ranges
     mptcp_retransmissions: int = 0
     mptcp_retrans_bytes: int = 0
+    #: one-way delay of the subflow's data segments between two capture points on one clock
+    #: (delivery.py; "a->b" the points), ms; owd_samples 0: not measured
+    owd_samples: int = 0
+    owd_min_ms: float | None = None
+    owd_median_ms: float | None = None
+    owd_p95_ms: float | None = None
+    owd_points: str | None = None
+    #: at the receiver point ``hol_point`` (delivery.py): data segments, the share of their bytes
+    #: that arrived with a hole before them in data sequence space, those whose hole never
+    #: filled, and percentiles of the head-of-line delay over all segments (0 when in order), ms
+    hol_point: str | None = None
+    hol_segments: int = 0
+    ooo_share: float | None = None
+    hol_never: int = 0
+    hol_p50_ms: float | None = None
+    hol_p95_ms: float | None = None
+    hol_p99_ms: float | None = None
+    hol_max_ms: float | None = None
+    #: first SYN -> first SYN without MPTCP option (the client's fallback), s; None: none
+    syn_fallback_s: float | None = None
+    #: MP_TCPRST reason of the server side's first RST (None: no RST or no MP_TCPRST)
+    rst_reason: int | None = None
 
     @property
     def name(self) -> str:
@@ -190,6 +218,15 @@ class FlowAnalysis:
     #: asked for checksums (flag A; None: not captured)
     dss_checksum: bool | None = None
     checksum_required: bool | None = None
+    #: delivery.py: OWD per subflow and time bin (OWD_COLUMNS), HoL and reordering at the
+    #: receiver per subflow and time bin (HOL_COLUMNS), the connection's HoL numbers over all
+    #: subflows (hol_segments, ooo_share, hol_never, hol_p50/p95/p99/max_ms), why OWD / HoL
+    #: are missing
+    owd: pd.DataFrame = field(default_factory=pd.DataFrame)
+    hol: pd.DataFrame = field(default_factory=pd.DataFrame)
+    hol_connection: dict[str, Any] = field(default_factory=dict)
+    owd_unavailable: str | None = None
+    hol_unavailable: str | None = None
 
     @property
     def mptcp_retransmissions(self) -> int:
@@ -216,4 +253,6 @@ class FlowAnalysis:
             "mptcp_retransmissions": self.mptcp_retransmissions,
             "mptcp_retrans_bytes": self.mptcp_retrans_bytes,
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
+            "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
+            "hol_unavailable": self.hol_unavailable,
         }

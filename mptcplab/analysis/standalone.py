@@ -77,16 +77,19 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
 
 
 def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = None,
-                  paths: dict[str, str] | None = None, direction: str | None = None) -> tuple[FlowAnalysis, Guess]:
+                  paths: dict[str, str] | None = None, direction: str | None = None,
+                  same_clock: bool = False) -> tuple[FlowAnalysis, Guess]:
     """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
-    subflows.csv, the tables of write_tables, figures/dsn.png and figures/throughput.png."""
+    subflows.csv, the tables of write_tables, figures/dsn.png, delivery.png and throughput.png.
+    ``same_clock``: the user says the files share one clock (one machine), so one-way delays
+    between them mean something; files from elsewhere cannot show it, so it is never guessed."""
     caps = [CaptureFile(Path(f), Path(f).stem) for f in files]
     pk = pcapread.extract(caps)
     g = guess_spec(pk, server_port, paths, direction)
     servers = pk.loc[(pk["dport"] == g.server_port).to_numpy(), "ip_dst"].astype(object)
     spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
-                    mptcp=g.mptcp, direction=g.direction)
+                    mptcp=g.mptcp, direction=g.direction, same_clock=same_clock)
     fa = analyze_packets(pk, [c.point for c in caps], spec)
     fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
@@ -103,6 +106,7 @@ def _figures(fa: FlowAnalysis, figdir: Path) -> None:
 
     figdir.mkdir(exist_ok=True)
     F.plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
+    F.plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
     ts = fa.timeseries.assign(scenario="capture", rep=1)
     F.plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
 
@@ -119,6 +123,18 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
         rtt = f"rtt median {s.rtt_median_ms} ms" if s.rtt_median_ms is not None else "no rtt"
         lines.append(f"  path {s.path} {s.name} -> {s.dst}:{s.dport} {s.kind}: {s.bytes} bytes, share "
                      f"{s.share:.2f}, tcp retrans {s.retransmissions}, mptcp retrans {s.mptcp_retransmissions}, {rtt}")
+    h = fa.hol_connection
+    if h.get("hol_segments"):
+        lines.append(f"receiver ({', '.join(sorted({str(s.hol_point) for s in fa.subflows if s.hol_point}))}): "
+                     f"{h['hol_segments']} data segments, {100 * (h['ooo_share'] or 0):.1f}% of bytes out of order, "
+                     f"head-of-line delay p50 {h['hol_p50_ms']} p95 {h['hol_p95_ms']} max {h['hol_max_ms']} ms"
+                     + (f", {h['hol_never']} never readable" if h["hol_never"] else ""))
+    for s in fa.subflows:
+        if s.owd_samples:
+            lines.append(f"  one-way delay {s.name} {s.owd_points}: median {s.owd_median_ms} ms, "
+                         f"p95 {s.owd_p95_ms} ms ({s.owd_samples} segments)")
+    if fa.owd_unavailable and fa.mptcp_negotiated:
+        lines.append(f"one-way delay not available: {fa.owd_unavailable}")
     for _, e in fa.mptcp_events.iterrows():
         lines.append(f"  t={float(e['t']):.3f} {e['event']} on {e['subflow']} {e['detail']}")
     lines += [f"  {d}" for d in fa.diagnostics]

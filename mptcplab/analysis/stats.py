@@ -135,7 +135,30 @@ def timeseries(t: pd.DataFrame, subs: list[Subflow], paths: dict[str, str],
 
 
 ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path",
-                "point", "subflow"]
+                "point", "subflow", "icmp6"]
+
+
+def is_v6(icmp: pd.DataFrame) -> np.ndarray:
+    # icmp.csv files from before the icmp6 column hold ICMPv4 only
+    if "icmp6" not in icmp.columns:
+        return np.zeros(len(icmp), dtype=bool)
+    return icmp["icmp6"].astype(str).str.lower().isin(["true", "1"]).to_numpy()
+
+
+def too_big(icmp: pd.DataFrame) -> np.ndarray:
+    """Rows of ICMP events (ICMP_COLUMNS) that ask for a smaller packet: ICMPv4 "fragmentation
+    needed" (type 3 code 4) or ICMPv6 "packet too big" (type 2), as packets.frag_needed."""
+    ty = pd.to_numeric(icmp["type"], errors="coerce").to_numpy()
+    code = pd.to_numeric(icmp["code"], errors="coerce").to_numpy()
+    return np.where(is_v6(icmp), ty == 2, (ty == 3) & (code == 4))
+
+
+def unreachable(icmp: pd.DataFrame) -> np.ndarray:
+    """Rows that are "destination unreachable" other than frag-needed (ICMPv4 type 3, ICMPv6
+    type 1)."""
+    ty = pd.to_numeric(icmp["type"], errors="coerce").to_numpy()
+    code = pd.to_numeric(icmp["code"], errors="coerce").to_numpy()
+    return np.where(is_v6(icmp), ty == 1, (ty == 3) & (code != 4))
 
 
 def icmp_for_subflows(pk: pd.DataFrame, subs: list[Subflow], server_port: int,
@@ -175,5 +198,6 @@ def icmp_for_subflows(pk: pd.DataFrame, subs: list[Subflow], server_port: int,
         "path": [paths.get(c) for c in ev["_cip"]],
         "point": ev["point"].to_numpy(),
         "subflow": ev["subflow"].to_numpy(),
+        "icmp6": ev["icmp6"].to_numpy(),
     })
     return out.sort_values("t", kind="stable").reset_index(drop=True)

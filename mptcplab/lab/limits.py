@@ -18,6 +18,7 @@ from ipaddress import IPv4Address
 
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
+from ..striping import stripe_of
 from ..units import fmt_rate, parse_rate
 from .events import EndpointAdd, EndpointFlags, LinkChange
 from .network import Link, Network
@@ -100,6 +101,8 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
             if ":" not in e.address and IPv4Address(e.address) not in _owner_addresses(net, name):
                 raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address",
                                     f"{e.address} is not an address of {name}")
+    for name in body.nodes:
+        stripe_of(net, body, name, file)  # a leg that cannot reach the peer address
     for k, ev in enumerate(body.traffic.events):
         if isinstance(ev, EndpointAdd | EndpointFlags) and ":" not in ev.address \
                 and IPv4Address(ev.address) not in _owner_addresses(net, ev.node):

@@ -70,7 +70,7 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-_FLOW_KINDS = ("iperf3", "udp", "http", "churn", "latency")
+_FLOW_KINDS = ("iperf3", "udp", "http", "churn", "latency", "hold")
 
 
 def _first_error(e: ValidationError) -> tuple[str, str]:
@@ -285,15 +285,23 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
             for j, e in enumerate(node.mptcp.endpoints):
                 if ":" in e.address and (e.address not in eps or not e.address.startswith(name + ":")):
                     fail(f"nodes.{name}.mptcp.endpoints[{j}].address", f"{e.address!r} is not an interface of {name}")
-                if e.address in addrs:
+                key = e.address if e.port is None else f"{e.address} port {e.port}"
+                if key in addrs:
                     fail(f"nodes.{name}.mptcp.endpoints[{j}].address",
-                         f"{e.address} already in endpoints[{addrs[e.address]}]")
-                addrs[e.address] = j
+                         f"{key} already in endpoints[{addrs[key]}]")
+                addrs[key] = j
                 if e.id is not None:
                     if e.id in ids:
                         fail(f"nodes.{name}.mptcp.endpoints[{j}].id",
                              f"id {e.id} already used by endpoints[{ids[e.id]}]")
                     ids[e.id] = j
+        rr = node.balance_rr
+        if rr is not None:
+            for iface in rr.via:
+                if f"{name}:{iface}" not in eps:
+                    fail(f"nodes.{name}.balance_rr.via", f"{iface!r} is not an interface of {name}")
+            if ":" in rr.to and (rr.to not in eps or rr.to.startswith(name + ":")):
+                fail(f"nodes.{name}.balance_rr.to", f"{rr.to!r} is not an interface of another node")
     for fname, flow in body.traffic.flows.items():
         for role in ("client", "server"):
             n = getattr(flow, role)

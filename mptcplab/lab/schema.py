@@ -205,6 +205,15 @@ class MptcpEndpoint(Strict):
     address: AddressRef = Field(description="'node:iface' of this node, or an IPv4 address")
     flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
     id: int | None = Field(default=None, ge=1, le=255)
+    port: int | None = Field(default=None, ge=1024, le=65535,
+                             description="announce address:port (signal only): the kernel listens on that port "
+                                         "too, so one address can take several subflows of one connection")
+
+    @model_validator(mode="after")
+    def _port_signal(self) -> MptcpEndpoint:
+        if self.port is not None and "signal" not in self.flags:
+            raise ValueError("port: only a signal endpoint announces a port")
+        return self
 
 
 class MptcpNode(Strict):
@@ -237,7 +246,92 @@ class StripMptcpData(_MiddleboxBase):
     kind: Literal["strip-mptcp-data"]
 
 
-Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData, Field(discriminator="kind")]
+class StripMptcpSynOnly(_MiddleboxBase):
+    """Removes the MPTCP option from SYNs (not SYN/ACKs): NSDI 2012 §3 row a."""
+
+    kind: Literal["strip-mptcp-syn-only"]
+
+
+class StripMptcpSynAck(_MiddleboxBase):
+    """Removes the MPTCP option from SYN/ACKs only: row b."""
+
+    kind: Literal["strip-mptcp-synack"]
+
+
+class StripMptcpThirdAck(_MiddleboxBase):
+    """Removes the MPTCP option from the client's third ACK and first data segment: row c."""
+
+    kind: Literal["strip-mptcp-third-ack"]
+
+
+class StripMptcpMid(_MiddleboxBase):
+    """Removes the MPTCP option from the client's segments after the first ``after_packets``
+    of each connection (conntrack's count): options vanish mid-connection, row d."""
+
+    kind: Literal["strip-mptcp-mid"]
+    after_packets: int = Field(default=200, ge=3, le=10_000_000)
+
+
+class DropMpCapableSyn(_MiddleboxBase):
+    """Drops SYNs carrying MP_CAPABLE: row e (the client retries without MPTCP)."""
+
+    kind: Literal["drop-mp-capable-syn"]
+
+
+class Nat(_MiddleboxBase):
+    """Masquerades every connection the router forwards (source NAT to its own address): row g."""
+
+    kind: Literal["nat"]
+
+
+class StrictFirewall(_MiddleboxBase):
+    """A strict stateful firewall: conntrack with TCP window tracking (be_liberal 0) drops
+    what it calls invalid (holes, ACKs for unseen data), counted: row i."""
+
+    kind: Literal["strict-firewall"]
+
+
+class RewriteIsn(_MiddleboxBase):
+    """Adds ``offset`` to the sequence numbers of each connection's client (the SYN's
+    sender) and takes it off the server's ACKs and SACK blocks (mptcplab-mbox, NFQUEUE):
+    both directions must cross this router."""
+
+    kind: Literal["rewrite-isn"]
+    offset: int = Field(default=0x10000000, ge=1, le=0xFFFFFFFF, description="added to the client's seq")
+
+
+class ModifyPayload(_MiddleboxBase):
+    """Inverts one payload byte of forwarded data segments (same length, TCP checksum
+    fixed; mptcplab-mbox): per subflow after its first ``after`` data segments, then
+    every ``every``-th, so the connection has data to fall back on."""
+
+    kind: Literal["modify-payload"]
+    after: int = Field(default=200, ge=0, le=10_000_000)
+    every: int = Field(default=50, ge=1, le=10_000_000)
+    byte_offset: int = Field(default=100, ge=0, le=65535, description="payload byte inverted (the last if shorter)")
+
+
+Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData | StripMptcpSynOnly | StripMptcpSynAck
+                      | StripMptcpThirdAck | StripMptcpMid | DropMpCapableSyn | Nat | StrictFirewall
+                      | RewriteIsn | ModifyPayload,
+                      Field(discriminator="kind")]
+
+
+class BalanceRr(Strict):
+    """Bonding's balance-rr, emulated (this kernel has no bonding driver): every packet this
+    host sends to ``to`` leaves by the next interface of ``via`` in turn (nftables numgen ->
+    fwmark -> a routing table per interface, mptcplab/striping.py). One address, reachable
+    over every interface; no bond device and no shared MAC."""
+
+    to: AddressRef = Field(description="the peer address whose packets are striped ('node:iface' or IPv4)")
+    via: list[Annotated[str, Field(pattern=IFACE_RE)]] = Field(
+        min_length=2, max_length=8, description="this host's interfaces, one packet each in turn")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BalanceRr:
+        if len(set(self.via)) != len(self.via):
+            raise ValueError("via: an interface is listed twice")
+        return self
 
 
 class NodeSpec(Strict):
@@ -248,11 +342,18 @@ class NodeSpec(Strict):
         default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
     middlebox: list[Middlebox] = Field(
         default=[], description="what this router does to forwarded MPTCP segments (nftables)")
+    balance_rr: BalanceRr | None = Field(
+        default=None, description="stripe this host's packets to one peer address over several interfaces")
 
     @model_validator(mode="after")
     def _middlebox_on_router(self) -> NodeSpec:
         if self.middlebox and self.role != "router":
             raise ValueError("middlebox: only a router forwards segments (role: router)")
+        if sum(b.kind in ("rewrite-isn", "modify-payload") for b in self.middlebox) > 1:
+            # an NFQUEUE accept verdict leaves the hook: a second queue rule would never see the packet
+            raise ValueError("middlebox: at most one rewriting box (rewrite-isn, modify-payload) per router")
+        if self.balance_rr and self.role != "host":
+            raise ValueError("balance_rr: a host stripes the packets it sends (role: host)")
         return self
 
 
@@ -387,16 +488,58 @@ class ChurnFlow(_FlowBase):
     port: int = Field(default=7000, ge=1024, le=65535)
     rate: float | None = Field(default=None, gt=0, le=10000, description="connections per second")
     count: int | None = Field(default=None, ge=1, le=1000000, description="stop after this many connections")
-    size: str | int = Field(default=64, description="bytes each connection sends and reads back")
+    size: str | int = Field(default=64, description="bytes each connection sends and reads back "
+                            "(0: connect and close, nothing sent)")
 
     _size = field_validator("size")(classmethod(lambda cls, v: _check(parse_size, v)))
 
     @field_validator("size")
     @classmethod
     def _size_range(cls, v: Any) -> Any:
-        if not 1 <= parse_size(v) <= 1024 * 1024:
-            raise ValueError(f"{v!r}: size is between 1 byte and 1 MB")
+        if not 0 <= parse_size(v) <= 1024 * 1024:
+            raise ValueError(f"{v!r}: size is between 0 bytes and 1 MB")
         return v
+
+
+#: connections a hold flow may keep open (the tool raises its open-files limit to fit)
+HOLD_MAX_CONNECTIONS = 20000
+
+
+class HoldFlow(_FlowBase):
+    """``connections`` established connections opened before the other flows start and held
+    open, idle, until they end (traffic/hold.py): a server with N established MPTCP
+    connections. Always competing: it is the background, not the measurement."""
+
+    kind: Literal["hold"]
+    port: int = Field(default=7100, ge=1024, le=65535)
+    role: Literal["competing"] = "competing"
+    #: 0 holds none (ready at once): a scenario without held connections keeps the flow
+    connections: int = Field(ge=0, le=HOLD_MAX_CONNECTIONS, description="connections held open")
+
+
+class TransferFlow(_FlowBase):
+    """A verified transfer (traffic/transfer_tool.py): ``bytes`` of the pseudo-random stream
+    seeded with ``seed``; the server hashes what it received. ``duration`` is the limit."""
+
+    kind: Literal["transfer"]
+    port: int = Field(default=7100, ge=1024, le=65535)
+    bytes: str | int = Field(description="how many bytes the client sends ('1MB')")
+    seed: int = Field(default=1, ge=0, le=2**32 - 1, description="the stream's seed (random.Random)")
+
+    _size = field_validator("bytes")(classmethod(lambda cls, v: _check(parse_size, v)))
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v: Any) -> Any:
+        if not 1 <= parse_size(v) <= 2**34:
+            raise ValueError(f"{v!r}: bytes is between 1 byte and 16 GB")
+        return v
+
+    @model_validator(mode="after")
+    def _upload(self) -> TransferFlow:
+        if self.direction != "upload":
+            raise ValueError("direction: a transfer flows from client to server (upload)")
+        return self
 
 
 #: the latency tool's block size range, header included (native/latency: --block 32..64 MiB)
@@ -465,10 +608,12 @@ def _kind_of(v: Any) -> str:
 #: A flow of any kind; ``kind`` picks the class (default iperf3).
 Flow = Annotated[Annotated[IperfFlow, Tag("iperf3")] | Annotated[UdpFlow, Tag("udp")]
                  | Annotated[HttpFlow, Tag("http")] | Annotated[ChurnFlow, Tag("churn")]
-                 | Annotated[LatencyFlow, Tag("latency")],
+                 | Annotated[LatencyFlow, Tag("latency")] | Annotated[HoldFlow, Tag("hold")]
+                 | Annotated[TransferFlow, Tag("transfer")],
                  Discriminator(_kind_of, custom_error_type="flow_kind",
-                               custom_error_message="kind must be one of iperf3, udp, http, churn, latency")]
-AnyFlow = IperfFlow | UdpFlow | HttpFlow | ChurnFlow | LatencyFlow
+                               custom_error_message="kind must be one of iperf3, udp, http, churn, latency, "
+                                                    "hold, transfer")]
+AnyFlow = IperfFlow | UdpFlow | HttpFlow | ChurnFlow | LatencyFlow | HoldFlow | TransferFlow
 
 
 class Traffic(Strict):
@@ -480,6 +625,8 @@ class Traffic(Strict):
 class CapturePoint(Strict):
     point: EndpointRef = Field(description="'node:iface'")
     snaplen: int = Field(default=128, ge=64, le=65535)
+    #: tcpdump --time-stamp-precision: "nano" for handshakes timed in microseconds (labs/setup)
+    timestamps: Literal["micro", "nano"] = "micro"
 
 
 class Probes(Strict):

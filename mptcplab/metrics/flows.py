@@ -9,6 +9,7 @@ numbers are also the record's top level). A repetition without that flow has no 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .base import Metric, Select, register
@@ -24,6 +25,17 @@ def selected_flow(r: Repetition, sel: Select) -> FlowResult | None:
     if sel.flow is not None:
         return next((f for f in r.flows if f.name == sel.flow), None)
     return next((f for f in r.flows if f.role == "measured"), None)
+
+
+def kind_field(part: str, field: str) -> Callable[[Repetition, Select], float | None]:
+    """A per-repetition value: ``field`` of the selected flow's kind report (``part``: the
+    FlowResult attribute, e.g. ``latency``, ``http``); None for a flow of another kind."""
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        f = selected_flow(r, sel)
+        report = getattr(f, part) if f is not None else None
+        v = getattr(report, field) if report is not None else None
+        return None if v is None else float(v)
+    return per_rep
 
 
 def _flow_goodput(r: Repetition, sel: Select) -> float | None:

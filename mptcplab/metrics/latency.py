@@ -11,18 +11,14 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from .base import Metric, Select, register
-from .flows import FLOW, selected_flow
+from .flows import FLOW, kind_field
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
 
 
 def _latency(field: str) -> Callable[[Repetition, Select], float | None]:
-    def per_rep(r: Repetition, sel: Select) -> float | None:
-        f = selected_flow(r, sel)
-        v = getattr(f.latency, field) if f is not None and f.latency is not None else None
-        return None if v is None else float(v)
-    return per_rep
+    return kind_field("latency", field)
 
 
 for _m in [

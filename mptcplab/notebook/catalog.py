@@ -9,6 +9,7 @@ that one broken lab does not hide the others.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,6 +70,21 @@ def _paper(entry_source: object) -> tuple[str | None, str | None]:
     return paper, getattr(entry_source, "kernel", None)
 
 
+def _shared_notebooks(root: Path) -> dict[str, Path]:
+    """lab name -> a notebook covering several labs, named in its metadata
+    (``"mptcplab": {"labs": [...]}``, e.g. deployability.ipynb for middlebox, setup, http)."""
+    out: dict[str, Path] = {}
+    folder = root / "notebooks"
+    for nb in sorted(folder.glob("*.ipynb")) if folder.is_dir() else []:
+        try:
+            labs = json.loads(nb.read_text()).get("metadata", {}).get("mptcplab", {}).get("labs", [])
+        except (OSError, ValueError, AttributeError):
+            continue
+        for name in labs if isinstance(labs, list) else []:
+            out.setdefault(str(name), nb)
+    return out
+
+
 def list_labs(root: Path) -> list[LabEntry]:
     """Every labs/<name>/ with an experiment.yml, in name order: found in the directory, so a
     lab added there appears without any list to edit; its notebook is notebooks/<name>.ipynb
@@ -77,9 +93,10 @@ def list_labs(root: Path) -> list[LabEntry]:
     labs = root / "labs"
     if not labs.is_dir():
         return out
+    shared = _shared_notebooks(root)
     for d in sorted(p for p in labs.iterdir() if (p / "experiment.yml").is_file()):
         nb = root / "notebooks" / f"{d.name}.ipynb"
-        notebook = nb if nb.is_file() else None
+        notebook = nb if nb.is_file() else shared.get(d.name)
         try:
             lab = load_lab(d)
         except (LabInputError, OSError) as e:

@@ -8,6 +8,12 @@ download: src = the server's): the receiver's socket has a cwnd too, but it send
 data, so its cwnd says nothing. Times are seconds from the capture's time origin
 (``t0_epoch``: the data connection's first SYN), the origin of timeseries.csv; both
 clocks are the host's realtime clock (tcp_probe.py says how trace times are mapped).
+
+Several flows (labs/cc: an MPTCP flow beside a single-path TCP flow): every flow's
+subflows are joined, named in ``flow``; a TCP connection is its own one subflow. The
+axis stays the measured flow's: another flow's capture bins, counted from its own first
+SYN, are moved by the difference of the two SYNs, rounded to a bin (the flows of one
+repetition start within milliseconds of each other, so the rounding is at most half a bin).
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ import pandas as pd
 
 from ..analysis.model import SubflowResult
 
-COLUMNS = ["t", "path", "subflow", "src", "sport", "dst", "dport", "backup", "bytes", "mbps", "snd_cwnd",
+COLUMNS = ["t", "flow", "path", "subflow", "src", "sport", "dst", "dport", "backup", "bytes", "mbps", "snd_cwnd",
            "ssthresh", "srtt_ms", "snd_wnd", "samples"]
 
 
@@ -36,15 +42,17 @@ def sender_samples(samples: pd.DataFrame, sf: SubflowResult, upload: bool) -> pd
 
 def subflow_series(timeseries: pd.DataFrame, subflows: Sequence[SubflowResult], samples: pd.DataFrame,
                    t0_epoch: float | None, upload: bool, backup_paths: Sequence[str] = (),
-                   bin_s: float = 0.1) -> pd.DataFrame:
+                   bin_s: float = 0.1, flow: str = "", shift_s: float = 0.0) -> pd.DataFrame:
     """One row per (bin, subflow): the capture's bytes/mbps in the bin, and tcp_probe's
     state at the end of the bin (its last sample there: cwnd in segments, ssthresh,
-    srtt in ms, snd_wnd in bytes) with the number of samples; no sample -> empty."""
+    srtt in ms, snd_wnd in bytes) with the number of samples; no sample -> empty.
+    ``shift_s`` moves ``timeseries`` onto t0_epoch's axis (another flow's: module doc)."""
     if t0_epoch is None or not subflows:
         return pd.DataFrame(columns=COLUMNS)
     parts = []
     for sf in subflows:
         ts = timeseries[timeseries["subflow"] == sf.name][["t", "bytes", "mbps"]].copy()
+        ts["t"] = ts["t"] + shift_s
         s = sender_samples(samples, sf, upload)
         rel = s["t"].to_numpy() - t0_epoch
         b = np.floor(rel / bin_s).astype(np.int64) if len(rel) else np.zeros(0, dtype=np.int64)
@@ -61,8 +69,8 @@ def subflow_series(timeseries: pd.DataFrame, subflows: Sequence[SubflowResult], 
         frame["bytes"] = frame["bytes"].fillna(0).astype(np.int64)
         frame["mbps"] = frame["mbps"].fillna(0.0)
         frame["samples"] = frame["samples"].fillna(0).astype(np.int64)
-        info: dict[str, Any] = {"path": sf.path, "subflow": sf.name, "src": sf.src, "sport": sf.sport, "dst": sf.dst,
-                                "dport": sf.dport, "backup": sf.path in backup_paths}
+        info: dict[str, Any] = {"flow": flow, "path": sf.path, "subflow": sf.name, "src": sf.src, "sport": sf.sport,
+                                "dst": sf.dst, "dport": sf.dport, "backup": sf.path in backup_paths}
         for k, v in info.items():
             frame[k] = v
         parts.append(frame[COLUMNS])

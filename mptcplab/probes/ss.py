@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from ..commands import Cmd, cmd
@@ -83,37 +83,44 @@ def _int(info: str, key: str) -> int | None:
     return None if v is None else int(v)
 
 
-def parse_ss(text: str, t: float = 0.0) -> list[SubflowSample]:
-    """Every MPTCP subflow in ``ss -tinM`` / ``ss -tiM`` output (with or without
-    the header line); plain TCP sockets and MPTCP sockets themselves are skipped."""
-    out: list[SubflowSample] = []
+def _rtt_ms(info: str) -> float | None:
+    m = re.search(r"(?:^|\s)rtt:(\d+(?:\.\d+)?)/", info)
+    return float(m.group(1)) if m else None
+
+
+def _entries(text: str) -> Iterator[tuple[re.Match[str], str]]:
+    """Each socket of ss output as (its head line, its info line); the header line and
+    sockets without an info line are skipped. Both parsers below walk this."""
     head: re.Match[str] | None = None
     for line in text.splitlines():
         m = _HEAD.match(line)
         if m:
             head = m
-            continue
-        if head is None or head["netid"] != "tcp" or not line[:1].isspace():
-            continue
-        info = line.strip()
-        tok = _TOKEN.search(info)
-        if "tcp-ulp-mptcp" not in info or tok is None:
+        elif head is not None and line[:1].isspace():
+            yield head, line.strip()
             head = None
+
+
+def parse_ss(text: str, t: float = 0.0) -> list[SubflowSample]:
+    """Every MPTCP subflow in ``ss -tinM`` / ``ss -tiM`` output (with or without
+    the header line); plain TCP sockets and MPTCP sockets themselves are skipped."""
+    out: list[SubflowSample] = []
+    for head, info in _entries(text):
+        tok = _TOKEN.search(info)
+        if head["netid"] != "tcp" or "tcp-ulp-mptcp" not in info or tok is None:
             continue
         local, iface, lport = _addr(head["local"])
         peer, _, pport = _addr(head["peer"])
         fl = _FLAGS.search(info)
         flags = fl["flags"] if fl else ""
-        rtt = re.search(r"(?:^|\s)rtt:(\d+(?:\.\d+)?)/", info)
         out.append(SubflowSample(
             t=t, local=local, lport=lport, peer=peer, pport=pport, iface=iface,
             token=tok["ltok"], local_id=int(tok["lid"]), join="J" in flags, backup="b" in flags,
             established="e" in flags,
-            cwnd=_int(info, "cwnd"), mss=_int(info, "mss"), rtt_ms=float(rtt.group(1)) if rtt else None,
+            cwnd=_int(info, "cwnd"), mss=_int(info, "mss"), rtt_ms=_rtt_ms(info),
             bytes_acked=_int(info, "bytes_acked"), bytes_sent=_int(info, "bytes_sent"),
             bytes_retrans=_int(info, "bytes_retrans"), delivery_rate_bps=_delivery(info),
             send_queue=int(head["sendq"])))
-        head = None
     return out
 
 
@@ -180,15 +187,7 @@ def parse_ss_sockets(text: str, t: float = 0.0) -> list[SocketMem]:
     """Every established TCP and MPTCP socket in ``ss -tinmM`` output (with or without
     the header line), with its skmem; sockets without an info line are skipped."""
     out: list[SocketMem] = []
-    head: re.Match[str] | None = None
-    for line in text.splitlines():
-        m = _HEAD.match(line)
-        if m:
-            head = m
-            continue
-        if head is None or not line[:1].isspace():
-            continue
-        info = line.strip()
+    for head, info in _entries(text):
         local, _, lport = _addr(head["local"])
         peer, _, pport = _addr(head["peer"])
         if head["netid"] == "mptcp":
@@ -197,13 +196,11 @@ def parse_ss_sockets(text: str, t: float = 0.0) -> list[SocketMem]:
         else:
             sub = _TOKEN.search(info) if "tcp-ulp-mptcp" in info else None
             kind, conn = ("subflow", sub["ltok"]) if sub else ("tcp", f"{local}:{lport}-{peer}:{pport}")
-        rtt = re.search(r"(?:^|\s)rtt:(\d+(?:\.\d+)?)/", info)
         out.append(SocketMem(
             t=t, kind=kind, conn=conn, local=local, lport=lport, peer=peer, pport=pport,
             recv_q=int(head["recvq"]), send_q=int(head["sendq"]), skmem=parse_skmem(info),
-            cwnd=_int(info, "cwnd"), srtt_ms=float(rtt.group(1)) if rtt else None,
+            cwnd=_int(info, "cwnd"), srtt_ms=_rtt_ms(info),
             snd_wnd=_int(info, "snd_wnd"), rcv_space=_int(info, "rcv_space")))
-        head = None
     return out
 
 

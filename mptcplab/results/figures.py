@@ -20,6 +20,8 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
+from ..analysis.cwnd_events import implausible
+from ..analysis.stats import too_big
 from ..lab.scale import rate_unit
 from .fmt import missing
 from .model import Summary
@@ -28,10 +30,6 @@ from .tables import aggregates_frame, path_stats, published_for, reps_frame
 # Fixed colours per path so every figure of a report agrees.
 PATH_COLORS: dict[str, str] = {"A": "tab:blue", "B": "tab:orange", "C": "tab:green", "D": "tab:red"}
 _OTHER_COLORS = ["tab:purple", "tab:brown", "tab:pink", "tab:olive", "tab:cyan", "tab:gray"]
-
-# ICMPv4 destination unreachable / fragmentation needed (RFC 792, RFC 1191).
-ICMP_DEST_UNREACH = 3
-ICMP_FRAG_NEEDED = 4
 
 
 def path_color(path: str) -> str:
@@ -44,13 +42,11 @@ def path_color(path: str) -> str:
 
 
 def frag_needed(icmp: pd.DataFrame) -> pd.DataFrame:
-    """Only the ICMP 'fragmentation needed' messages (type 3, code 4)."""
+    """Only the ICMP 'fragmentation needed' messages (type 3, code 4) and ICMPv6 'packet too
+    big' (type 2)."""
     if icmp.empty or "type" not in icmp.columns:
         return icmp
-    mask = (pd.to_numeric(icmp["type"], errors="coerce") == ICMP_DEST_UNREACH) & (
-        pd.to_numeric(icmp["code"], errors="coerce") == ICMP_FRAG_NEEDED
-    )
-    return icmp[mask]
+    return icmp[too_big(icmp)]
 
 
 def _grid(n: int, ncols: int, height: float, width: float = 11.0) -> tuple[Figure, list[Any]]:
@@ -83,7 +79,9 @@ def throughput_by_path(ts: pd.DataFrame, scenario: str, mean: bool = True) -> pd
         return pd.DataFrame()
     if not mean:
         d = d[d["rep"] == d["rep"].min()]
-    d = d.assign(t=pd.to_numeric(d["t"], errors="coerce").round(3))
+    # a subflow on no known path (behind NAT the server side sees other addresses) is "?",
+    # as in the report's tables: NaN beside path names cannot be sorted
+    d = d.assign(t=pd.to_numeric(d["t"], errors="coerce").round(3), path=d["path"].fillna("?").astype(str))
     per_rep = d.pivot_table(index="t", columns=["rep", "path"], values="mbps", aggfunc="sum")
     # Every rep gets every path's column: a rep whose path-B subflow sent nothing has no rows
     # for B at all, and must count as zeros in B's mean, not be left out of it.
@@ -167,8 +165,11 @@ def plot_throughput(
 
 def plot_cwnd(series: pd.DataFrame, scenarios: Sequence[str] | None = None, ncols: int = 2) -> Figure:
     """Congestion window over time per subflow (tcp_probe, the data sender's socket,
-    last sample of each 100 ms bin), one panel per scenario, its first repetition."""
+    last sample of each 100 ms bin), one panel per scenario, its first repetition. Samples
+    above 2^21 segments (no real window; metrics/cwnd.py) are left out: one would flatten
+    every other line to the axis."""
     d = series.dropna(subset=["snd_cwnd"]) if not series.empty else series
+    d = d[~implausible(d["snd_cwnd"])] if not d.empty else d
     if d.empty:
         return _empty("No tcp_probe congestion-window series in this run (probes: tcp_probe off).")
     names = [n for n in (scenarios or list(dict.fromkeys(d["scenario"]))) if (d["scenario"] == n).any()]
@@ -424,4 +425,32 @@ def plot_dsn(dsn: pd.DataFrame, events: pd.DataFrame | None = None, title: str =
     ax.set_title(title or "Data sequence numbers per subflow", fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
+    return fig
+
+
+def plot_delivery(hol: pd.DataFrame, owd: pd.DataFrame | None = None, title: str = "") -> Figure:
+    """One repetition's delivery per subflow and 100 ms bin (hol.csv, owd.csv): the share of
+    bytes arriving out of data-sequence order at the receiver and the largest head-of-line
+    delay among them; below, the median one-way delay when two capture points shared a clock."""
+    if hol is None or hol.empty:
+        return _empty("No data segments at a receiver point (plain TCP, or MPTCP not negotiated).")
+    has_owd = owd is not None and not owd.empty
+    fig = Figure(figsize=(10, 7 if has_owd else 5), layout="constrained")
+    axes = fig.subplots(3 if has_owd else 2, 1, sharex=True)
+    for (path, sub), g in hol.groupby(["path", "subflow"], sort=False, dropna=False):
+        c = path_color(str(path))
+        axes[0].plot(g["t"], g["ooo_bytes"] / g["bytes"].where(g["bytes"] > 0), color=c, lw=1,
+                     label=f"path {path} {sub}")
+        axes[1].plot(g["t"], g["hol_max_ms"], color=c, lw=1, marker=".", ms=3)
+    axes[0].set_ylabel("out-of-order share")
+    axes[1].set_ylabel("max HoL delay (ms)")
+    if has_owd:
+        for (path, _sub), g in owd.groupby(["path", "subflow"], sort=False, dropna=False):  # type: ignore[union-attr]
+            axes[2].plot(g["t"], g["owd_median_ms"], color=path_color(str(path)), lw=1)
+        axes[2].set_ylabel("one-way delay, median (ms)")
+    axes[-1].set_xlabel("time since first SYN (s)")
+    axes[0].set_title(title or "Receiver reordering and head-of-line delay", fontsize=10)
+    axes[0].legend(fontsize=7, loc="upper left")
+    for ax in axes:
+        ax.grid(alpha=0.3)
     return fig

@@ -24,7 +24,7 @@ FORMAT_VERSION = 1
 UNCLASSIFIED = "unclassified"
 
 TIMESERIES_COLUMNS = ["t", "path", "subflow", "bytes", "mbps"]
-ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path"]
+ICMP_COLUMNS = ["t", "src", "dst", "type", "code", "mtu", "quoted_src", "quoted_sport", "path", "icmp6"]
 
 
 class ResultsFormatError(LabInputError):
@@ -56,7 +56,21 @@ class Warning(_Model):  # noqa: A001 - the model's name in docs/results-format.m
         return self.message
 
 
-class Subflow(_Model):
+class HolNumbers(_Model):
+    """Data segments at the receiver points (analysis/delivery.py): count, share of bytes out
+    of data-sequence order, holes never filled, head-of-line delay percentiles (ms); of the
+    connection (MptcpVerdict) or of one subflow (Subflow)."""
+
+    hol_segments: int | None = None
+    ooo_share: float | None = None
+    hol_never: int | None = None
+    hol_p50_ms: float | None = None
+    hol_p95_ms: float | None = None
+    hol_p99_ms: float | None = None
+    hol_max_ms: float | None = None
+
+
+class Subflow(HolNumbers):
     """One TCP subflow of the measured connection (mptcplab/analysis/model.py SubflowResult)."""
 
     path: str | None = None
@@ -81,6 +95,10 @@ class Subflow(_Model):
     last_data_t: float | None = None
     syn_attempts: int | None = None
     rst: bool | None = None
+    #: first SYN -> first SYN without MPTCP option (the client fell back), s
+    syn_fallback_s: float | None = None
+    #: MP_TCPRST reason of the server side's first RST
+    rst_reason: int | None = None
     kind: str | None = None
     point: str | None = None
     acked_bytes: int | None = None
@@ -101,13 +119,23 @@ class Subflow(_Model):
     #: MPTCP-level retransmissions sent on this subflow (analysis/depth.py) and their bytes
     mptcp_retransmissions: int | None = None
     mptcp_retrans_bytes: int | None = None
+    #: one-way delay between two capture points on one clock (analysis/delivery.py), ms
+    owd_samples: int | None = None
+    owd_min_ms: float | None = None
+    owd_median_ms: float | None = None
+    owd_p95_ms: float | None = None
+    owd_points: str | None = None
+    #: reordering and head-of-line delay at this receiver point (HolNumbers' fields), ms
+    hol_point: str | None = None
 
     @property
     def ends(self) -> str:
         return f"{self.src}:{self.sport} -> {self.dst}:{self.dport}"
 
 
-class MptcpVerdict(_Model):
+class MptcpVerdict(HolNumbers):
+    #: why the HoL numbers are absent although MPTCP was negotiated (no capture at the receiver)
+    hol_unavailable: str | None = None
     requested: bool = False
     negotiated: bool | None = None
     fallback: bool = False
@@ -174,6 +202,17 @@ class ChurnMetrics(_Model):
     errors: dict[str, int] = Field(default_factory=dict)
 
 
+class HoldMetrics(_Model):
+    """The hold client's report (traffic/hold.py): connections asked for, established and
+    held until the run stopped it, and how long opening them took."""
+
+    requested: int | None = None
+    held: int | None = None
+    failed: int | None = None
+    open_s: float | None = None
+    errors: dict[str, int] = Field(default_factory=dict)
+
+
 class LatencyMetrics(_Model):
     """The latency tool's flow (traffic/latency.py): per-block delay (receive time minus the
     sender's write time, one clock) over the received blocks, in ms; the buffers as
@@ -214,12 +253,35 @@ class ConnectionsCheck(_Model):
     connections_seen: int = 0
     connections_mptcp: int = 0
     connections_unfinished: int = 0
+    #: of the completed ones: with an MP_JOIN subflow / whose initial subflow carried data on
+    #: two or more capture points (striped over links); None: a run before these counts
+    connections_joined: int | None = None
+    connections_striped: int | None = None
     syn_synack_point: str | None = None
     syn_synack_n: int = 0
     syn_synack_ms_p50: float | None = None
     syn_synack_ms_p90: float | None = None
+    #: the NSDI 2012 paper's Fig 10 reads its TCP curve at the 91st percentile (6 us)
+    syn_synack_ms_p91: float | None = None
     syn_synack_ms_p99: float | None = None
+    #: fraction of the timed connections answered within 6 us (the same reading)
+    syn_synack_within_6us: float | None = None
     syn_synack_ms_max: float | None = None
+
+
+class TransferMetrics(_Model):
+    """The verified transfer's report (traffic/transfer.py): what was sent and received."""
+
+    bytes: int | None = None
+    received_bytes: int | None = None
+    sent_sha256: str | None = None
+    received_sha256: str | None = None
+    #: equal, differs (same length, other content) or incomplete
+    verdict: str | None = None
+    connect_s: float | None = None
+    seed: int | None = None
+    #: the client's socket still ran MPTCP after sending (MPTCP_INFO answered)
+    mptcp_socket: bool | None = None
 
 
 class FlowResult(Flow):
@@ -241,6 +303,8 @@ class FlowResult(Flow):
     http: HttpMetrics | None = None
     churn: ChurnMetrics | None = None
     latency: LatencyMetrics | None = None
+    hold: HoldMetrics | None = None
+    transfer: TransferMetrics | None = None
     connections: ConnectionsCheck | None = None
 
 
@@ -569,7 +633,11 @@ def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: st
     for r in summary.scenarios:
         path = run_dir / r.rel_dir() / filename
         if not path.is_file():
-            missing.append(str(path.relative_to(run_dir)))
+            primary = next((f for f in r.flows if f.role == "measured"), None)
+            # a flow of many connections (churn, http) is analysed per connection
+            # (flows/<name>/connections.csv): it has no time series nor ICMP table to miss
+            if primary is None or primary.connections is None:
+                missing.append(str(path.relative_to(run_dir)))
             continue
         df = pd.read_csv(path)
         if df.empty:

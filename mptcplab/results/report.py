@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from ..lab.scale import fmt_factor, rate_unit
 from . import figures as F
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
+from .handshake import load_syn_synack, plot_syn_synack_cdf
 from .model import (
     Manifest,
     Summary,
@@ -293,6 +294,11 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
         ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order, events=events)),
     ]
+    handshakes = load_syn_synack(run_dir, summary)
+    missing += list(handshakes.attrs.get("missing", []))
+    if not handshakes.empty:  # flows that open many connections (churn, http): labs/setup
+        plan.append(("SYN -> SYN/ACK at the server (CDF)", "syn_synack_cdf.png",
+                     lambda: plot_syn_synack_cdf(handshakes, order)))
     series = load_subflow_series(run_dir, summary)
     if not series.empty:  # only runs with the tcp_probe probe
         plan.append(("Congestion window per subflow (tcp_probe)", "cwnd.png", lambda: F.plot_cwnd(series, order)))
@@ -303,6 +309,10 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
             continue
         plan.append((f"Data sequence numbers per subflow, {r.name}", f"dsn-{r.name}.png",
                      partial(_dsn_figure, d, r.name)))
+        # runs before delivery.py have no hol.csv; a run without a receiver capture a header only
+        if (d / "hol.csv").is_file() and len((d / "hol.csv").read_text().splitlines()) > 1:
+            plan.append((f"Reordering and head-of-line delay, {r.name}", f"delivery-{r.name}.png",
+                         partial(_delivery_figure, d, r.name)))
     files: dict[str, str] = {}
     errors: list[str] = []
     for caption, name, draw in plan:
@@ -316,6 +326,12 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
 
 def _dsn_figure(rep_dir: Path, scenario: str) -> Figure:
     return F.plot_dsn(pd.read_csv(rep_dir / "dsn.csv"), _events(rep_dir), f"{scenario}, repetition 1")
+
+
+def _delivery_figure(rep_dir: Path, scenario: str) -> Figure:
+    owd = rep_dir / "owd.csv"
+    return F.plot_delivery(pd.read_csv(rep_dir / "hol.csv"), pd.read_csv(owd) if owd.is_file() else None,
+                           f"{scenario}, repetition 1")
 
 
 def _events(rep_dir: Path) -> pd.DataFrame | None:

@@ -3,7 +3,9 @@ TrafficKind interface, looked up here by name.
 
 Kinds: iperf3 (bulk TCP/MPTCP, duration or byte count), udp (iperf3 -u at a rate),
 http (busybox httpd + wrk), churn (many short connections, traffic/churn_tool.py),
-latency (the project's block-latency tool, native/latency).
+latency (the project's block-latency tool, native/latency), hold (N connections held open
+while the other flows run: a background flow, traffic/hold.py), transfer (a verified transfer:
+SHA-256 of what arrived against what was sent, traffic/transfer_tool.py).
 Adding one: a module with a TrafficKind subclass, a schema class in lab/schema.py (the
 Flow union), an entry in KINDS below, and its section in docs/lab-format.md.
 """
@@ -15,6 +17,7 @@ from typing import Any
 from ..lab.schema import Flow
 from .base import KindContext, Outcome, TrafficKind
 from .churn import ChurnKind
+from .hold import HoldKind
 from .http import HttpKind
 from .iperf3 import (
     IPERF3_HELP,
@@ -27,11 +30,12 @@ from .iperf3 import (
     read_iperf3,
 )
 from .latency import LatencyKind
+from .transfer import TransferKind
 from .udp import UdpKind
 
 #: kind name -> the object that runs flows of that kind
 KINDS: dict[str, TrafficKind[Any]] = {k.name: k for k in (Iperf3Kind(), UdpKind(), HttpKind(), ChurnKind(),
-                                                             LatencyKind())}
+                                                             LatencyKind(), HoldKind(), TransferKind())}
 
 
 def kind_of(flow: Flow) -> TrafficKind[Any]:

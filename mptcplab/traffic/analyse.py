@@ -19,6 +19,7 @@ import pandas as pd
 
 from ..analysis import CaptureFile, FlowAnalysis, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
+from ..analysis.delivery import HOL_KEYS
 from ..analysis.labspec import backup_paths, path_rates, signal_paths
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
@@ -115,7 +116,7 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         "cpu": {"client": o.cpu_host, "server": o.cpu_remote},
         "mptcp": {"requested": flow.mptcp},
     }
-    if flow.kind in ("udp", "http", "churn", "latency"):
+    if flow.kind in ("udp", "http", "churn", "latency", "hold", "transfer"):
         rec[flow.kind] = dict(o.metrics)
     parts = FlowParts(name, o, rec)
     if o.error:
@@ -138,7 +139,10 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
                         direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),
-                        backup_paths=backup_paths(body, flow))
+                        backup_paths=backup_paths(body, flow),
+                        # both backends (netns, containerlab) capture on one host kernel clock
+                        same_clock=True,
+                        receiver_node=flow.server if flow.direction == "upload" else flow.client)
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec
     subflows = [asdict(s) for s in fa.subflows]
@@ -172,7 +176,9 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                   # MPTCP depth of the capture (analysis/depth.py)
                   "data_retransmissions": fa.mptcp_retransmissions,
                   "data_retrans_bytes": fa.mptcp_retrans_bytes,
-                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required},
+                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required,
+                  # receiver reordering and head-of-line delay (analysis/delivery.py)
+                  **{k: fa.hol_connection.get(k) for k in HOL_KEYS}, "hol_unavailable": fa.hol_unavailable},
         "subflows": subflows, "add_addrs": fa.add_addrs,
     })
 
@@ -186,6 +192,12 @@ def _connections(parts: FlowParts, flow: Flow, net: Network, out: Path, client: 
     rep.frame().to_csv(d / "connections.csv", index=False)
     summary = rep.summary()
     seen, mp = rep.seen, rep.mptcp
+    if getattr(flow, "connections", None) == 0 and flow.kind == "hold":
+        # a hold flow asked to hold none (labs/setup's 0-held scenarios): nothing to prove
+        parts.record.update({"verified": None, "connections": summary,
+                             "mptcp": {"requested": flow.mptcp, "negotiated": False, "fallback": False,
+                                       "verified": False, "subflows": None, "expected_paths": []}})
+        return
     if seen == 0:
         parts.warnings.append(coded("no-connection", f"{label}no connection to {flow.server_address} port "
                                     f"{flow.port} in the captures: nothing proves this flow"))

@@ -75,6 +75,9 @@ class TrafficKind(ABC, Generic[F]):
     tools: ClassVar[dict[str, str]] = {}
     #: the server exits by itself when its client is done (iperf3 -1); others get SIGTERM
     server_exits: ClassVar[bool] = False
+    #: a background flow (hold): its client starts before every other flow, which wait until
+    #: ``client_ready`` says it is ready, and is stopped (SIGINT) when they have ended
+    background: ClassVar[bool] = False
     #: client errors that say the test never started: its control exchange broke before any
     #: data was sent. Nothing was measured, so the runner measures the repetition again, once
     #: (runner.measure_repetition), and says so in the repetition's warnings.
@@ -94,6 +97,15 @@ class TrafficKind(ABC, Generic[F]):
     def ready_cmd(self, flow: F) -> Cmd:
         """A command whose non-empty output says the server listens (repeated until it does)."""
         return cmd("ss", "-Hltn", f"sport = :{flow.port}", node=flow.server, check=False)
+
+    def client_ready_cmd(self, flow: F) -> Cmd | None:
+        """A background flow's readiness command (polled until ``client_ready`` accepts its
+        output); None: ready once started."""
+        return None
+
+    def client_ready(self, flow: F, stdout: str) -> bool:
+        """Whether ``client_ready_cmd``'s output says the background client is ready."""
+        return True
 
     def prepare(self, flow: F, name: str, ctx: KindContext) -> None:  # noqa: B027 - optional hook
         """Files the server needs before it starts (run only, not in the dry run)."""

@@ -1,20 +1,24 @@
-"""Connection churn: many short connections, each connect, send N bytes, read them back,
-close. Server and client in one stdlib-only file, so a node runs it with the engine's
-Python by path (no package import in the node). MPTCP sockets are opened directly
-(IPPROTO_MPTCP, no mptcpize).
+"""Connection churn: many short connections, each connect, send N bytes (none: N = 0),
+read them back, close; and the held connections a churn is measured beside. Server and
+clients in one stdlib-only file, so a node runs it with the engine's Python by path (no
+package import in the node). MPTCP sockets are opened directly (IPPROTO_MPTCP, no mptcpize).
 
     churn_tool.py server --address A --port P [--mptcp]
     churn_tool.py client --address A --port P --size N --duration S [--rate R] [--count C]
                          [--bind SRC] [--mptcp]
+    churn_tool.py hold --address A --port P --count C [--bind SRC] [--mptcp]
 
-The client prints one JSON object on exit (also on SIGINT/SIGTERM: the run's stop). Its
-times are the application's view; SYN -> SYN/ACK latencies come from the capture.
+The clients print one JSON object on exit (also on SIGINT/SIGTERM: the run's stop). Their
+times are the application's view; SYN -> SYN/ACK latencies come from the capture. ``hold``
+opens C connections one after another, keeps them open and idle until it is stopped, then
+closes them (traffic/hold.py: the server's established connections of labs/setup).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import resource
 import selectors
 import signal
 import socket
@@ -38,8 +42,16 @@ def _raise_stop(_signum: int, _frame: Any) -> None:
     raise _Stop
 
 
+def _more_files() -> None:
+    """Raise the open-files limit to its hard limit: a held thousand connections plus the
+    listener pass the usual soft limit of 1024."""
+    _, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+
+
 def serve(address: str, port: int, mptcp: bool) -> int:
     """Echo every byte back until the peer closes; one selector loop, no threads."""
+    _more_files()
     lsock = _socket(mptcp)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((address, port))
@@ -98,7 +110,8 @@ def one(address: str, port: int, payload: bytes, bind: str | None, mptcp: bool) 
         s.connect((address, port))
         t1 = time.perf_counter()
         sport = s.getsockname()[1]
-        s.sendall(payload)
+        if payload:
+            s.sendall(payload)
         got = 0
         while got < len(payload):
             chunk = s.recv(65536)
@@ -150,9 +163,48 @@ def client(args: argparse.Namespace) -> int:
     return 0 if ok else 1
 
 
+def hold(args: argparse.Namespace) -> int:
+    """Open ``count`` connections, hold them idle until SIGINT/SIGTERM, close them, report."""
+    _more_files()
+    signal.signal(signal.SIGTERM, _raise_stop)
+    signal.signal(signal.SIGINT, _raise_stop)
+    held: list[socket.socket] = []
+    errors: dict[str, int] = {}
+    t0 = time.perf_counter()
+    open_s: float | None = None
+    try:
+        for _ in range(args.count):
+            s = _socket(args.mptcp)
+            try:
+                s.settimeout(CONNECT_TIMEOUT_S)
+                if args.bind:
+                    s.bind((args.bind, 0))
+                s.connect((args.address, args.port))
+                held.append(s)
+            except OSError as e:
+                errors[type(e).__name__] = errors.get(type(e).__name__, 0) + 1
+                s.close()
+        open_s = time.perf_counter() - t0
+        # the run's readiness check counts the server's established sockets; this line is
+        # for a person reading the stderr file
+        print(f"holding {len(held)} of {args.count} connections", file=sys.stderr, flush=True)
+        while True:
+            signal.pause()
+    except _Stop:
+        pass
+    for s in held:
+        s.close()
+    out = {"requested": args.count, "held": len(held), "failed": args.count - len(held) if open_s is not None
+           else None, "open_s": None if open_s is None else round(open_s, 6),
+           "seconds": round(time.perf_counter() - t0, 6), "errors": errors, "mptcp": args.mptcp}
+    json.dump(out, sys.stdout)
+    sys.stdout.write("\n")
+    return 0 if len(held) == args.count else 1
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="churn_tool")
-    p.add_argument("mode", choices=["server", "client"])
+    p.add_argument("mode", choices=["server", "client", "hold"])
     p.add_argument("--address", required=True)
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--mptcp", action="store_true")
@@ -162,6 +214,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--count", type=int)
     p.add_argument("--bind")
     a = p.parse_args(argv)
+    if a.mode == "hold":
+        if a.count is None:
+            p.error("hold needs --count")
+        return hold(a)
     return serve(a.address, a.port, a.mptcp) if a.mode == "server" else client(a)
 
 

@@ -49,6 +49,30 @@ def run_quick(lab: Path, results: Path, *extra: str) -> tuple[int, dict[str, Any
     return rc, json.loads(runs[-1].read_text())
 
 
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_repo_lab(lab: str, results: Path, nodes: int, scenarios: int, *selectors: str) -> Path:
+    """A quick run of the repository's labs/<lab> (``--scenario`` per selector; all when
+    none); asserts the command logs name ``nodes`` namespaces per scenario (``scenarios``
+    of them) and that none is left. Exit 1 is accepted: a run judged invalid (a late delay
+    line on a loaded host) still writes complete results, whose validity the summary states.
+    Returns the run directory."""
+    argv = ["run", str(REPO / "labs" / lab), "--quick", "--results", str(results)]
+    for sel in selectors:
+        argv += ["--scenario", sel]
+    rc = main(argv)
+    runs = sorted((results / lab).glob("2*/summary.json"))
+    assert runs, f"no summary written (exit {rc})"
+    made = created_namespaces(runs[-1].parent)
+    assert len(made) == nodes * scenarios, sorted(made)
+    assert made & netns() == set(), f"the run left namespaces behind: {made & netns()}"
+    assert rc in (0, 1), rc
+    latest = results / lab / "latest"
+    assert latest.is_symlink() and latest.resolve() == runs[-1].parent
+    return runs[-1].parent
+
+
 def by_name(summary: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {s["name"]: s for s in summary["scenarios"]}
 

@@ -12,46 +12,25 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import pandas as pd
 import pytest
 
-from mptcplab.cli import main
 from mptcplab.lab.loader import load_lab
 from mptcplab.metrics import METRICS, Select
 from mptcplab.results.model import load_summary
 
-from .labkit import run_notebook
+from .labkit import run_notebook, run_repo_lab
 
 REPO = Path(__file__).resolve().parents[2]
 SCENARIOS = ["tcp", "s2", "s2-linkdown", "s2-epdel", "flood-dtx"]
 pytestmark = pytest.mark.netns
 
 
-def netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("results")
-    argv = ["run", str(REPO / "labs/asym"), "--quick", "--results", str(root)]
-    for s in SCENARIOS:
-        argv += ["--scenario", s]
-    rc = main(argv)
-    made = {m for log in root.glob("asym/*/scenarios/*/rep*/commands.log")
-            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
-    assert len(made) == 3 * len(SCENARIOS), made  # 3 nodes per scenario: the logs name them all
-    assert netns() & made == set(), "the run left namespaces behind"
-    # 1: complete results judged invalid (on a loaded 2-core host a delay line may run late);
-    # the tests below read the evidence, whose validity the summary states
-    assert rc in (0, 1), rc
-    latest = root / "asym" / "latest"
-    assert latest.is_symlink()
-    return latest.resolve()
+    return run_repo_lab("asym", tmp_path_factory.mktemp("results"), 3, len(SCENARIOS), *SCENARIOS)
 
 
 @pytest.fixture(scope="module")

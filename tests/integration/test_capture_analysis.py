@@ -8,7 +8,9 @@ likely MPTCP-level re-sends. On the run's own capture files:
 * where tshark's MPTCP analysis (analyze_mappings, intersubflows_retransmission) marks data
   re-sent across subflows, the analysis lists such a re-send no later;
 * the repetition's record and files carry the depth: RTT per subflow, dsn.csv with mappings
-  on both paths, mptcp_events.csv with the server's ADD_ADDR.
+  on both paths, mptcp_events.csv with the server's ADD_ADDR;
+* with the server's points captured on the same host clock: one-way delay per subflow from
+  the client's point to the server's, and reordering and head-of-line delay at the server.
 """
 
 from __future__ import annotations
@@ -43,7 +45,9 @@ EXP = {
     "links": {"client:eth1": {"rate": "30mbit"}, "client:eth2": {"rate": "30mbit", "loss": "3%"}},
     "traffic": {"flows": {"main": {"client": "client", "server": "server", "server_address": "server:eth1",
                                    "bind": "client:eth1", "mptcp": True, "duration": "2s", "cc": "cubic"}}},
-    "capture": [{"point": "client:eth1"}, {"point": "client:eth2"}],
+    # the server's points too: one-way delay and the receiver's reordering need them
+    "capture": [{"point": "client:eth1"}, {"point": "client:eth2"}, {"point": "server:eth1"},
+                {"point": "server:eth2"}],
     "calibration": {"enabled": False},
     "quick": {"duration": "2s", "repetitions": 1},
     "scenarios": [{"name": "two-paths"}],
@@ -88,15 +92,43 @@ def test_mptcp_resends_across_subflows_are_marked_by_tshark(rep_dir: Path, tmp_p
         assert len(cross) and cross["t"].min() <= first_mark + 1e-6
 
 
+def main_subflows(rec: dict) -> dict[str, dict]:
+    """Path -> the subflow that carried the most bytes on it (a join retried after a lost
+    handshake packet on the lossy path can leave a second, nearly empty subflow there)."""
+    subs: dict[str, dict] = {}
+    for s in rec["subflows"]:
+        if s["path"] not in subs or (s["bytes"] or 0) > (subs[s["path"]]["bytes"] or 0):
+            subs[s["path"]] = s
+    assert set(subs) == {"A", "B"}, rec["subflows"]
+    return subs
+
+
 def test_record_and_files_carry_the_depth(rep_dir: Path) -> None:
     rec = json.loads((rep_dir / "rep.json").read_text())
-    subs = {s["path"]: s for s in rec["subflows"]}
-    assert set(subs) == {"A", "B"}
-    for s in subs.values():
-        assert s["rtt_samples"] > 10 and 0 < s["rtt_median_ms"] < 1000
+    subs = main_subflows(rec)
+    for p, s in subs.items():
+        # numbers from the sender's side: the client's own interface
+        assert s["point"] == f"client:eth{'1' if p == 'A' else '2'}", s
+        assert s["rtt_samples"] > 10 and 0 < s["rtt_median_ms"] < 1000, rec["subflows"]
     assert subs["B"]["retransmissions"] > 0          # 3% loss on B
     dsn = pd.read_csv(rep_dir / "dsn.csv")
     assert set(dsn.loc[dsn["kind"] == "map", "path"]) == {"A", "B"}
     assert dsn.loc[dsn["kind"] == "ack", "dsn"].max() > 1_000_000
     ev = pd.read_csv(rep_dir / "mptcp_events.csv")
     assert "ADD_ADDR" in set(ev["event"])
+
+
+def test_one_way_delay_and_hol_at_the_server(rep_dir: Path) -> None:
+    rec = json.loads((rep_dir / "rep.json").read_text())
+    for s in main_subflows(rec).values():
+        own = "eth1" if s["path"] == "A" else "eth2"
+        assert s["owd_points"] == f"client:{own}->server:{own}" and s["hol_point"] == f"server:{own}"
+        # two veth hops and a router: well under the RTT, above 0
+        assert s["owd_samples"] > 50 and 0 < s["owd_median_ms"] <= s["rtt_median_ms"], rec["subflows"]
+        assert s["hol_segments"] > 50 and 0 <= s["ooo_share"] <= 1
+    m = rec["mptcp"]
+    assert m["hol_segments"] == sum(s["hol_segments"] or 0 for s in rec["subflows"])
+    assert 0 < m["ooo_share"] < 1 and m["hol_max_ms"] > 0      # two paths, 3% loss on B: some waits
+    owd, hol = pd.read_csv(rep_dir / "owd.csv"), pd.read_csv(rep_dir / "hol.csv")
+    assert set(owd["path"]) == set(hol["path"]) == {"A", "B"}
+    assert int(hol["segments"].sum()) == m["hol_segments"]

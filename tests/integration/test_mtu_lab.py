@@ -5,39 +5,21 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from mptcplab.cli import main
 from mptcplab.results.model import FORMAT_VERSION
 
-from .labkit import run_notebook
+from .labkit import run_notebook, run_repo_lab
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 
 
-def netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("results")
-    rc = main(["run", str(REPO / "labs/mtu"), "--quick", "--results", str(root)])
-    # this run's namespaces, from its command logs (other runs on a shared host come and go)
-    made = {m for log in root.glob("mtu/*/scenarios/*/rep*/commands.log")
-            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
-    assert len(made) == 5 * 10, made  # 5 nodes x 10 scenarios: the logs name them all
-    assert netns() & made == set(), "the run left namespaces behind"
-    assert rc in (0, 1), rc  # 1: a run judged invalid still writes complete results
-    latest = root / "mtu" / "latest"
-    assert latest.is_symlink()
-    return latest.resolve()
+    return run_repo_lab("mtu", tmp_path_factory.mktemp("results"), 5, 10)  # 5 nodes x 10 scenarios
 
 
 @pytest.fixture(scope="module")

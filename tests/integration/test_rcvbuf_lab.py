@@ -12,17 +12,14 @@ Goodput magnitudes are left to the full run (they are not timing-stable on 2 sha
 
 from __future__ import annotations
 
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
-from mptcplab.cli import main
 from mptcplab.metrics import METRICS, Select
 from mptcplab.results.model import Repetition, Summary, load_manifest, load_summary
 
-from .labkit import run_notebook
+from .labkit import run_notebook, run_repo_lab
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -33,27 +30,12 @@ SUBSET = ["emu1-tcp-wifi-rmem100k", "emu1-mptcp-rmem100k", "fig6b-x0.1-mptcp-b25
 NODES = 6
 
 
-def netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("results")
     # two patterns and exact names: the selector the docs' "paper" subset uses
-    args = ["run", str(REPO / "labs/rcvbuf"), "--quick", "--results", str(root),
-            "--scenario", "emu1-tcp-wifi-rmem100k", "--scenario", "emu1-mptcp-rmem100k",
-            "--scenario", "fig6b-x0.1-mptcp-b250k", "--scenario", "dss-*-mtu9000", "--scenario", "fig7-*"]
-    rc = main(args)
-    made = {m for log in root.glob("rcvbuf/*/scenarios/*/rep*/commands.log")
-            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
-    assert len(made) == NODES * len(SUBSET), sorted(made)
-    assert netns() & made == set(), "the run left namespaces behind"
-    assert rc in (0, 1), rc  # 1: a run judged invalid still writes complete results
-    latest = root / "rcvbuf" / "latest"
-    assert latest.is_symlink()
-    return latest.resolve()
+    return run_repo_lab("rcvbuf", tmp_path_factory.mktemp("results"), NODES, len(SUBSET),
+                        "emu1-tcp-wifi-rmem100k", "emu1-mptcp-rmem100k", "fig6b-x0.1-mptcp-b250k",
+                        "dss-*-mtu9000", "fig7-*")
 
 
 @pytest.fixture(scope="module")

@@ -8,18 +8,15 @@ flow as mptcp-paper-app with another tcp_wmem."""
 from __future__ import annotations
 
 import json
-import re
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from mptcplab.analysis.sendbuffer import eq1_required_bytes, locked_sndbuf
-from mptcplab.cli import main
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.model import LatencyMetrics, Repetition, Summary, load_summary
 
-from .labkit import run_notebook
+from .labkit import run_notebook, run_repo_lab
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -28,25 +25,9 @@ SCENARIOS = ["mptcp-paper-app", "mptcp-paper-locked", "table2-locked-wmem1m-rtt7
 MIB = 1048576
 
 
-def netns() -> set[str]:
-    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
-    return {line.split()[0] for line in out.splitlines() if line.strip()}
-
-
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("results")
-    argv = ["run", str(REPO / "labs/sndbuf"), "--quick", "--results", str(root)]
-    for s in SCENARIOS:
-        argv += ["--scenario", s]
-    rc = main(argv)
-    made = {m for log in root.glob("sndbuf/*/scenarios/*/rep*/commands.log")
-            for m in re.findall(r"^ip netns add (mpl[0-9a-f]{6}-\S+)$", log.read_text(), re.M)}
-    assert len(made) == 5 * len(SCENARIOS), made
-    assert netns() & made == set(), "the run left namespaces behind"
-    # 1: a run judged invalid (a delay line late on a loaded machine) still writes complete results
-    assert rc in (0, 1), rc
-    return (root / "sndbuf" / "latest").resolve()
+    return run_repo_lab("sndbuf", tmp_path_factory.mktemp("results"), 5, len(SCENARIOS), *SCENARIOS)
 
 
 @pytest.fixture(scope="module")

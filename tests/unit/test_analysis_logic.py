@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.analysis import FlowSpec, analyze_packets, packets
-from mptcplab.analysis.flows import tokens_of_key
+from mptcplab.analysis.flows import Subflow, tokens_of_key
 from mptcplab.analysis.stats import unwrap32
 from mptcplab.analysis.tshark import FIELDS, _finish, _parse
 
@@ -297,3 +297,27 @@ def test_a_client_rst_answering_the_synack_does_not_establish():
     rows[2] = pkt(0.002, "10.0.1.2", 42518, SRV, 5201, ACK, seq=2, ack=8)
     (sf,) = find_subflows(orient_tcp(table(rows), 5201), ["p"])
     assert sf.established and not sf.third_ack_mpc
+
+
+def _sf(port: int, fail: float | None, rst: float | None) -> Subflow:
+    sf = Subflow(cip="10.0.1.2", cport=port, sip="10.0.9.2", sport=5201)
+    sf.mp_fail_t, sf.rst_t = fail, rst
+    return sf
+
+
+def test_an_mp_fail_that_reset_its_subflow_while_another_went_on_is_not_a_fallback() -> None:
+    from mptcplab.analysis.analyze import mp_fail_reset_subflow
+
+    a, b = _sf(1, fail=101.0, rst=101.01), _sf(2, fail=None, rst=None)
+    numbers = {a.key: {"last_data_t": 1.0}, b.key: {"last_data_t": 2.0}}
+    assert mp_fail_reset_subflow([a, b], numbers, fail_rel_t=1.0)
+    # the other subflow stopped before the MP_FAIL: the connection was left on one subflow
+    numbers[b.key]["last_data_t"] = 0.5
+    assert not mp_fail_reset_subflow([a, b], numbers, fail_rel_t=1.0)
+    # the failing subflow was not reset: an infinite mapping (fallback) on it
+    a.rst_t = None
+    numbers[b.key]["last_data_t"] = 2.0
+    assert not mp_fail_reset_subflow([a, b], numbers, fail_rel_t=1.0)
+    # one subflow only: RFC 8684's fallback
+    a.rst_t = 101.01
+    assert not mp_fail_reset_subflow([a], {a.key: {"last_data_t": 1.0}}, fail_rel_t=1.0)

@@ -50,7 +50,7 @@ def test_kind_defaults_to_iperf3_and_registry_covers_every_schema_class():
     assert isinstance(flow(), IperfFlow) and kind_of(flow()).name == "iperf3"
     assert isinstance(flow(kind="udp", rate="10mbit"), UdpFlow)
     assert isinstance(flow(kind="http"), HttpFlow) and isinstance(flow(kind="churn"), ChurnFlow)
-    assert set(KINDS) == {"iperf3", "udp", "http", "churn", "latency"}
+    assert set(KINDS) == {"iperf3", "udp", "http", "churn", "latency", "hold", "transfer"}
 
 
 def test_iperf3_byte_count_replaces_the_duration():
@@ -152,6 +152,34 @@ def test_churn_argv_runs_the_projects_own_tool_with_the_engines_python():
     assert argv[-1] == "--mptcp"
     srv = KINDS["churn"].server_argv(f, "ch", ctx())
     assert srv[3:] == ("server", "--address", "10.0.5.2", "--port", "7000", "--mptcp")
+
+
+def test_hold_is_a_background_flow_ready_when_the_server_counts_every_connection():
+    f = flow(kind="hold", connections=3, port=7100)
+    k = KINDS["hold"]
+    assert k.background and f.role == "competing" and k.capture_analysis == "connections"
+    argv = k.client_argv(f, "hold", ctx())
+    assert argv[:4] == (sys.executable, "-I", str(TOOL), "hold") and argv[argv.index("--count") + 1] == "3"
+    ready = k.client_ready_cmd(f)
+    assert ready is not None and ready.node == "server" and "-M" in ready.argv and "( sport = :7100 )" in ready.argv
+    two = "ESTAB 0 0 10.0.5.2:7100 10.0.1.2:40000\nESTAB 0 0 10.0.5.2:7100 10.0.1.2:40001\n"
+    assert not k.client_ready(f, two) and k.client_ready(f, two + "ESTAB 0 0 10.0.5.2:7100 10.0.1.2:40002\n")
+    tcp = flow(kind="hold", connections=0, mptcp=False)
+    assert "-t" in (k.client_ready_cmd(tcp) or cmd_none()).argv and k.client_ready(tcp, "")
+
+
+def cmd_none() -> Any:
+    raise AssertionError("a hold flow has a readiness command")
+
+
+def test_hold_parser_says_how_many_were_held(tmp_path: Path):
+    p = tmp_path / "hold.json"
+    p.write_text(json.dumps({"requested": 5, "held": 5, "failed": 0, "open_s": 0.01, "seconds": 3.0, "errors": {}}))
+    assert KINDS["hold"].read(p).error is None and KINDS["hold"].read(p).metrics["held"] == 5
+    p.write_text(json.dumps({"requested": 5, "held": 3, "failed": 2, "open_s": 0.01, "seconds": 3.0,
+                             "errors": {"TimeoutError": 2}}))
+    assert "held 3 of 5" in (KINDS["hold"].read(p).error or "")
+    assert "no hold client report" in (KINDS["hold"].read(tmp_path / "none.json").error or "")
 
 
 def test_churn_parser_reads_the_clients_report():

@@ -1,0 +1,288 @@
+"""One-way delay per subflow and, at the receiver, reordering and head-of-line (HoL) delay.
+
+Hand-written with numpy on the packet table, like depth.py (tshark has no equivalent of the
+HoL delay; its MPTCP analysis only marks reinjections). Definitions:
+
+* One-way delay (OWD): a data segment of a subflow seen at two capture points, matched by the
+  subflow's 4-tuple, raw TCP sequence number and payload length (a key seen more than once at
+  a point, a TCP retransmission, is ambiguous and left out, Karn-like), minus the time at the
+  point nearer the sender from the time at the point nearer the receiver. Of a subflow's
+  points, the pair with the largest median difference (sender side to receiver side). Needs
+  both points on one clock: the netns and containerlab backends capture on one host kernel
+  clock; captures from two machines do not (``FlowSpec.same_clock`` False: no OWD).
+* Receiver point: where the lab names the receiver's node, a point on it (none: no HoL
+  analysis, said in ``hol_unavailable``); otherwise (``mptcplab analyze``) the OWD pair's
+  receiver-side point, else the subflow's chosen point, which is the receiver's view only when
+  the capture was taken there (``point`` in the output says which).
+* Each data segment's data range: its DSS mapping (or the mapping of the last segment before it
+  on the subflow that had one; the first data in an MP_CAPABLE is data byte 1) shifted by the
+  segment's offset in the mapping, from its TCP sequence number.
+* HoL delay of a segment arriving at the receiver point at time t: from t until every data
+  byte before its range has arrived (first copy of each byte counts), i.e. when the
+  application could read it; 0 when nothing before it is missing. Out of order: HoL delay
+  > 0, a hole before it. A hole never filled in the capture: no HoL value (``never``).
+  Data bytes before the lowest range seen at the receiver count as delivered.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from .depth import widen
+from .flows import Subflow
+from .packets import MP_CAPABLE
+
+OWD_COLUMNS = ["t", "path", "subflow", "from_point", "to_point", "samples", "owd_min_ms", "owd_median_ms",
+               "owd_max_ms"]
+HOL_COLUMNS = ["t", "path", "subflow", "point", "segments", "bytes", "ooo_bytes", "never", "hol_median_ms",
+               "hol_max_ms"]
+
+#: the connection's HoL numbers (Delivery.connection, MptcpVerdict)
+HOL_KEYS = ("hol_segments", "ooo_share", "hol_never", "hol_p50_ms", "hol_p95_ms", "hol_p99_ms", "hol_max_ms")
+
+
+@dataclass
+class Delivery:
+    """What delivery() found for one connection."""
+
+    #: per subflow and time bin (t: bin start, s from t0): OWD_COLUMNS
+    owd: pd.DataFrame
+    #: per subflow and time bin at the receiver point: HOL_COLUMNS (HoL over the bin's
+    #: out-of-order segments; ooo_bytes: their bytes)
+    hol: pd.DataFrame
+    #: subflow name -> owd_*/hol_*/ooo_* numbers (SubflowResult fields)
+    per_subflow: dict[str, dict[str, float | int | str | None]] = field(default_factory=dict)
+    #: the connection's numbers over all its subflows' segments at the receiver points
+    connection: dict[str, float | int | None] = field(default_factory=dict)
+    #: why OWD is missing, when it is
+    owd_unavailable: str | None = None
+    #: why the HoL analysis is missing, when it is
+    hol_unavailable: str | None = None
+
+
+def _ms(x: np.ndarray, q: float) -> float | None:
+    return round(float(np.percentile(x, q)) * 1e3, 3) if len(x) else None
+
+
+def _data_rows(t: pd.DataFrame, sf: Subflow, point: str, upload: bool) -> np.ndarray:
+    """Row positions in ``t`` of the subflow's data segments at ``point``, in capture order."""
+    r = sf.rows[point]
+    return r[(t["from_client"].to_numpy()[r] == upload) & (t["tlen"].to_numpy()[r] > 0)]
+
+
+def _keys(t: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(key, time) of the segments whose (raw seq, length) occurs once at this point."""
+    key = t["seq"].to_numpy()[rows].astype(np.int64) * 65536 + t["tlen"].to_numpy()[rows].astype(np.int64)
+    u, first, count = np.unique(key, return_index=True, return_counts=True)
+    once = count == 1
+    return u[once], t["t"].to_numpy()[rows][first[once]]
+
+
+def one_way(t: pd.DataFrame, sf: Subflow, upload: bool) -> tuple[str, str, np.ndarray, np.ndarray] | None:
+    """(sender-side point, receiver-side point, send times, delays in s) of the subflow, or
+    None without two points that saw the same segments."""
+    data = {p: _data_rows(t, sf, p, upload) for p in sf.rows}
+    pts = [p for p in sf.rows if len(data[p])]
+    keyed = {p: _keys(t, data[p]) for p in pts}
+    best: tuple[float, str, str, np.ndarray, np.ndarray] | None = None
+    for i, a in enumerate(pts):
+        for b in pts[i + 1:]:
+            _, ia, ib = np.intersect1d(keyed[a][0], keyed[b][0], assume_unique=True, return_indices=True)
+            if not len(ia):
+                continue
+            ta, tb = keyed[a][1][ia], keyed[b][1][ib]
+            med = float(np.median(tb - ta))
+            cand = (med, a, b, ta, tb - ta) if med >= 0 else (-med, b, a, tb, ta - tb)
+            if best is None or cand[0] > best[0]:
+                best = cand
+    if best is None:
+        return None
+    order = np.argsort(best[3], kind="stable")
+    return best[1], best[2], best[3][order], best[4][order]
+
+
+def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None
+                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times, 64-bit data sequence numbers of the first byte, lengths) of the data segments at
+    ``rows`` (positions in ``t``) that a mapping covers (see the module docstring)."""
+    prow = t["row"].to_numpy()[rows]
+    # take the subflow's rows of the nullable columns first: converting whole columns costs more
+    dsn_a = pk["dsn"].array[prow]
+    dll_na = pk["dll"].array[prow].isna()
+    dsn_na = dsn_a.isna()
+    mpc = (pk["mp"].to_numpy()[prow] & (1 << MP_CAPABLE)) != 0
+    has = ~dsn_na | (mpc & ~dll_na & (base is not None))
+    if not has.any():
+        return np.zeros(0), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    raw = dsn_a.to_numpy(dtype=np.uint64, na_value=0)
+    is64 = pk["dsn64"].to_numpy()[prow]
+    ssn = pk["ssn"].array[prow].to_numpy(dtype=np.int64, na_value=0)
+    if base is not None:                   # MP_CAPABLE with data: data byte 1 at subflow byte 1
+        first = dsn_na & has
+        raw = np.where(first, np.uint64((base + 1) % 2**64), raw)
+        is64 = is64 | first
+        ssn = np.where(first, 1, ssn)
+    m = np.flatnonzero(has)
+    ref = base if base is not None else int(raw[m][is64[m]].min()) if is64[m].any() else int(raw[m].min())
+    d = np.zeros(len(prow), dtype=np.uint64)
+    d[m] = widen(raw[m], is64[m], ref)
+    # a segment without a mapping of its own is under the last one before it
+    last = np.where(has, np.arange(len(prow)), -1)
+    np.maximum.accumulate(last, out=last)
+    keep = last >= 0
+    src = last[keep]
+    seq = t["seq"].to_numpy()[rows][keep].astype(np.int64)
+    tlen = t["tlen"].to_numpy()[rows][keep].astype(np.int64)
+    # the subflow's ISN: seq - ssn is ISN + the segment's offset in its mapping (>= 0), so the
+    # lowest one (modulo 2^32, near the first) is the ISN
+    v = (seq - ssn[src]) % 2**32
+    isn = (v[0] + int(((v - v[0] + 2**31) % 2**32 - 2**31).min())) % 2**32
+    off = (seq - ssn[src] - isn) % 2**32
+    start = d[src] + off.astype(np.uint64)
+    return t["t"].to_numpy()[rows][keep], start, tlen
+
+
+def hol_delays(start: np.ndarray, length: np.ndarray, arrival: np.ndarray) -> np.ndarray:
+    """HoL delay (s; inf: a hole before the segment never filled) of each segment, ranges
+    [start, start + length) as signed integers (see the module docstring).
+
+    Vectorised: the range boundaries cut the data space into elementary intervals; each
+    interval's first arrival is the minimum over the segments covering it; the application
+    can read up to interval k once all intervals up to k have arrived (running maximum)."""
+    if len(start) == 0:
+        return np.zeros(0)
+    end = start + length
+    bounds = np.sort(np.concatenate((start, end)))
+    bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]     # unique (faster than np.unique here)
+    si = np.searchsorted(bounds, start)
+    ei = np.searchsorted(bounds, end)
+    n = ei - si
+    total = int(n.sum())
+    cover = np.repeat(si - np.cumsum(n) + n, n) + np.arange(total)
+    first = np.full(len(bounds), np.inf)
+    np.minimum.at(first, cover, np.repeat(arrival, n))
+    ready = np.maximum.accumulate(first[:-1])          # all data up to interval k has arrived
+    before = np.where(si > 0, ready[np.maximum(si - 1, 0)], -np.inf)
+    return np.maximum(before - arrival, 0.0)
+
+
+def _bin_index(t: np.ndarray, t0: float, bin_s: float) -> np.ndarray:
+    return np.floor((t - t0) / bin_s).astype(np.int64)
+
+
+def _bin_stats(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
+    """Per bin index in ``k``: (bin, count, min, median, max) of ``v`` (no NaN). numpy
+    instead of a pandas groupby: it runs on every data segment of every repetition."""
+    o = np.lexsort((v, k))
+    ks, vs = k[o], v[o]
+    starts = np.flatnonzero(np.r_[True, ks[1:] != ks[:-1]])
+    n = np.diff(np.r_[starts, len(ks)])
+    med = (vs[starts + (n - 1) // 2] + vs[starts + n // 2]) / 2
+    return ks[starts], n, vs[starts], med, vs[starts + n - 1]
+
+
+def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
+             t0: float, base: int | None, same_clock: bool, bin_s: float = 0.1,
+             receiver_node: str | None = None) -> Delivery:
+    """OWD and HoL tables of the connection ``conn`` (base: the data sender's IDSN, or None).
+    ``receiver_node``: the data receiver's node, where a lab names it; the HoL analysis then
+    uses only points on it (``node:iface``), and none when a subflow was not captured there
+    (a sender-side point would show the sender's scheduling order, not the receiver's)."""
+    owd_rows: list[pd.DataFrame] = []
+    per: dict[str, dict[str, float | int | str | None]] = {}
+    segs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
+    why: str | None = None if same_clock else ("the capture points are not known to share one clock "
+                                               "(captures from two machines)")
+    any_pair = False
+    hol_why: str | None = None
+    for sf in conn:
+        name = f"{sf.cip}:{sf.cport}"
+        path = paths.get(sf.cip)
+        ow = one_way(t, sf, upload) if same_clock else None
+        p: dict[str, float | int | str | None] = {"owd_samples": 0}
+        recv_point: str | None = sf.point
+        if ow is not None:
+            any_pair = True
+            a, b, ts, dl = ow
+            recv_point = b
+            p.update(owd_samples=int(len(dl)), owd_min_ms=_ms(dl, 0), owd_median_ms=_ms(dl, 50),
+                     owd_p95_ms=_ms(dl, 95), owd_points=f"{a}->{b}")
+            bs = _bin_stats(_bin_index(ts, t0, bin_s), dl * 1e3)
+            owd_rows.append(pd.DataFrame({"t": np.round(bs[0] * bin_s, 6), "path": path, "subflow": name,
+                                          "from_point": a, "to_point": b, "samples": bs[1],
+                                          "owd_min_ms": bs[2].round(3), "owd_median_ms": bs[3].round(3),
+                                          "owd_max_ms": bs[4].round(3)}))
+        if receiver_node is not None:
+            mine = [q for q in sf.rows if q.split(":", 1)[0] == receiver_node]
+            recv_point = recv_point if recv_point in mine else (mine[0] if mine else None)
+        per[name] = p
+        if recv_point is None:
+            if len(_data_rows(t, sf, sf.point, upload)):
+                hol_why = f"subflow {name} was not captured at the receiver ({receiver_node})"
+            continue
+        ts_, st, ln = segment_ranges(pk, t, _data_rows(t, sf, recv_point, upload), base)
+        p["hol_point"] = recv_point
+        segs.append((name, path or "", ts_, st, ln))
+    if same_clock and not any_pair:
+        why = "no subflow was captured at two points"
+    if hol_why is not None:         # holes one subflow fills are invisible without all of them
+        segs = []
+        for p in per.values():
+            p["hol_point"] = None
+
+    hol_rows: list[pd.DataFrame] = []
+    conn_nums: dict[str, float | int | None] = {}
+    if any(len(s[2]) for s in segs):
+        allst = np.concatenate([s[3] for s in segs])
+        origin = np.uint64(base) if base is not None else allst.min()
+        rel = [(s[3] - origin).view(np.int64) for s in segs]
+        lo = min(int(r.min()) for r in rel if len(r))
+        hol = hol_delays(np.concatenate(rel) - lo, np.concatenate([s[4] for s in segs]),
+                         np.concatenate([s[2] for s in segs]))
+        k = 0
+        for (name, path, ts_, _, ln), pt in zip(segs, [per[s[0]]["hol_point"] for s in segs], strict=True):
+            h = hol[k:k + len(ts_)]
+            k += len(ts_)
+            per[name].update(_hol_numbers(h, ln))
+            if len(ts_):
+                hol_rows.append(_hol_bins(h, ln, ts_, t0, bin_s, path or None, name, str(pt)))
+        conn_nums = _hol_numbers(hol, np.concatenate([s[4] for s in segs]))
+    owd = pd.concat(owd_rows, ignore_index=True) if owd_rows else pd.DataFrame(columns=OWD_COLUMNS)
+    holt = pd.concat(hol_rows, ignore_index=True) if hol_rows else pd.DataFrame(columns=HOL_COLUMNS)
+    return Delivery(owd=owd, hol=holt, per_subflow=per, connection=conn_nums, owd_unavailable=why,
+                    hol_unavailable=hol_why)
+
+
+def _hol_numbers(h: np.ndarray, ln: np.ndarray) -> dict[str, float | int | None]:
+    ooo = h > 0
+    fin = h[np.isfinite(h)]
+    q = np.percentile(fin, [50, 95, 99, 100]) * 1e3 if len(fin) else [None] * 4   # one sort
+    p50, p95, p99, mx = (None if v is None else round(float(v), 3) for v in q)
+    return {"hol_segments": int(len(h)), "ooo_share": round(float(ln[ooo].sum() / ln.sum()), 4) if ln.sum() else None,
+            "hol_never": int(np.isinf(h).sum()), "hol_p50_ms": p50, "hol_p95_ms": p95, "hol_p99_ms": p99,
+            "hol_max_ms": mx}
+
+
+def _hol_bins(h: np.ndarray, ln: np.ndarray, ts: np.ndarray, t0: float, bin_s: float, path: str | None,
+              name: str, point: str) -> pd.DataFrame:
+    k = _bin_index(ts, t0, bin_s)
+    lo = int(k.min())
+    cnt = np.bincount(k - lo)
+    used = np.flatnonzero(cnt)
+    ooo = h > 0
+    med = np.full(len(cnt), np.nan)
+    mx = np.full(len(cnt), np.nan)
+    late = ooo & np.isfinite(h)
+    if late.any():
+        kb, _, _, m, x = _bin_stats(k[late] - lo, h[late] * 1e3)
+        med[kb], mx[kb] = m, x
+    return pd.DataFrame({
+        "t": np.round((used + lo) * bin_s, 6), "path": path, "subflow": name, "point": point,
+        "segments": cnt[used], "bytes": np.bincount(k - lo, ln)[used].astype(np.int64),
+        "ooo_bytes": np.bincount(k - lo, np.where(ooo, ln, 0))[used].astype(np.int64),
+        "never": np.bincount(k - lo, np.isinf(h))[used].astype(np.int64),
+        "hol_median_ms": med[used].round(3), "hol_max_ms": mx[used].round(3),
+    })[HOL_COLUMNS]

@@ -1,0 +1,84 @@
+"""Middlebox-lab metrics (labs/middlebox): whether the transfer arrived intact, the MPTCP MIB
+counters of each end, the client's time to give up on MP_CAPABLE SYNs and what the routers'
+middlebox rules matched.
+
+* ``transfer_intact``: 1 when the transfer kind's SHA-256 of what the server received equals
+  the client's of what it sent (same length), else 0 (traffic/transfer.py).
+* ``mib_<side>_<Counter>``: a counter's delta over the traffic on the measured flow's client
+  or server, read from the nstat probe's record by node name: the lab's two hosts are named
+  ``client`` and ``server``. A counter that did not move is 0; no probe, None.
+* ``syn_fallback_s``: first SYN -> first SYN without MPTCP option on the initial subflow, from
+  the capture (analysis/flows.py).
+* ``middlebox_packets``: packets the routers' middlebox rules counted (the run's nft counters).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Metric, Select, register
+from .flows import FLOW, selected_flow
+
+if TYPE_CHECKING:
+    from ..results.model import Repetition
+
+#: the counters a middlebox scenario's reaction shows in (MPTcpExt prefix left out of the name)
+COUNTERS = ("MPCapableSYNRX", "MPCapableSYNTX", "MPCapableSYNACKRX", "MPCapableACKRX",
+            "MPCapableFallbackSYNACK", "MPCapableFallbackACK", "MPTCPRetrans",
+            "MPJoinSynRx", "MPJoinSynAckRx", "MPJoinAckRx", "MPJoinAckHMacFailure",
+            "DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
+            "DataCsumErr", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
+            "MPRstTx", "MPRstRx", "RcvPruned", "AddAddr", "AddAddrTx", "EchoAdd", "MPFallbackTokenInit",
+            "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt")
+SIDES = ("client", "server")
+
+
+def _intact(r: Repetition, sel: Select) -> float | None:
+    f = selected_flow(r, sel)
+    if f is None or f.transfer is None or f.transfer.verdict is None:
+        return None
+    return 1.0 if f.transfer.verdict == "equal" else 0.0
+
+
+def mib_delta(r: Repetition, node: str, counter: str) -> int | None:
+    """``MPTcpExt<counter>``'s delta on ``node`` (the nstat probe's record); None: no probe."""
+    probes = (r.model_extra or {}).get("probes") or {}
+    nstat = probes.get("nstat") if isinstance(probes, dict) else None
+    if not isinstance(nstat, dict):
+        return None
+    counters = nstat.get(node) or {}
+    return int(counters.get(f"MPTcpExt{counter}", 0)) if isinstance(counters, dict) else None
+
+
+def _mib(side: str, counter: str) -> Metric:
+    def per_rep(r: Repetition, _sel: Select) -> float | None:
+        v = mib_delta(r, side, counter)
+        return None if v is None else float(v)
+    return Metric(f"mib_{side}_{counter}", per_rep, "min",
+                  f"MPTcpExt{counter} delta over the traffic on node {side} (nstat probe); "
+                  "min over reps: > 0 holds in every repetition", unit="events")
+
+
+def _syn_fallback(r: Repetition, _sel: Select) -> float | None:
+    vals = [s.syn_fallback_s for s in r.subflows if s.initial and s.syn_fallback_s is not None]
+    return min(vals) if vals else None
+
+
+def _middlebox_packets(r: Repetition, _sel: Select) -> float | None:
+    counts = (r.model_extra or {}).get("middlebox")
+    if not isinstance(counts, dict):
+        return None
+    return float(sum(int(v) for v in counts.values() if isinstance(v, int) and v >= 0))
+
+
+for _m in [
+    Metric("transfer_intact", _intact, "min",
+           "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); "
+           "min over reps: 1 only when every repetition arrived intact", accepts=FLOW),
+    Metric("syn_fallback_s", _syn_fallback, "median",
+           "first SYN (MP_CAPABLE) -> first SYN without MPTCP option on the initial subflow (capture)", unit="s"),
+    Metric("middlebox_packets", _middlebox_packets, "min",
+           "packets the routers' middlebox rules counted (nft counters after the traffic)", unit="packets"),
+    *(_mib(side, c) for side in SIDES for c in COUNTERS),
+]:
+    register(_m)

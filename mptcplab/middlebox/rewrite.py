@@ -1,0 +1,109 @@
+"""The rewriting middleboxes (``rewrite-isn``, ``modify-payload``): a router's forwarded
+IPv4 TCP is steered to NFQUEUE and rewritten by ``mptcplab-mbox`` (native/mbox/, which
+says why it is hand-written), one daemon per box, run in the router's namespace.
+
+Command generation only (pure); the plan starts the daemons through the supervisor
+like the delay lines (``supervise.Daemon``: ready marker, SIGTERM writes the counters,
+which the run keeps beside the delay lines' stats) and only then adds the rule, which
+has no bypass: a box that is not running drops the router's TCP, never passes it
+untouched. Why iptables and not nftables' own ``queue``: this kernel has nft_compat and
+xt_NFQUEUE but not the native queue expression (``nft add rule ... queue num 7`` gives
+"No such file or directory"; emulation/nfqueue.py found the same). Why the mangle
+table's FORWARD hook: after the delay lines (raw PREROUTING) and the routing decision,
+so the box sees what the router forwards, in both directions.
+
+Queue numbers continue after the links' delay lines (plan.py's counter), so they never
+collide with a delay line of the same router.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from ..commands import Cmd, cmd
+from ..emulation.base import repo_root
+from ..errors import HostNotReady
+from ..lab.schema import ExperimentBody, ModifyPayload, RewriteIsn
+from ..supervise import Daemon
+
+KINDS = ("rewrite-isn", "modify-payload")
+Box = RewriteIsn | ModifyPayload
+
+
+def binary(must_exist: bool = True) -> Path:
+    """mptcplab-mbox: $MPTCPLAB_MBOX, else <repo>/native/build/ (``must_exist=False``: dry run)."""
+    env = os.environ.get("MPTCPLAB_MBOX")
+    path = Path(env) if env else repo_root() / "native" / "build" / "mptcplab-mbox"
+    if must_exist and not (path.is_file() and os.access(path, os.X_OK)):
+        raise HostNotReady(f"the rewriting middlebox is not built (expected {path}); build it with "
+                           f"`make -C {repo_root() / 'native'}` (needs libnetfilter-queue-dev, libmnl-dev)")
+    return path
+
+
+def stats_path(node: str, queue: int, workdir: Path) -> Path:
+    return workdir / f"mbox-{re.sub(r'[^A-Za-z0-9_.-]', '_', node)}-q{queue}.json"
+
+
+def mode_argv(box: Box) -> tuple[str, ...]:
+    """The program's mode and its parameters, from the lab's box."""
+    if isinstance(box, RewriteIsn):
+        return ("isn-offset", str(box.offset))
+    return ("--after", str(box.after), "--every", str(box.every), "--byte-offset", str(box.byte_offset),
+            "payload-flip")
+
+
+def daemon(node: str, box: Box, queue: int, workdir: Path, exe: Path) -> Daemon:
+    argv = (str(exe), "--queue", str(queue), "--stats", str(stats_path(node, queue, workdir)), *mode_argv(box))
+    return Daemon(node=node, argv=argv, name=f"mbox {box.kind} {node} q{queue}",
+                  stats_path=str(stats_path(node, queue, workdir)))
+
+
+def rule_cmds(node: str, box: Box, queue: int) -> list[Cmd]:
+    """The router's forwarded IPv4 TCP (arriving on ``box.iface`` when given) to the
+    box's queue; no ``--queue-bypass``: fail closed."""
+    where = ("-i", box.iface) if box.iface else ()
+    return [cmd("iptables", "-w", "-t", "mangle", "-A", "FORWARD", *where, "-p", "tcp",
+                "-j", "NFQUEUE", "--queue-num", queue, node=node,
+                why=f"middlebox {box.kind}: forwarded TCP{' arriving on ' + box.iface if box.iface else ''} "
+                    f"to mptcplab-mbox queue {queue}")]
+
+
+def boxes(body: ExperimentBody) -> list[tuple[str, Box]]:
+    return [(name, b) for name, spec in body.nodes.items() for b in spec.middlebox
+            if isinstance(b, RewriteIsn | ModifyPayload)]
+
+
+def plan(body: ExperimentBody, first_queue: int, workdir: Path,
+         exe: Path | None = None) -> tuple[list[Cmd], list[Daemon]]:
+    """Every rewriting box of the scenario: the rules (to run after the daemons are
+    ready) and the daemons, queue numbers from ``first_queue`` on."""
+    found = boxes(body)
+    if not found:
+        return [], []
+    exe = exe or binary()
+    cmds: list[Cmd] = []
+    daemons: list[Daemon] = []
+    for i, (node, box) in enumerate(found):
+        daemons.append(daemon(node, box, first_queue + i, workdir, exe))
+        cmds += rule_cmds(node, box, first_queue + i)
+    return cmds, daemons
+
+
+def problems(stats: dict[str, Any]) -> list[str]:
+    """Why a box's run proves nothing or lost packets (empty: it did its job). Stats
+    of other daemons (no ``mbox`` key) have none here."""
+    mode = stats.get("mbox")
+    if mode is None:
+        return []
+    out = [f"{stats[k]} {what}" for k, what in (
+        ("enobufs", "netlink overflows (packets lost)"), ("verdict_errors", "verdicts the kernel rejected"),
+        ("table_full", "connections not tracked (table full)")) if stats.get(k)]
+    if mode == "isn-offset" and not stats.get("seq_rewritten"):
+        out.append("rewrote no sequence number (no SYN crossed it?)")
+    if mode == "payload-flip" and not stats.get("flipped"):
+        out.append(f"modified no segment ({stats.get('data_segments', 0)} data segments, "
+                   f"first {stats.get('after')} left alone)")
+    return out

@@ -1,0 +1,95 @@
+"""Kind ``transfer``: a verified transfer (traffic/transfer_tool.py): ``bytes`` of a seeded
+pseudo-random stream over one MPTCP (or TCP) connection; the result says whether what the
+server received hashes (SHA-256) to what the client sent. The connection is proved MPTCP
+(or a fallback) from the capture like iperf3's (``connection``).
+
+Files of a flow ``<name>``: ``transfer-<name>.client.json`` (the client's stdout) and
+``transfer-<name>.server.json`` (the server's report)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from ..lab.schema import TransferFlow
+from ..units import parse_size
+from .base import KindContext, Outcome, TrafficKind
+
+TOOL = Path(__file__).with_name("transfer_tool.py")
+PREFIX = "transfer-"
+CLIENT_OUT = ".client.json"
+SERVER_OUT = ".server.json"
+
+
+def _tool() -> list[str]:
+    # -I: isolated, so nothing from the node's working directory or environment is imported
+    return [sys.executable, "-I", str(TOOL)]
+
+
+def server_file(workdir: Path, name: str) -> Path:
+    return workdir / f"{PREFIX}{name}{SERVER_OUT}"
+
+
+def verdict(sent: str | None, received: str | None, sent_bytes: int | None, received_bytes: int | None) -> str:
+    """equal: the same bytes arrived; differs: as many bytes, other content; incomplete:
+    fewer (or more) bytes than sent, or a side without a report."""
+    if sent is None or received is None or sent_bytes is None or received_bytes is None:
+        return "incomplete"
+    if sent_bytes != received_bytes:
+        return "incomplete"
+    return "equal" if sent == received else "differs"
+
+
+def _json(path: Path) -> tuple[dict[str, Any], str | None]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError) as e:
+        return {}, f"{path.name}: {e}"
+    return (data, None) if isinstance(data, dict) else ({}, f"{path.name}: not a JSON object")
+
+
+class TransferKind(TrafficKind[TransferFlow]):
+    name = "transfer"
+    capture_analysis = "connection"
+    output_suffix = CLIENT_OUT
+    # the server accepts one connection and exits after its end
+    server_exits = True
+
+    def server_argv(self, flow: TransferFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
+        # every address of the node: a join to an address the server announces (ADD_ADDR)
+        # needs a listener there, or the server answers its SYN with RST
+        return (*_tool(), "server", "--address", "0.0.0.0", "--port", str(flow.port),
+                "--out", str(server_file(ctx.workdir, name)), *(["--mptcp"] if flow.mptcp else []))
+
+    def client_argv(self, flow: TransferFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
+        argv = [*_tool(), "client", "--address", str(ctx.net.address(flow.server_address)),
+                "--port", str(flow.port), "--bytes", str(parse_size(flow.bytes)), "--seed", str(flow.seed)]
+        if flow.bind:
+            argv += ["--bind", str(ctx.net.address(flow.bind))]
+        if flow.mptcp:
+            argv += ["--mptcp"]
+        return tuple(argv)
+
+    def output_name(self, name: str, primary: bool) -> str:
+        return f"{PREFIX}{name}{CLIENT_OUT}"
+
+    def read(self, path: Path) -> Outcome:
+        name = path.name.removeprefix(PREFIX).removesuffix(CLIENT_OUT)
+        client, cerr = _json(path)
+        server, serr = _json(server_file(path.parent, name))
+        sent_b = client.get("bytes")
+        recv_b = server.get("bytes")
+        metrics: dict[str, Any] = {
+            "bytes": sent_b, "received_bytes": recv_b,
+            "sent_sha256": client.get("sent_sha256"), "received_sha256": server.get("received_sha256"),
+            "connect_s": client.get("connect_s"), "seed": client.get("seed"), "mptcp_socket": client.get("mptcp"),
+        }
+        metrics["verdict"] = verdict(metrics["sent_sha256"], metrics["received_sha256"], sent_b, recv_b)
+        seconds = server.get("seconds") or client.get("seconds")
+        goodput = recv_b * 8 / seconds / 1e6 if isinstance(recv_b, int) and seconds else None
+        error = cerr or client.get("error") or serr or server.get("error")
+        if error is None and metrics["verdict"] == "incomplete":
+            error = f"incomplete: {recv_b} of {sent_b} bytes received"
+        return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)

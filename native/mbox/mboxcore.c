@@ -1,0 +1,156 @@
+#include "mboxcore.h"
+
+#include <string.h>
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]; }
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
+static void wr32(uint8_t *p, uint32_t v) { p[0] = v >> 24; p[1] = v >> 16; p[2] = v >> 8; p[3] = v; }
+static void wr16(uint8_t *p, uint16_t v) { p[0] = v >> 8; p[1] = v & 0xff; }
+
+static uint32_t sum16(const uint8_t *p, size_t n, uint32_t acc)
+{
+	for (; n > 1; n -= 2, p += 2)
+		acc += rd16(p);
+	if (n)
+		acc += (uint32_t)p[0] << 8;
+	return acc;
+}
+
+uint16_t mb_tcp_checksum(const uint8_t *pkt, size_t len)
+{
+	size_t ihl = (size_t)(pkt[0] & 0x0f) * 4, tcplen = rd16(pkt + 2) - ihl;
+	if (ihl + tcplen > len)
+		tcplen = len - ihl;
+	uint32_t acc = sum16(pkt + 12, 8, 0) + 6 + (uint32_t)tcplen; /* pseudo header */
+	acc = sum16(pkt + ihl, 16, acc);          /* header up to the checksum */
+	acc = sum16(pkt + ihl + 18, tcplen - 18, acc); /* the rest */
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)~acc;
+}
+
+static uint32_t hash(uint32_t a, uint16_t ap, uint32_t b, uint16_t bp)
+{
+	/* symmetric in the two ends: both directions find the same slot chain */
+	uint32_t h = (a ^ b) * 2654435761u ^ (uint32_t)(ap ^ bp) * 40503u;
+	return h % MB_TABLE_SIZE;
+}
+
+/* The connection of this 4-tuple; *from_client says the packet's direction. With
+ * create, a SYN without ACK makes its sender the client. */
+static struct mb_conn *lookup(struct mb_state *s, uint32_t src, uint16_t sp, uint32_t dst, uint16_t dp,
+			      int create, int *from_client)
+{
+	uint32_t h = hash(src, sp, dst, dp);
+	for (uint32_t i = 0; i < MB_TABLE_SIZE; i++) {
+		struct mb_conn *c = &s->table[(h + i) % MB_TABLE_SIZE];
+		if (!c->used) {
+			if (!create)
+				return NULL;
+			c->used = 1;
+			c->caddr = src, c->cport = sp, c->saddr = dst, c->sport = dp, c->data_segs = 0;
+			*from_client = 1;
+			return c;
+		}
+		if (c->caddr == src && c->cport == sp && c->saddr == dst && c->sport == dp) {
+			*from_client = 1;
+			return c;
+		}
+		if (c->caddr == dst && c->cport == dp && c->saddr == src && c->sport == sp) {
+			*from_client = 0;
+			return c;
+		}
+	}
+	if (create)
+		s->st.table_full++;
+	return NULL;
+}
+
+/* ack and every SACK edge of a segment from the server: minus the offset */
+static int shift_acks(struct mb_state *s, uint8_t *tcp, size_t doff)
+{
+	int changed = 0;
+	if (tcp[13] & 0x10) {
+		wr32(tcp + 8, rd32(tcp + 8) - s->cfg.offset);
+		s->st.ack_rewritten++;
+		changed = 1;
+	}
+	for (size_t i = 20; i < doff;) {
+		uint8_t kind = tcp[i];
+		if (kind == 0)
+			break;
+		if (kind == 1) {
+			i++;
+			continue;
+		}
+		if (i + 1 >= doff || tcp[i + 1] < 2 || i + tcp[i + 1] > doff) {
+			s->st.malformed++;
+			break;
+		}
+		uint8_t olen = tcp[i + 1];
+		if (kind == 5) {
+			for (size_t e = i + 2; e + 4 <= i + olen; e += 4) {
+				wr32(tcp + e, rd32(tcp + e) - s->cfg.offset);
+				changed = 1;
+			}
+			s->st.sack_blocks_rewritten += (olen - 2) / 8;
+		}
+		i += olen;
+	}
+	return changed;
+}
+
+int mb_process(struct mb_state *s, uint8_t *pkt, size_t len)
+{
+	s->st.packets++;
+	if (len < 20 || (pkt[0] >> 4) != 4 || pkt[9] != 6) {
+		s->st.not_ipv4_tcp++;
+		return 0;
+	}
+	size_t ihl = (size_t)(pkt[0] & 0x0f) * 4, tot = rd16(pkt + 2);
+	if (ihl < 20 || tot > len || tot < ihl + 20 || (rd16(pkt + 6) & 0x3fff)) { /* fragments: not ours */
+		s->st.malformed++;
+		return 0;
+	}
+	uint8_t *tcp = pkt + ihl;
+	size_t doff = (size_t)(tcp[12] >> 4) * 4;
+	if (doff < 20 || ihl + doff > tot) {
+		s->st.malformed++;
+		return 0;
+	}
+	size_t plen = tot - ihl - doff;
+	uint32_t src, dst;
+	memcpy(&src, pkt + 12, 4);
+	memcpy(&dst, pkt + 16, 4);
+	uint16_t sp = rd16(tcp), dp = rd16(tcp + 2);
+	int syn_only = (tcp[13] & 0x12) == 0x02, from_client = 0;
+	if (syn_only)
+		s->st.syns++;
+	struct mb_conn *c = lookup(s, src, sp, dst, dp, syn_only || s->cfg.mode == MB_PAYLOAD_FLIP, &from_client);
+	if (!c) {
+		s->st.untracked++;
+		return 0;
+	}
+	int changed = 0;
+	if (s->cfg.mode == MB_ISN_OFFSET) {
+		if (from_client) {
+			wr32(tcp + 4, rd32(tcp + 4) + s->cfg.offset);
+			s->st.seq_rewritten++;
+			changed = 1;
+		} else {
+			changed = shift_acks(s, tcp, doff);
+		}
+	} else if (plen > 0) {
+		uint64_t n = ++c->data_segs;
+		s->st.data_segments++;
+		if (n > s->cfg.after && (n - s->cfg.after) % s->cfg.every == 0) {
+			size_t at = s->cfg.byte_offset < plen ? s->cfg.byte_offset : plen - 1;
+			tcp[doff + at] ^= 0xff;
+			s->st.flipped++;
+			changed = 1;
+		}
+	}
+	if (changed)
+		wr16(tcp + 16, mb_tcp_checksum(pkt, tot));
+	return changed;
+}

@@ -1,0 +1,80 @@
+/* Unit test of mboxcore.c: ISN offset on seq / ack / SACK edges, the payload flip's
+ * schedule, and checksums that a receiver (sum over pseudo header + segment) accepts. */
+#include <assert.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mboxcore.h"
+
+static size_t mk(uint8_t *p, uint32_t src, uint32_t dst, uint16_t sp, uint16_t dp, uint32_t seq, uint32_t ack,
+		 uint8_t flags, int sack, size_t payload)
+{
+	memset(p, 0, 1600);
+	size_t doff = sack ? 32 : 20, tot = 20 + doff + payload;
+	p[0] = 0x45, p[2] = tot >> 8, p[3] = tot & 0xff, p[8] = 64, p[9] = 6;
+	memcpy(p + 12, &src, 4), memcpy(p + 16, &dst, 4);
+	uint8_t *t = p + 20;
+	t[0] = sp >> 8, t[1] = sp & 0xff, t[2] = dp >> 8, t[3] = dp & 0xff;
+	for (int i = 0; i < 4; i++)
+		t[4 + i] = seq >> (24 - 8 * i), t[8 + i] = ack >> (24 - 8 * i);
+	t[12] = (uint8_t)(doff / 4) << 4, t[13] = flags;
+	if (sack) { /* NOP NOP SACK(10): one block 1000..2000 */
+		uint8_t o[12] = {1, 1, 5, 10, 0, 0, 0x03, 0xe8, 0, 0, 0x07, 0xd0};
+		memcpy(t + 20, o, 12);
+	}
+	for (size_t i = 0; i < payload; i++)
+		t[doff + i] = (uint8_t)i;
+	uint16_t cs = mb_tcp_checksum(p, tot);
+	t[16] = cs >> 8, t[17] = cs & 0xff;
+	return tot;
+}
+
+static uint32_t be32(const uint8_t *p) { return (uint32_t)p[0] << 24 | p[1] << 16 | p[2] << 8 | p[3]; }
+
+/* a receiver's check, written independently of mb_tcp_checksum: the sum is 0xffff */
+static int csum_ok(const uint8_t *p, size_t tot)
+{
+	uint32_t acc = 6 + (uint32_t)(tot - 20);
+	for (int i = 12; i < 20; i += 2)
+		acc += (uint32_t)(p[i] << 8 | p[i + 1]);
+	for (size_t i = 20; i < tot; i += 2)
+		acc += (uint32_t)(p[i] << 8 | (i + 1 < tot ? p[i + 1] : 0));
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return acc == 0xffff;
+}
+
+int main(void)
+{
+	static struct mb_state s;
+	static uint8_t p[1600];
+	uint32_t c = 0x0100000a, v = 0x0200000a;
+	s.cfg.mode = MB_ISN_OFFSET, s.cfg.offset = 0x10000000;
+	size_t n = mk(p, c, v, 40000, 5201, 0xf0000000, 0, 0x02, 0, 0); /* SYN: seq wraps */
+	assert(mb_process(&s, p, n) == 1 && be32(p + 24) == 0x00000000 && csum_ok(p, n));
+	n = mk(p, v, c, 5201, 40000, 77, 0xf0000001, 0x12, 1, 0); /* SYN/ACK with a SACK block */
+	assert(mb_process(&s, p, n) == 1 && be32(p + 28) == 0xe0000001 && csum_ok(p, n));
+	assert(be32(p + 20 + 24) == 1000 - 0x10000000u && be32(p + 20 + 28) == 2000 - 0x10000000u);
+	assert(be32(p + 24) == 77); /* the server's own seq is untouched */
+	n = mk(p, c, 0x0300000a, 40001, 5201, 5, 0, 0x10, 0, 0); /* no SYN seen: passes */
+	assert(mb_process(&s, p, n) == 0 && s.st.untracked == 1);
+	assert(s.st.seq_rewritten == 1 && s.st.ack_rewritten == 1 && s.st.sack_blocks_rewritten == 1);
+
+	static struct mb_state f;
+	f.cfg.mode = MB_PAYLOAD_FLIP, f.cfg.after = 3, f.cfg.every = 2, f.cfg.byte_offset = 100;
+	int flipped[10];
+	for (int i = 0; i < 10; i++) {
+		n = mk(p, c, v, 40000, 5201, 1 + 50 * (uint32_t)i, 1, 0x18, 0, 50);
+		flipped[i] = mb_process(&f, p, n);
+		assert(csum_ok(p, n));
+		if (flipped[i])
+			assert(p[40 + 49] == (uint8_t)~49); /* shorter than the offset: the last byte */
+	}
+	/* segments 1..3 untouched, then every 2nd: 5, 7, 9 (indexes 4, 6, 8) */
+	int want[10] = {0, 0, 0, 0, 1, 0, 1, 0, 1, 0};
+	assert(!memcmp(flipped, want, sizeof(want)) && f.st.flipped == 3 && f.st.data_segments == 10);
+	n = mk(p, c, v, 40000, 5201, 1, 1, 0x10, 0, 0); /* a pure ACK is no data segment */
+	assert(mb_process(&f, p, n) == 0 && f.st.data_segments == 10);
+	printf("test_mboxcore: ok\n");
+	return 0;
+}

@@ -1,0 +1,139 @@
+"""labs/middlebox end to end on the netns backend: one quick run of every scenario (a 4 MB
+verified transfer through one middlebox behaviour of NSDI 2012 §3 each), asserting what must
+hold on any run: every transfer arrives intact (SHA-256 equal), and each scenario's reaction
+shows in both ends' MIB counters and the captures. The findings of published.yml are
+evaluated on the same run; the fallback timings (row e) are measured, not asserted beyond
+their order."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from .labkit import by_name, on_path, run_repo_lab
+
+pytestmark = pytest.mark.netns
+
+SCENARIOS = ["clean", "a-strip-syn", "b-strip-synack", "c-strip-third-ack", "d-strip-mid-join",
+             "e-drop-mpc-default", "e-drop-mpc-0", "f-drop-join", "g-nat", "i-strict-firewall",
+             "h-isn-rewrite", "l-modify-csum", "l-modify-nocsum"]
+#: modified without a checksum to catch it: what arrives differs, as over TCP
+MODIFIED = {"l-modify-nocsum"}
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    run = run_repo_lab("middlebox", tmp_path_factory.mktemp("results"), 5, len(SCENARIOS))  # 5 nodes
+    return dict(json.loads((run / "summary.json").read_text()))
+
+
+def rec(summary: dict[str, Any], name: str) -> dict[str, Any]:
+    return dict(by_name(summary)[name])
+
+
+def transfer(r: dict[str, Any]) -> dict[str, Any]:
+    return dict(r["flows"][0]["transfer"])
+
+
+def mib(r: dict[str, Any], node: str, counter: str) -> int:
+    return int(r["probes"]["nstat"].get(node, {}).get(f"MPTcpExt{counter}", 0))
+
+
+def test_every_scenario_ran(summary: dict[str, Any]) -> None:
+    assert summary["complete"] is True and [s["name"] for s in summary["scenarios"]] == SCENARIOS
+
+
+@pytest.mark.parametrize("name", [n for n in SCENARIOS if n not in MODIFIED])
+def test_every_transfer_arrives_intact(summary: dict[str, Any], name: str) -> None:
+    t = transfer(rec(summary, name))
+    assert t["verdict"] == "equal" and t["bytes"] == t["received_bytes"] == 4_000_000
+    assert t["sent_sha256"] == t["received_sha256"] and len(t["sent_sha256"]) == 64
+
+
+def test_row_h_isn_rewriting_is_harmless(summary: dict[str, Any]) -> None:
+    r = rec(summary, "h-isn-rewrite")
+    assert r["mptcp"]["verified"], r["warnings"]
+    assert {s["path"] for s in r["subflows"] if s["established"]} == {"A", "B"}
+
+
+def test_row_l_checksum_catches_the_modification_and_resets_the_subflow(summary: dict[str, Any]) -> None:
+    r = rec(summary, "l-modify-csum")
+    assert mib(r, "server", "DataCsumErr") >= 1 and mib(r, "server", "MPRstTx") >= 1, r["probes"]["nstat"]
+    assert not r["mptcp"]["fallback"]
+
+
+def test_row_l_without_checksum_the_modification_arrives(summary: dict[str, Any]) -> None:
+    r = rec(summary, "l-modify-nocsum")
+    t = transfer(r)
+    assert t["verdict"] == "differs" and t["received_bytes"] == t["bytes"] == 4_000_000
+    assert mib(r, "server", "DataCsumErr") == 0
+
+
+def test_control_is_mptcp_on_both_paths(summary: dict[str, Any]) -> None:
+    r = rec(summary, "clean")
+    assert r["mptcp"]["verified"], r["warnings"]
+    assert {s["path"] for s in r["subflows"] if s["established"]} == {"A", "B"}
+    assert mib(r, "server", "MPJoinAckRx") == 1 and mib(r, "client", "MPCapableFallbackSYNACK") == 0
+
+
+def test_rows_a_b_c_fall_back_where_the_paper_says(summary: dict[str, Any]) -> None:
+    a, b, c = (rec(summary, n) for n in ("a-strip-syn", "b-strip-synack", "c-strip-third-ack"))
+    for r in (a, b, c):
+        assert r["mptcp"]["fallback"] or not r["mptcp"]["negotiated"]
+        assert not [s for s in r["subflows"] if s["kind"] == "mp_join"]
+    # a: the server never saw MP_CAPABLE; the client fell back on the plain SYN/ACK
+    assert mib(a, "server", "MPCapableSYNRX") == 0 and mib(a, "client", "MPCapableFallbackSYNACK") == 1
+    # b: the client on the plain SYN/ACK, the server on the plain third ACK
+    assert mib(b, "client", "MPCapableFallbackSYNACK") == 1 and mib(b, "server", "MPCapableFallbackACK") == 1
+    # c: the server on the plain third ACK; the client had MPTCP until then
+    assert mib(c, "client", "MPCapableSYNACKRX") == 1 and mib(c, "server", "MPCapableFallbackACK") == 1
+    assert all(r["middlebox"]["ra"] >= 1 for r in (a, b, c))
+
+
+def test_row_d_resets_the_join_with_mp_tcprst(summary: dict[str, Any]) -> None:
+    r = rec(summary, "d-strip-mid-join")
+    (b,) = on_path(r, "B")
+    assert b["rst"] and b["rst_reason"] == 6   # MPTCP_RST_EMIDDLEBOX (RFC 8684 3.6)
+    assert mib(r, "server", "MPRstTx") >= 1 and mib(r, "client", "MPRstRx") >= 1
+    assert r["middlebox"]["rb"] >= 1
+
+
+def test_row_e_falls_back_after_the_configured_retransmissions(summary: dict[str, Any]) -> None:
+    default, zero = rec(summary, "e-drop-mpc-default"), rec(summary, "e-drop-mpc-0")
+    t_def = next(s["syn_fallback_s"] for s in default["subflows"] if s["initial"])
+    t_zero = next(s["syn_fallback_s"] for s in zero["subflows"] if s["initial"])
+    assert 0.5 < t_zero < t_def, (t_zero, t_def)
+    for r in (default, zero):
+        assert not r["mptcp"]["negotiated"] and r["middlebox"]["ra"] >= 1
+        assert mib(r, "server", "MPCapableSYNRX") == 0
+
+
+def test_row_f_join_never_reaches_the_server(summary: dict[str, Any]) -> None:
+    r = rec(summary, "f-drop-join")
+    (b,) = on_path(r, "B")
+    assert b["kind"] == "mp_join" and not b["established"] and b["syn_attempts"] >= 1
+    assert mib(r, "server", "MPJoinSynRx") == 0 and r["mptcp"]["negotiated"]
+
+
+def test_row_g_add_addr_then_join_through_nat(summary: dict[str, Any]) -> None:
+    r = rec(summary, "g-nat")
+    assert mib(r, "client", "AddAddr") >= 1 and mib(r, "server", "MPJoinAckRx") >= 2  # both joins passed NAT
+    assert r["middlebox"]["ra"] >= 1 and r["middlebox"]["rb"] >= 1
+
+
+def test_row_i_strict_firewall_drops_nothing(summary: dict[str, Any]) -> None:
+    r = rec(summary, "i-strict-firewall")
+    assert r["middlebox"] == {"ra": 0, "rb": 0}
+    assert r["mptcp"]["verified"], r["warnings"]
+
+
+def test_findings_hold_except_the_derived_timing(summary: dict[str, Any]) -> None:
+    holds = {f["id"]: f["holds_here"] for f in summary["findings"]}
+    for fid in ("MB-control", "MB-a-strip-syn", "MB-b-strip-synack", "MB-c-strip-third-ack",
+                "MB-d-strip-mid-join", "MB-e-drop-mpc", "MB-f-drop-join", "MB-g-nat", "MB-i-strict-firewall",
+                "MB-h-isn-rewriting", "MB-l-payload-modification-checksum",
+                "MB-l-payload-modification-no-checksum"):
+        assert holds[fid] is True, (fid, summary["findings"])
+    assert holds["MB-l-payload-modification-single"] is None

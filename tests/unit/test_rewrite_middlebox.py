@@ -1,0 +1,112 @@
+"""The rewriting middleboxes (middlebox/rewrite.py): schema, argv, queue rule, where the
+plan puts them, and what their counters say."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import ValidationError
+
+from mptcplab.lab.loader import load_lab
+from mptcplab.lab.schema import ExperimentBody, ModifyPayload, NodeSpec
+from mptcplab.middlebox import rewrite
+from mptcplab.netconfig import middlebox_cmds
+
+EXE = Path("/x/mptcplab-mbox")
+MTU = load_lab(Path(__file__).resolve().parents[2] / "labs" / "mtu")
+
+
+def body_with(node: str, spec: dict[str, Any]) -> ExperimentBody:
+    """The mtu lab's first scenario with ``node`` replaced by ``spec``."""
+    body = MTU.scenarios[0].body
+    return body.model_copy(update={"nodes": {**body.nodes, node: NodeSpec.model_validate(spec)}})
+
+
+def test_isn_box_argv_rule_and_daemon(tmp_path: Path) -> None:
+    body = body_with("rb1", {"role": "router", "middlebox": [{"kind": "rewrite-isn", "offset": 1000}]})
+    cmds, daemons = rewrite.plan(body, 5, tmp_path, EXE)
+    (d,) = daemons
+    assert d.node == "rb1" and d.ready_marker == "ready"
+    assert d.argv == (str(EXE), "--queue", "5", "--stats", str(tmp_path / "mbox-rb1-q5.json"), "isn-offset", "1000")
+    assert d.stats_path == str(tmp_path / "mbox-rb1-q5.json")
+    (rule,) = cmds
+    assert rule.node == "rb1"
+    # no --queue-bypass: a box that is not running drops, never passes untouched
+    assert rule.argv == ("iptables", "-w", "-t", "mangle", "-A", "FORWARD", "-p", "tcp",
+                         "-j", "NFQUEUE", "--queue-num", "5")
+    # the nft middlebox table is not made for a rewriting box alone
+    assert middlebox_cmds(body, "rb1") == []
+
+
+def test_payload_box_parameters_and_interface(tmp_path: Path) -> None:
+    body = body_with("rb1", {"role": "router", "middlebox": [
+        {"kind": "drop-mp-join"},
+        {"kind": "modify-payload", "iface": "eth1", "after": 7, "every": 3, "byte_offset": 9}]})
+    cmds, (d,) = rewrite.plan(body, 0, tmp_path, EXE)
+    assert d.argv[-7:] == ("--after", "7", "--every", "3", "--byte-offset", "9", "payload-flip")
+    assert cmds[0].argv[6:8] == ("-i", "eth1")
+    assert len(middlebox_cmds(body, "rb1")) == 3  # table, chain, the drop rule: unchanged
+
+
+def test_defaults_and_no_box(tmp_path: Path) -> None:
+    assert rewrite.mode_argv(ModifyPayload(kind="modify-payload")) == (
+        "--after", "200", "--every", "50", "--byte-offset", "100", "payload-flip")
+    body = body_with("rb1", {"role": "router"})
+    assert rewrite.plan(body, 0, tmp_path, EXE) == ([], [])
+
+
+@pytest.mark.parametrize("spec", [
+    {"role": "host", "middlebox": [{"kind": "rewrite-isn"}]},
+    {"role": "router", "middlebox": [{"kind": "rewrite-isn", "offset": 0}]},
+    {"role": "router", "middlebox": [{"kind": "rewrite-isn", "offset": 2**32}]},
+    {"role": "router", "middlebox": [{"kind": "modify-payload", "every": 0}]},
+    {"role": "router", "middlebox": [{"kind": "modify-payload", "flip": 1}]},
+    {"role": "router", "middlebox": [{"kind": "rewrite-isn"}, {"kind": "modify-payload"}]},
+])
+def test_bad_boxes_are_refused(spec: dict[str, Any]) -> None:
+    with pytest.raises(ValidationError):
+        NodeSpec.model_validate(spec)
+
+
+def test_plan_queues_follow_the_delay_lines(tmp_path: Path) -> None:
+    from mptcplab.backends import get
+    from mptcplab.emulation.nfqueue import NfqueueEmulator
+    from mptcplab.plan import build_plan
+
+    lab = MTU
+    sc = lab.scenarios[0]
+    body = body_with("rb1", {"role": "router", "middlebox": [{"kind": "rewrite-isn"}]})
+    sc = dataclasses.replace(sc, body=body)
+    backend, _ = get("netns").for_dry_run(lab, tmp_path)
+    plan = build_plan(lab.topology, sc, NfqueueEmulator(binary=EXE), backend, tmp_path)
+    queues = [int(d.argv[d.argv.index("--queue") + 1]) for d in plan.daemons]
+    # numbered after every emulated direction's queue (used by a delay line or not)
+    assert queues[-1] == 2 * sum(link.impaired for link in plan.net.links) > 0
+    assert len(queues) == len(set(queues)) and plan.daemons[-1].name.startswith("mbox rewrite-isn rb1")
+    # the steering rule comes after the daemons are started (emulation stage), never before
+    assert any("NFQUEUE" in c.argv and c.node == "rb1" for c in plan.emulation)
+    assert not any("NFQUEUE" in c.argv and c.node == "rb1" for c in plan.config)
+
+
+def test_problems_say_when_the_box_did_nothing() -> None:
+    assert rewrite.problems({"queue": 0, "packets": 5}) == []  # a delay line's stats
+    assert rewrite.problems({"mbox": "isn-offset", "seq_rewritten": 10, "enobufs": 0}) == []
+    assert rewrite.problems({"mbox": "isn-offset", "seq_rewritten": 0}) == [
+        "rewrote no sequence number (no SYN crossed it?)"]
+    p = rewrite.problems({"mbox": "payload-flip", "flipped": 0, "data_segments": 40, "after": 200, "enobufs": 2})
+    assert p == ["2 netlink overflows (packets lost)", "modified no segment (40 data segments, first 200 left alone)"]
+
+
+def test_containerlab_refuses_rewriting_boxes() -> None:
+    """mptcplab-mbox is not in the lab images: refused before anything is deployed."""
+    from mptcplab.backends import get
+    from mptcplab.errors import HostNotReady
+
+    sc = dataclasses.replace(MTU.scenarios[0], body=body_with("rb1", {"role": "router",
+                                                                      "middlebox": [{"kind": "rewrite-isn"}]}))
+    with pytest.raises(HostNotReady, match="mptcplab-mbox"):
+        get("containerlab").choose_emulator(None, [sc], dry_run=True)
+    get("containerlab").choose_emulator(None, [MTU.scenarios[0]], dry_run=True)  # without one: fine
