@@ -11,6 +11,10 @@ grouping needs only the handshakes:
   significant 32 bits of SHA-256 of that key (SHA-1 in MPTCP v0, also tried). An MP_JOIN SYN
   names the connection it joins by that token, so joins are matched to connections exactly,
   even with two MPTCP connections on the same ports (iperf3's control and data connections).
+* A client may reuse a 4-tuple for a new connection (a port taken again within one run):
+  a SYN with a new ISN. Callers that see many short connections (traffic/connections.py)
+  label each packet with its connection's ISN (label_isn, column ``isn``); find_subflows then
+  keeps one subflow per 4-tuple and ISN. Without that column a subflow is a 4-tuple.
 * A subflow seen at several capture points is counted from one point only (see
   find_subflows: most data segments, then nearest the sender by TTL); handshake facts (SYN
   answered, RST, ...) are taken from all points.
@@ -41,6 +45,9 @@ class Subflow:
     cport: int
     sip: str
     sport: int
+    #: the client's ISN when the table was split by it (label_isn; None: not split, or the
+    #: packets before the 4-tuple's first captured SYN)
+    isn: int | None = None
     #: point -> row positions (into the oriented TCP table) of this subflow at that point
     rows: dict[str, np.ndarray] = field(default_factory=dict)
     point: str = ""                 # the point its numbers come from (see find_subflows)
@@ -228,36 +235,73 @@ def _handshake(sf: Subflow, t: pd.DataFrame, idx: np.ndarray, point: str = "") -
             sf.add_addrs.append(a)
 
 
-def group_rows(t: pd.DataFrame) -> dict[tuple[str, int, str, int, str], np.ndarray]:
-    """(cip, cport, sip, sport, point) -> row positions (ascending), groups in order of first
-    appearance. Numpy on integer codes: pandas' groupby on these columns took 0.1 s for 120k
-    rows, most of it factorizing the address and point columns again."""
+#: the oriented table's optional column splitting a 4-tuple into its connections (label_isn)
+ISN = "isn"
+
+
+def _group_codes(t: pd.DataFrame, point: bool = True, isn: bool = True) -> np.ndarray:
+    """One int64 per row, equal for the rows of one (cip, cport, sip, sport[, point][, isn])
+    group (isn when asked and the table has that column). Numpy on integer codes: pandas' groupby on
+    these columns took 0.1 s for 120k rows, most of it factorizing the address and point
+    columns again."""
     n = len(t)
-    if n == 0:
-        return {}
     parts = [(t["cip"].cat.codes.to_numpy().astype(np.int64), len(t["cip"].cat.categories) + 1),
              (t["cport"].to_numpy(), 1 << 16),
              (t["sip"].cat.codes.to_numpy().astype(np.int64), len(t["sip"].cat.categories) + 1),
-             (t["sport"].to_numpy(), 1 << 16),
-             (t["point"].cat.codes.to_numpy().astype(np.int64), len(t["point"].cat.categories) + 1)]
+             (t["sport"].to_numpy(), 1 << 16)]
+    if point:
+        parts.append((t["point"].cat.codes.to_numpy().astype(np.int64), len(t["point"].cat.categories) + 1))
+    if isn and ISN in t:
+        # dense codes of the ISNs (NaN: -1 -> 0), not the 32-bit values: the key stays in 62 bits
+        dense, _ = pd.factorize(t[ISN].to_numpy())
+        parts.append((dense.astype(np.int64) + 1, int(dense.max()) + 2 if n else 1))
     key = np.zeros(n, dtype=np.int64)
     span = 1
     for vals, width in parts:
         span *= width
         if span >= 1 << 62:       # would overflow: fall back to factorizing tuples
             codes, _ = pd.factorize(pd.MultiIndex.from_arrays([v for v, _ in parts]))
-            key = codes.astype(np.int64)
-            break
+            return codes.astype(np.int64)
         key = key * width + vals
-    codes, _ = pd.factorize(key)          # in order of first appearance
+    return key
+
+
+def group_rows(t: pd.DataFrame) -> dict[tuple[str, int, str, int, str, int | None], np.ndarray]:
+    """(cip, cport, sip, sport, point, isn) -> row positions (ascending), groups in order of
+    first appearance; isn is None without the ``isn`` column (and for its NaN rows)."""
+    if len(t) == 0:
+        return {}
+    codes, _ = pd.factorize(_group_codes(t))          # in order of first appearance
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2))
-    out: dict[tuple[str, int, str, int, str], np.ndarray] = {}
+    cport, sport = t["cport"].to_numpy(), t["sport"].to_numpy()
+    isn = t[ISN].to_numpy() if ISN in t else np.full(len(t), np.nan)
+    out: dict[tuple[str, int, str, int, str, int | None], np.ndarray] = {}
     for g in range(len(bounds) - 1):
         idx = order[bounds[g]:bounds[g + 1]]
         i = int(idx[0])
-        out[(str(t["cip"].iat[i]), int(parts[1][0][i]), str(t["sip"].iat[i]), int(parts[3][0][i]),
-             str(t["point"].iat[i]))] = idx
+        out[(str(t["cip"].iat[i]), int(cport[i]), str(t["sip"].iat[i]), int(sport[i]),
+             str(t["point"].iat[i]), None if np.isnan(isn[i]) else int(isn[i]))] = idx
+    return out
+
+
+def label_isn(t: pd.DataFrame) -> np.ndarray:
+    """Each row's connection on its 4-tuple, for the ``isn`` column: the ISN of the latest
+    client SYN at or before it, at any capture point (NaN before the 4-tuple's first captured
+    SYN). A client reusing a 4-tuple opens a new connection with a new ISN; a retransmitted
+    SYN keeps its ISN, so it stays in its connection. float64 holds a 32-bit ISN exactly.
+    The capture points share one clock (one host's kernel): the old connection on a 4-tuple
+    is over at every point before its reuse's SYN."""
+    n = len(t)
+    flags = t["flags"].to_numpy()
+    syn = ((flags & SYN) != 0) & ((flags & ACK) == 0) & t["from_client"].to_numpy()
+    g = _group_codes(t, point=False, isn=False)
+    order = np.lexsort((t["t"].to_numpy(), g))   # by 4-tuple, then time (stable: capture order)
+    go = g[order]
+    last = np.maximum.accumulate(np.where(syn[order], np.arange(n), -1))
+    prev = np.maximum(last, 0)
+    out = np.full(n, np.nan)
+    out[order] = np.where((last >= 0) & (go[prev] == go), t["seq"].to_numpy()[order][prev], np.nan)
     return out
 
 
@@ -283,9 +327,8 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
         return []
     rank = {p: i for i, p in enumerate(point_order)}
     tlen = t["tlen"].to_numpy()
-    for (cip, cport, sip, sport, point), idx in group_rows(t).items():
-        sf = subs.setdefault((cip, int(cport), sip, int(sport)),
-                             Subflow(str(cip), int(cport), str(sip), int(sport)))
+    for (cip, cport, sip, sport, point, isn), idx in group_rows(t).items():
+        sf = subs.setdefault((cip, cport, sip, sport, isn), Subflow(cip, cport, sip, sport, isn))
         sf.rows[str(point)] = np.asarray(idx)
     fc = t["from_client"].to_numpy()
     ttl = t["ttl"].to_numpy()
@@ -315,7 +358,7 @@ def group_connections(subs: list[Subflow]) -> dict[str, list[Subflow]]:
     for sf in subs:
         if sf.kind == "mp_join":
             continue
-        cid = f"{sf.cip}:{sf.cport}->{sf.sip}:{sf.sport}"
+        cid = f"{sf.cip}:{sf.cport}->{sf.sip}:{sf.sport}" + (f"#{sf.isn}" if sf.isn is not None else "")
         sf.conn = cid
         conns[cid] = [sf]
         if sf.kind == "mp_capable" and sf.server_key is not None:

@@ -3,7 +3,9 @@ did its SYN wait for the SYN/ACK. For kinds that open many connections (http, ch
 where analysis.analyze_flow, which follows one data connection, does not apply.
 
 Uses the capture analysis' own extraction and handshake reading (analysis.pcapread,
-analysis.flows); only the per-connection table is built here.
+analysis.flows); only the per-connection table is built here. A connection is a 4-tuple and
+the client's ISN (flows.label_isn): a client reusing a source port within the run opens a
+second connection on the same 4-tuple, counted and timed on its own.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import CaptureFile
-from ..analysis.flows import find_subflows, group_connections, orient_tcp
+from ..analysis.flows import ISN, find_subflows, group_connections, label_isn, orient_tcp
 from ..analysis.packets import ACK, SYN
 from ..analysis.pcapread import extract, read_raw
 
@@ -28,6 +30,7 @@ WITHIN_MS = 0.006
 @dataclass(frozen=True)
 class Connection:
     client: str            # client address:port
+    isn: int | None        # the client's ISN (None: its SYN was not captured)
     kind: str              # what the SYN carried: mp_capable, tcp (mp_join rows are joins)
     mptcp: bool            # MP_CAPABLE in SYN, SYN/ACK and third ACK
     established: bool
@@ -35,7 +38,7 @@ class Connection:
     #: capture points where the initial subflow carried data segments: 2+ when its packets
     #: were striped over several links (the balance-rr emulation, mptcplab/striping.py)
     points_with_data: int
-    syn_synack_ms: float | None  # first SYN -> first SYN/ACK at ``point``
+    syn_synack_ms: float | None  # its first SYN -> the first SYN/ACK acking it, at ``point``
 
 
 @dataclass
@@ -105,22 +108,48 @@ def exact_ns(capture: CaptureFile, pk: pd.DataFrame) -> np.ndarray:
     return out
 
 
-def syn_synack_ms(t: pd.DataFrame, point: str, t_ns: np.ndarray | None = None) -> dict[tuple[str, int], float]:
-    """(client ip, client port) -> ms from its first SYN to the first SYN/ACK, at ``point``.
-    ``t_ns``: exact times row-aligned with the packet table ``t`` came from (exact_ns)."""
+def handshake_times(t: pd.DataFrame, point: str, t_ns: np.ndarray | None = None) -> pd.DataFrame:
+    """One row per handshake at ``point``: a client ISN on its 4-tuple (``cip``, ``cport``,
+    ``sip``, ``sport``, ``isn``), ``ms`` from its first SYN (a retransmission keeps the ISN,
+    so a retransmitted SYN's wait counts from the first) to the first SYN/ACK after it that
+    acknowledges ISN + 1 (NaN: none did). ``t_ns``: exact times row-aligned with the packet
+    table ``t`` came from (exact_ns); else the table's float seconds."""
     here = t[t["point"] == point]
-    if t_ns is not None:
-        # whole nanoseconds, so differences are exact; "t" in seconds for the ordering below
-        here = here.assign(t=t_ns[here["row"].to_numpy()])
     flags = here["flags"].to_numpy()
-    syn = ((flags & SYN) != 0) & ((flags & ACK) == 0) & here["from_client"].to_numpy()
-    synack = ((flags & SYN) != 0) & ((flags & ACK) != 0) & ~here["from_client"].to_numpy()
-    first_syn = here[syn].groupby(["cip", "cport"])["t"].min()
-    first_synack = here[synack].groupby(["cip", "cport"])["t"].min()
-    both = pd.concat([first_syn.rename("syn"), first_synack.rename("synack")], axis=1).dropna()
-    both = both[both["synack"] >= both["syn"]]
-    per_ms = 1e-6 if t_ns is not None else 1e3
-    return {(str(ip), int(port)): float((r.synack - r.syn) * per_ms) for (ip, port), r in both.iterrows()}
+    fc = here["from_client"].to_numpy()
+    is_syn, is_ack = (flags & SYN) != 0, (flags & ACK) != 0
+    # whole nanoseconds (int64: differences are exact), or float seconds
+    when = t_ns[here["row"].to_numpy()] if t_ns is not None else here["t"].to_numpy()
+    seq, ack = here["seq"].to_numpy(), here["ack"].to_numpy()
+    syn = is_syn & ~is_ack & fc & ~np.isnan(seq)
+    synack = is_syn & is_ack & ~fc & ~np.isnan(ack)
+    keys = ["cip", "cport", "sip", "sport", "isn"]
+
+    def side(sel: np.ndarray, isn: np.ndarray) -> pd.DataFrame:
+        # address codes: both sides come from ``here``, one category list
+        return pd.DataFrame({"cip": here["cip"].cat.codes.to_numpy()[sel], "cport": here["cport"].to_numpy()[sel],
+                             "sip": here["sip"].cat.codes.to_numpy()[sel], "sport": here["sport"].to_numpy()[sel],
+                             "isn": isn[sel].astype(np.int64), "t": when[sel]})
+
+    syns = side(syn, seq).groupby(keys, sort=False, as_index=False)["t"].min()
+    # the SYN/ACK answering ISN x acknowledges x + 1 (mod 2**32)
+    answers = side(synack, (ack - 1) % 2**32).rename(columns={"t": "t_synack"})
+    m = syns.merge(answers, on=keys)
+    m = m.assign(wait=m["t_synack"] - m["t"])
+    first = m[m["wait"] >= 0].groupby(keys, sort=False, as_index=False)["wait"].min()
+    out = syns.merge(first, on=keys, how="left").drop(columns="t")
+    out["ms"] = out.pop("wait") * (1e-6 if t_ns is not None else 1e3)
+    for col in ("cip", "sip"):
+        out[col] = np.asarray(here[col].cat.categories, dtype=object)[out[col].to_numpy()]
+    return out
+
+
+def syn_synack_ms(t: pd.DataFrame, point: str,
+                  t_ns: np.ndarray | None = None) -> dict[tuple[str, int, str, int, int], float]:
+    """(cip, cport, sip, sport, isn) -> ms of every answered handshake (handshake_times)."""
+    h = handshake_times(t, point, t_ns).dropna(subset=["ms"])
+    return {(str(a), int(b), str(c), int(d), int(e)): float(ms)
+            for a, b, c, d, e, ms in zip(h["cip"], h["cport"], h["sip"], h["sport"], h["isn"], h["ms"], strict=True)}
 
 
 def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_port: int, server_node: str,
@@ -129,6 +158,7 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
     point = timing_point(points, server_node)
     pk = extract(captures, workers=workers)
     t = orient_tcp(pk, server_port)
+    t[ISN] = label_isn(t)   # one connection per 4-tuple and client ISN (port reuse)
     # every server address: a connection's joins may go to another of the server's addresses
     # (ADD_ADDR); connections are kept by their initial subflow's address below
     report = ConnectionsReport(point, warnings=list(pk.attrs.get("warnings", [])))
@@ -144,9 +174,10 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
         if ini is None or ini.syn_attempts == 0 or ini.sip != server_ip:
             continue  # an orphan join, or a connection whose SYN the capture missed: nothing to prove
         report.connections.append(Connection(
-            client=f"{ini.cip}:{ini.cport}", kind=ini.kind,
+            client=f"{ini.cip}:{ini.cport}", isn=ini.isn, kind=ini.kind,
             mptcp=bool(ini.kind == "mp_capable" and ini.synack_mp and ini.third_ack_mpc),
             established=ini.established, joins=len(subs) - 1,
             points_with_data=sum(1 for idx in ini.rows.values() if bool((tlen[idx] > 0).any())),
-            syn_synack_ms=lat.get((ini.cip, ini.cport))))
+            syn_synack_ms=lat.get((ini.cip, ini.cport, ini.sip, ini.sport, ini.isn))
+            if ini.isn is not None else None))
     return report
