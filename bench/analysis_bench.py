@@ -14,6 +14,12 @@ Captures are made with tests/data/make_captures.py (scenario mptcp_pmtud, --rate
 --duration 10). Wall time is the best of --repeat runs (the dev machine is shared, so the
 best run is the one least disturbed); CPU time (this process, all threads, plus tshark) is
 printed too because it depends less on what else runs.
+
+--reinjections N times only the MPTCP-level retransmission search (depth._reinjections) on
+N synthetic mappings of two subflows, --resend-share of them sent again on the other subflow
+(a payload-modifying middlebox, a long lossy run); no captures, no root:
+
+    .venv/bin/python bench/analysis_bench.py --reinjections 200000 --resend-share 0.2
 """
 
 from __future__ import annotations
@@ -29,10 +35,14 @@ import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mptcplab.analysis import CaptureFile, FlowSpec, analyze_flow, analyze_packets, oracle, tshark  # noqa: E402
+from mptcplab.analysis.depth import _reinjections  # noqa: E402
 from mptcplab.analysis.pcapread import extract  # noqa: E402
 
 SCENARIO = "mptcp_pmtud"
@@ -53,6 +63,33 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def synthetic_mappings(n: int, share: float, seed: int = 19) -> pd.DataFrame:
+    """n 1400-byte mappings alternating between two subflows, 1 ms apart; a share of them are
+    re-sends of a random earlier range on the other subflow, under that subflow's next
+    sequence number."""
+    rng = np.random.default_rng(seed)
+    resend = rng.random(n) < share
+    sub = np.arange(n) % 2
+    fresh = np.cumsum(~resend)                       # new ranges so far
+    dsn = np.where(resend, 1 + 1400 * rng.integers(0, np.maximum(fresh, 1)), 1 + 1400 * (fresh - 1))
+    ssn = np.zeros(n, dtype=np.int64)
+    for s in (0, 1):                                 # each subflow's own byte stream
+        on = sub == s
+        ssn[on] = 1 + 1400 * np.arange(on.sum())
+    return pd.DataFrame({"t": np.arange(n) * 1e-3, "path": np.array(["A", "B"])[sub],
+                         "subflow": np.array(["10.0.1.2:40000", "10.0.2.2:40001"])[sub], "kind": "map",
+                         "dsn": dsn, "length": 1400, "ssn": ssn})
+
+
+def time_reinjections(n: int, share: float) -> int:
+    maps = synthetic_mappings(n, share)
+    c0, w0 = cpu_seconds(), time.perf_counter()
+    r = _reinjections(maps)
+    print(f"_reinjections on {n} mappings ({share:.0%} re-sends): {len(r)} rows, "
+          f"{time.perf_counter() - w0:.3f} s wall, {cpu_seconds() - c0:.3f} CPU-s")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--captures", type=Path, help=f"directory with {SCENARIO}__client_eth{{1,2}}.pcap")
@@ -64,7 +101,12 @@ def main() -> int:
     ap.add_argument("--tshark", action="store_true", help="also time the tshark paths (see above)")
     ap.add_argument("--with-router", action="store_true",
                     help="also analyse with the router's capture of path B (3 files, de-duplicated)")
+    ap.add_argument("--reinjections", type=int, metavar="N",
+                    help="only time the MPTCP-level retransmission search on N synthetic mappings")
+    ap.add_argument("--resend-share", type=float, default=0.2)
     a = ap.parse_args()
+    if a.reinjections:
+        return time_reinjections(a.reinjections, a.resend_share)
 
     tmp = None
     if a.captures:

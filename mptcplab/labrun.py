@@ -337,6 +337,16 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
         log(f"    ! {w['message'] if isinstance(w, dict) else w}")
 
 
+def daemon_problems(rec: dict[str, Any]) -> tuple[list[str], list[str]]:
+    """What a repetition's daemons' stats say is wrong: (delay lines that did not keep time or
+    lost packets: timing; rewriting middleboxes that rewrote nothing or lost packets: invalid)."""
+    timing = [f"{name}: {problem}" for name, st in (rec.get("delay_line_stats") or {}).items()
+              for problem in delayline_problems(st or {})]
+    invalid = [f"{name}: {problem}" for name, st in (rec.get("daemon_stats") or {}).items()
+               for problem in rewrite.problems(st or {})]
+    return timing, invalid
+
+
 def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts: RunOptions,
              records: list[dict[str, Any]], reps: int | None, run_dir: Path | None = None) -> dict[str, Any]:
     timing: list[str] = []  # what makes timing numbers wrong: link calibration, CPU, delay line
@@ -348,9 +358,9 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         cpu = [c for c in (r.get("cpu") or {}).values() if c is not None]
         if cpu and max(cpu) > CPU_BOUND_PERCENT:
             timing.append(f"{tag}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
-        for name, st in (r.get("delay_line_stats") or {}).items():
-            timing.extend(f"{tag}: {name}: {problem}" for problem in delayline_problems(st or {}))
-            invalid.extend(f"{tag}: {name}: {problem}" for problem in rewrite.problems(st or {}))
+        late, broken = daemon_problems(r)
+        timing += [f"{tag}: {p}" for p in late]
+        invalid += [f"{tag}: {p}" for p in broken]
         if r.get("iperf3_error"):
             invalid.append(f"{tag}: iperf3 error: {r['iperf3_error']}")
         for pt, st in (r.get("capture_stats") or {}).items():

@@ -625,7 +625,10 @@ class StopDaemons(Step):
         return []
 
     def run(self, rep: Rep) -> None:
-        rep.extra["delay_line_stats"] = rep.running.stop_all()
+        lines = {rd.daemon.name for rd in rep.running.running if rd.daemon.delay_line}
+        stats = rep.running.stop_all()
+        rep.extra["delay_line_stats"] = {n: s for n, s in stats.items() if n in lines}
+        rep.extra["daemon_stats"] = {n: s for n, s in stats.items() if n not in lines}
 
 
 def nft_counted(stdout: str) -> int:

@@ -32,14 +32,18 @@ HostArgv = Callable[[str, Sequence[str]], list[str]]
 
 @dataclass(frozen=True)
 class Daemon:
-    """A long-running process a run needs (a link's delay line): started and waited
-    for before traffic, stopped after. Described by emulation/, run here."""
+    """A long-running process a run needs (a link's delay line, a router's rewriting
+    middlebox): started and waited for before traffic, stopped after. Described by
+    emulation/ and middlebox/, run here."""
 
     node: str
     argv: tuple[str, ...]
     name: str  # e.g. "delayline ra:eth1<-client:eth1"
     ready_marker: str = "ready"
     stats_path: str | None = None
+    # its stats go to the record's delay_line_stats (else daemon_stats): readers judge
+    # a delay line's timing, not other daemons'
+    delay_line: bool = False
 
 class DaemonError(RuntimeError):
     """A daemon a link needs is not doing its job; the run must fail."""

@@ -220,10 +220,8 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         dsn["dsn"] = (dsn["dsn64"].to_numpy(dtype=np.uint64) - np.uint64(origin)).view(np.int64)
         dsn = dsn.drop(columns="dsn64").sort_values("t", kind="stable").reset_index(drop=True)
         reinj = _reinjections(dsn[dsn["kind"] == "map"])
-        for _, r in reinj.iterrows():
-            p = per[str(r["subflow"])]
-            p["mptcp_retransmissions"] = int(p["mptcp_retransmissions"] or 0) + 1
-            p["mptcp_retrans_bytes"] = int(p["mptcp_retrans_bytes"] or 0) + int(r["length"])
+        for sub, (count, nbytes) in reinj.groupby("subflow", sort=False)["length"].agg(["size", "sum"]).iterrows():
+            per[str(sub)].update(mptcp_retransmissions=int(count), mptcp_retrans_bytes=int(nbytes))
         dsn = dsn[DSN_COLUMNS]
     ev = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else _empty(EVENT_COLUMNS)
     if not ev.empty:
@@ -242,8 +240,12 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     DSN-to-subflow-sequence offset place the same data at the same place (Linux repeats a
     chunk's mapping on each of its segments and grows the mapping of an unsent chunk), so
     their overlaps are not re-sends. Of two overlapping mappings, the later one re-sends.
-    A sweep over the mappings sorted by data sequence finds the overlaps; one row per pair
-    (re-sending mapping, earlier mapping it overlaps), with the overlapping bytes."""
+    One row per pair (re-sending mapping, earlier mapping it overlaps), with the overlapping
+    bytes, in the order of the re-send's time.
+
+    Cost O(n log n + overlapping pairs): with the mappings sorted by data sequence, those
+    overlapping mapping a from above are the contiguous run after a that starts below a's
+    end (_overlapping_pairs)."""
     if maps.empty:
         return _empty(REINJECTION_COLUMNS)
     u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
@@ -252,43 +254,60 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
         return _empty(REINJECTION_COLUMNS)
     start = u["dsn"].to_numpy(dtype=np.int64)
     end = start + u["length"].to_numpy(dtype=np.int64)
-    key, _ = pd.factorize(pd.MultiIndex.from_arrays([u["subflow"].to_numpy(),
-                                                     start - u["ssn"].to_numpy(dtype=np.int64)]))
-    times = u["t"].to_numpy()
-    # sweep in DSN order keeping the farthest-reaching mapping and the farthest-reaching one
-    # of any other key: a mapping overlaps an earlier-starting one of another key exactly when
-    # it starts below the end of the farthest of those
-    flagged: list[int] = []
-    b1 = b2 = -1                       # b1: farthest so far; b2: farthest with a key != key[b1]
-    for i in range(len(u)):
-        c = b1 if b1 >= 0 and key[b1] != key[i] else b2
-        if c >= 0 and start[i] < end[c]:
-            flagged.append(i)
-        if b1 < 0 or end[i] > end[b1]:
-            if b1 >= 0 and key[b1] != key[i]:
-                b2 = b1
-            elif b2 >= 0 and key[b2] == key[i]:
-                b2 = -1
-            b1 = i
-        elif key[i] != key[b1] and (b2 < 0 or end[i] > end[b2]):
-            b2 = i
-    rows = []
-    pairs: set[tuple[int, int]] = set()
-    for i in flagged:   # few: pair each with every overlapping mapping of another key
-        for j in np.flatnonzero((start < end[i]) & (end > start[i]) & (key != key[i])):
-            later, first = (i, int(j)) if (times[i], i) > (times[j], j) else (int(j), i)
-            lo, hi = max(start[later], start[first]), min(end[later], end[first])
-            if (later, first) in pairs or hi <= lo:
-                continue
-            pairs.add((later, first))
-            rows.append({"t": times[later], "path": u["path"].iat[later], "subflow": u["subflow"].iat[later],
-                         "dsn": int(lo), "length": int(hi - lo),
-                         "first_t": times[first], "first_path": u["path"].iat[first],
-                         "first_subflow": u["subflow"].iat[first],
-                         "same_subflow": str(u["subflow"].iat[first]) == str(u["subflow"].iat[later])})
-    if not rows:
+    # (subflow, DSN - SSN) as one integer: factorizing the pair as tuples costs more than the rest
+    sub_code, _ = pd.factorize(u["subflow"])
+    off_code, _ = pd.factorize(start - u["ssn"].to_numpy(dtype=np.int64))
+    key = sub_code.astype(np.int64) * (int(off_code.max()) + 1) + off_code
+    a, b = _overlapping_pairs(start, end, key)          # a < b in data sequence order
+    if not len(a):
         return _empty(REINJECTION_COLUMNS)
-    return pd.DataFrame(rows, columns=REINJECTION_COLUMNS).sort_values("t", kind="stable").reset_index(drop=True)
+    times = u["t"].to_numpy()
+    later = np.where(times[b] >= times[a], b, a)         # equal times: the one further in sequence
+    first = a + b - later
+    # rows in the order of the re-send's time; equal times keep the order the pairwise scan
+    # of earlier versions gave (pairs of a mapping that overlaps one below it, in sequence
+    # order, first), so the table does not change from one version to the next
+    flagged = np.zeros(len(u), dtype=bool)
+    flagged[b] = True
+    fa = flagged[a]
+    order = np.lexsort((np.where(fa, b, a), np.where(fa, a, b), times[later]))
+    later, first, a, b = later[order], first[order], a[order], b[order]
+    sub = u["subflow"].to_numpy()
+    path = u["path"].to_numpy()
+    return pd.DataFrame({
+        "t": times[later], "path": path[later], "subflow": sub[later],
+        "dsn": start[b], "length": np.minimum(end[a], end[b]) - start[b],
+        "first_t": times[first], "first_path": path[first], "first_subflow": sub[first],
+        "same_subflow": sub[first].astype(str) == sub[later].astype(str),
+    }, columns=REINJECTION_COLUMNS).infer_objects()    # column types as built row by row (a path all NaN: float)
+
+
+PAIR_BLOCK = 1 << 22      # candidate pairs made at once (bounds memory, not the result)
+
+
+def _overlapping_pairs(start: np.ndarray, end: np.ndarray, key: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Index pairs (a, b), a < b, of intervals [start, end) sorted by start that overlap and
+    have different keys, ordered by a then b. The intervals after a that overlap it are the
+    run up to the first one starting at or past a's end, so the candidates are exactly the
+    overlapping pairs (same-key ones too: a chunk's mapping seen at a few lengths)."""
+    n = len(start)
+    idx = np.arange(n)
+    cnt = np.searchsorted(start, end, side="left") - idx - 1   # >= 0: start[a] < end[a]
+    cum = np.cumsum(cnt)
+    before = cum - cnt
+    out_a: list[np.ndarray] = []
+    out_b: list[np.ndarray] = []
+    s = 0
+    while s < n:
+        e = max(s + 1, int(np.searchsorted(cum, before[s] + PAIR_BLOCK, side="right")))
+        c = cnt[s:e]
+        pa = np.repeat(idx[s:e], c)
+        pb = pa + 1 + np.arange(len(pa)) - np.repeat(before[s:e] - before[s], c)
+        keep = key[pa] != key[pb]
+        out_a.append(pa[keep])
+        out_b.append(pb[keep])
+        s = e
+    return np.concatenate(out_a), np.concatenate(out_b)
 
 
 def _events(pk: pd.DataFrame, prow: np.ndarray, data_dir: np.ndarray, infinite: np.ndarray, name: str,

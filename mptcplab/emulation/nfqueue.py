@@ -292,7 +292,8 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
     argv += ("--slot-us", str(release_slot_us(s.delay_s * 1e6)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
-    return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats))
+    return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats),
+                  delay_line=True)
 
 
 def ctl_binary(binary: Path | None = None) -> Path:

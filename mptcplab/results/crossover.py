@@ -4,6 +4,7 @@ paper places them near 30-100 KB and 150 KB). Computed from the run, never writt
 file: the sizes where they fall depend on rate x RTT and on the CPU, so they are a result.
 
 Scenario names follow the lab's sweep: ``<family>-<size>k`` (size in KB, 1000 bytes).
+The report (report.py) prints the crossovers of the pairs ``compared_pairs`` picks.
 """
 
 from __future__ import annotations
@@ -68,3 +69,26 @@ def family_crossover(summary: Summary, family: str, other: str, metric: str = "r
         x, y = a[s], b[s]
         ratios.append(x / y if x is not None and y else None)
     return Crossover(family, other, sizes, ratios, crossover([float(s) for s in sizes], ratios))
+
+
+def families(summary: Summary) -> dict[str, set[int]]:
+    """The families of the run's scenarios (``<family>-<size>k``, at least two sizes) and
+    their sizes in KB, in the order the run lists them."""
+    sizes: dict[str, set[int]] = {}
+    for rep in summary.scenarios:
+        m = _NAME.match(rep.name)
+        if m:
+            sizes.setdefault(m.group("family"), set()).add(int(m.group("kb")))
+    return {f: kb for f, kb in sizes.items() if len(kb) >= 2}
+
+
+def compared_pairs(summary: Summary) -> list[tuple[str, str]]:
+    """(family, other) pairs whose crossover the report prints: the ``mptcp`` family against
+    each other one (what the papers ask: from which size MPTCP overtakes TCP, bonding...),
+    then the other families among themselves, a later-listed one over an earlier one (labs list
+    their baseline first). Only pairs that ran at least two common sizes."""
+    sizes = families(summary)
+    rest = [f for f in sizes if f != "mptcp"]
+    pairs = [("mptcp", f) for f in rest] if "mptcp" in sizes else []
+    pairs += [(later, first) for i, first in enumerate(rest) for later in rest[i + 1:]]
+    return [(a, b) for a, b in pairs if len(sizes[a] & sizes[b]) >= 2]

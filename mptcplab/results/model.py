@@ -325,7 +325,7 @@ class Repetition(Flow):
     ``other_flows_goodput_mbps`` is kept for readers of the earlier records.
     """
 
-    # runner-specific extras (firewall, capture_stats, delay_line_stats, ...) stay readable
+    # runner-specific extras (firewall, capture_stats, delay_line_stats, daemon_stats, ...) stay readable
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     name: str

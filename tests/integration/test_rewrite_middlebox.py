@@ -60,7 +60,8 @@ def rep_dir(run: tuple[Path, dict[str, dict[str, Any]]], name: str) -> Path:
 
 
 def mbox_stats(rec: dict[str, Any]) -> dict[str, Any]:
-    (st,) = [s for s in (rec.get("delay_line_stats") or {}).values() if s and "mbox" in s]
+    assert not any(s and "mbox" in s for s in (rec.get("delay_line_stats") or {}).values())
+    (st,) = [s for s in (rec.get("daemon_stats") or {}).values() if s and "mbox" in s]
     return st
 
 

@@ -117,7 +117,7 @@ def test_emulator_link_cmds(tmp_path: Path) -> None:
     full = dl(rate="100mbit", delay="20ms", loss="1%")
     cmds, daemons = e.link_cmds(full, 2, tmp_path)
     assert cmds[0].argv[:2] == ("tc", "qdisc") and cmds[0].node == "client"
-    assert [d.node for d in daemons] == ["ra"]
+    assert [d.node for d in daemons] == ["ra"] and daemons[0].delay_line   # its stats: delay_line_stats
     # rate only: tbf, no rule, no daemon
     cmds, daemons = e.link_cmds(dl(rate="10mbit"), 2, tmp_path)
     assert len(cmds) == 1 and daemons == []

@@ -4,16 +4,21 @@ plan puts them, and what their counters say."""
 from __future__ import annotations
 
 import dataclasses
+import sys
 from pathlib import Path
-from typing import Any
+from types import SimpleNamespace
+from typing import Any, cast
 
 import pytest
 from pydantic import ValidationError
 
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import ExperimentBody, ModifyPayload, NodeSpec
+from mptcplab.labrun import daemon_problems
 from mptcplab.middlebox import rewrite
 from mptcplab.netconfig import middlebox_cmds
+from mptcplab.steps import Rep, StopDaemons
+from mptcplab.supervise import Daemon, Supervisor
 
 EXE = Path("/x/mptcplab-mbox")
 MTU = load_lab(Path(__file__).resolve().parents[2] / "labs" / "mtu")
@@ -98,6 +103,42 @@ def test_problems_say_when_the_box_did_nothing() -> None:
         "rewrote no sequence number (no SYN crossed it?)"]
     p = rewrite.problems({"mbox": "payload-flip", "flipped": 0, "data_segments": 40, "after": 200, "enobufs": 2})
     assert p == ["2 netlink overflows (packets lost)", "modified no segment (40 data segments, first 200 left alone)"]
+
+
+#: a daemon that prints its ready marker and, on SIGTERM, writes argv[2] (JSON) to argv[1]
+FAKE = """
+import signal, sys, time
+def stop(*_):
+    open(sys.argv[1], "w").write(sys.argv[2]); sys.exit(0)
+signal.signal(signal.SIGTERM, stop)
+print("ready", flush=True)
+while True: time.sleep(1)
+"""
+
+
+def test_rewriter_counters_go_to_daemon_stats_not_delay_line_stats(tmp_path: Path) -> None:
+    box = dataclasses.replace(rewrite.daemon("rb1", ModifyPayload(kind="modify-payload"), 5, tmp_path, EXE),
+                              argv=(sys.executable, "-c", FAKE, str(tmp_path / "m.json"), '{"mbox": "payload-flip"}'),
+                              stats_path=str(tmp_path / "m.json"))
+    line = Daemon(node="ra", argv=(sys.executable, "-c", FAKE, str(tmp_path / "d.json"), '{"packets": 3}'),
+                  name="delayline ra:eth1<-client:eth1", stats_path=str(tmp_path / "d.json"), delay_line=True)
+    assert not box.delay_line
+    with Supervisor(lambda _node, argv: list(argv), tmp_path) as sup:
+        sup.start_all([line, box])
+        rep = SimpleNamespace(running=sup, extra={})
+        StopDaemons().run(cast(Rep, rep))
+    assert rep.extra == {"delay_line_stats": {line.name: {"packets": 3}},
+                         "daemon_stats": {box.name: {"mbox": "payload-flip"}}}
+
+
+def test_each_daemon_kind_is_judged_by_its_own_rules() -> None:
+    late = {"delay_us": 1000, "lateness_us": {"p99": 50_000}}
+    idle = {"mbox": "isn-offset", "seq_rewritten": 0}
+    timing, invalid = daemon_problems({"delay_line_stats": {"delayline a": late, "delayline b": None},
+                                       "daemon_stats": {"mbox rewrite-isn rb1 q5": idle}})
+    assert len(timing) == 1 and timing[0].startswith("delayline a: release lateness p99")
+    assert invalid == ["mbox rewrite-isn rb1 q5: rewrote no sequence number (no SYN crossed it?)"]
+    assert daemon_problems({}) == ([], [])
 
 
 def test_containerlab_refuses_rewriting_boxes() -> None:
