@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..units import parse_fraction, parse_rate, parse_time
-from .fields import NAME_RE, check_unit
+from .fields import NAME_RE, address_ref, check_unit, endpoint_ref, sysctl_key, sysctl_value
 
 #: a timeline longer than iperf3's own limit could never run
 MAX_AT_SECONDS = 86400.0
@@ -55,9 +55,7 @@ class _OnLink(_Timed):
     @field_validator("link")
     @classmethod
     def _ref(cls, v: str) -> str:
-        from .schema import _endpoint_ref
-
-        return _endpoint_ref(v)
+        return endpoint_ref(v)
 
 
 LinkDownHow = Literal["ip-link", "drop"]
@@ -136,9 +134,7 @@ class EndpointAdd(_OnNode):
     @field_validator("address")
     @classmethod
     def _ref(cls, v: str) -> str:
-        from .schema import _address_ref
-
-        return _address_ref(v)
+        return address_ref(v)
 
 
 class EndpointDelete(_OnNode):
@@ -161,9 +157,7 @@ class EndpointFlags(_OnNode):
     @field_validator("address")
     @classmethod
     def _ref(cls, v: str) -> str:
-        from .schema import _address_ref
-
-        return _address_ref(v)
+        return address_ref(v)
 
 
 class SysctlWrite(_OnNode):
@@ -176,16 +170,12 @@ class SysctlWrite(_OnNode):
     @field_validator("key")
     @classmethod
     def _key(cls, v: str) -> str:
-        from .schema import _sysctl_key
-
-        return _sysctl_key(v)
+        return sysctl_key(v)
 
     @field_validator("value", mode="before")
     @classmethod
     def _value(cls, v: Any) -> Any:
-        from .schema import _sysctl_value
-
-        return _sysctl_value(v)
+        return sysctl_value(v)
 
 
 class FlowStart(_Timed):

@@ -1,14 +1,18 @@
 """Field rules the lab schema and the timeline's event schema share (lab/schema.py
-imports lab/events.py, so they live here rather than in either)."""
+imports lab/events.py, so they live here rather than in either): names, interfaces,
+'node:iface' and address references, sysctl keys and values, units."""
 
 from __future__ import annotations
 
+import re
+from ipaddress import IPv4Address
 from typing import Any
 
 from ..units import UnitError
 
 #: node, flow and scenario names
 NAME_RE = r"^[a-z][a-z0-9_-]{0,30}$"
+IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
 
 
 def check_unit(parser: Any, value: Any) -> Any:
@@ -20,3 +24,44 @@ def check_unit(parser: Any, value: Any) -> Any:
     except UnitError as e:
         raise ValueError(str(e)) from None
     return value
+
+
+# sysctls are applied inside each node's network namespace, so only net.* keys belong
+# there: any other key (kernel.*, vm.*) is global and would change the host itself.
+_SYSCTL_KEY = re.compile(r"net(?:[./][a-z0-9_-]+)+")
+# values are numbers, names and space-separated lists of them (tcp_rmem "4096 87380 6291456")
+_SYSCTL_TOKEN = r"[A-Za-z0-9_.,:/+-]+"
+_SYSCTL_VALUE = re.compile(rf"{_SYSCTL_TOKEN}(?:[ \t]{_SYSCTL_TOKEN})*")
+
+
+def sysctl_key(k: str) -> str:
+    if len(k) > 200 or not _SYSCTL_KEY.fullmatch(k):
+        raise ValueError(f"{k!r} is not a sysctl name: net.<segment>[.<segment>...] with segments of "
+                         "a-z 0-9 _ - (only net.* sysctls belong to a node's network namespace)")
+    return k
+
+
+def sysctl_value(v: Any) -> Any:
+    if isinstance(v, bool):
+        raise ValueError(f"{v!r}: write a sysctl value as a number or a string (true is not 1)")
+    if isinstance(v, str) and (len(v) > 200 or not _SYSCTL_VALUE.fullmatch(v)):
+        raise ValueError(f"{v!r} is not a sysctl value: numbers and names separated by single spaces, "
+                         "no shell metacharacters")
+    return v
+
+
+def endpoint_ref(v: str) -> str:
+    node, sep, iface = v.partition(":")
+    if not sep or not re.fullmatch(NAME_RE, node) or not re.fullmatch(IFACE_RE, iface):
+        raise ValueError(f"{v!r} is not 'node:interface'")
+    return v
+
+
+def address_ref(v: str) -> str:
+    if ":" in v:
+        return endpoint_ref(v)
+    try:
+        IPv4Address(v)
+    except ValueError:
+        raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 address") from None
+    return v

@@ -19,6 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
 from .eventcheck import check_controllers, check_events
+from .metriccheck import check_metrics
 from .schema import ClabTopology, Expectation, Experiment, ExperimentBody, Published
 
 TOPOLOGY = "topology.clab.yml"
@@ -376,9 +377,8 @@ def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
         if bad(v.flow):
             raise LabInputError(str(file), f"values[{i}].flow", f"no flow {v.flow!r} in experiment.yml")
     for i, f in enumerate(pub.findings):
-        checks = f.expectations
-        for j, e in enumerate(checks):
-            where = f"findings[{i}].expect" + (f"[{j}]" if isinstance(f.expect, list) else "")
+        for place, e in f.located():
+            where = f"findings[{i}].{place}"
             if isinstance(e, Expectation):
                 if bad(e.flow):
                     raise LabInputError(str(file), f"{where}.flow", f"no flow {e.flow!r} in experiment.yml")
@@ -428,6 +428,7 @@ def load_lab(path: str | Path) -> Lab:
     published: Published | None = None
     if pfile.exists():
         published = _validate(Published, read_yaml(pfile), pfile)
+        check_metrics(published, pfile)
         _check_published(published, {s.name for s in scenarios}, pfile,
                          {f for s in scenarios for f in s.body.traffic.flows})
     hashes = {f: sha256(lab_dir / f) for f in LAB_FILES if (lab_dir / f).exists()}

@@ -15,9 +15,10 @@ bandwidth-delay product is F times too large after scaling, so a lab whose point
 buffer limit must scale its buffers itself.
 
 Results: goodput (Mbit/s) scales with F; shares, segment sizes, counts and times do
-not (``metric_scales``). The report and terminal summary label every scaled number
-(``rate_unit``), and a finding or a published value that compares an absolute rate
-with the paper's compares against the paper's number x F (``paper_target``) and says so.
+not (each metric says so in the registry: mptcplab/metrics/ ``metric_scales``). The
+report and terminal summary label every scaled number (``rate_unit``), and a finding or a
+published value that compares an absolute rate with the paper's compares against the
+paper's number x F (the registry's ``paper_target``) and says so.
 """
 
 from __future__ import annotations
@@ -39,14 +40,6 @@ SOURCES = ("none", "lab", "command line", "auto")
 NICE_FACTORS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001)
 
 
-def metric_scales(metric: str) -> bool:
-    """Whether a metric is a rate: measured at F x the lab's rates, it is F x the paper's
-    (the metric's own ``scales``, mptcplab/metrics/)."""
-    from ..metrics import METRICS  # the registry imports the result model; import late
-    m = METRICS.get(metric)
-    return m is not None and m.scales
-
-
 def fmt_factor(factor: float) -> str:
     return f"×{factor:g}"
 
@@ -54,11 +47,6 @@ def fmt_factor(factor: float) -> str:
 def rate_unit(factor: float, unit: str = "Mbit/s") -> str:
     """A rate's unit as every table prints it: 'Mbit/s (scaled ×0.1)' when the run is scaled."""
     return unit if factor == 1 else f"{unit} (scaled {fmt_factor(factor)})"
-
-
-def paper_target(value: float, metric: str, factor: float) -> float:
-    """What this run's ``metric`` is compared with for a paper number ``value``."""
-    return value * factor if metric_scales(metric) and factor != 1 else value
 
 
 def nice_factor_at_most(limit: float) -> float:

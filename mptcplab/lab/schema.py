@@ -9,7 +9,7 @@ an unknown key is an error, because a typo in a lab file must not pass silently.
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from ipaddress import IPv4Interface, IPv4Network
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -26,9 +26,8 @@ from pydantic import (
 
 from ..units import parse_fraction, parse_rate, parse_size, parse_time
 from .events import ControllerSpec, Event
-from .fields import NAME_RE, check_unit
+from .fields import IFACE_RE, NAME_RE, address_ref, check_unit, endpoint_ref, sysctl_key, sysctl_value
 
-IFACE_RE = r"^[a-zA-Z][a-zA-Z0-9_.-]{0,14}$"
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
 #: limits of the tools a lab's values end up in (iperf3 3.12's own checks, the delay line's)
@@ -38,54 +37,13 @@ IPERF3_MAX_LENGTH = 1024 * 1024
 MAX_DELAY_SECONDS = 3600.0
 
 
-# sysctls are applied inside each node's network namespace, so only net.* keys belong
-# there: any other key (kernel.*, vm.*) is global and would change the host itself.
-_SYSCTL_KEY = re.compile(r"net(?:[./][a-z0-9_-]+)+")
-# values are numbers, names and space-separated lists of them (tcp_rmem "4096 87380 6291456")
-_SYSCTL_TOKEN = r"[A-Za-z0-9_.,:/+-]+"
-_SYSCTL_VALUE = re.compile(rf"{_SYSCTL_TOKEN}(?:[ \t]{_SYSCTL_TOKEN})*")
-
-
-def _sysctl_key(k: str) -> str:
-    if len(k) > 200 or not _SYSCTL_KEY.fullmatch(k):
-        raise ValueError(f"{k!r} is not a sysctl name: net.<segment>[.<segment>...] with segments of "
-                         "a-z 0-9 _ - (only net.* sysctls belong to a node's network namespace)")
-    return k
-
-
-def _sysctl_value(v: Any) -> Any:
-    if isinstance(v, bool):
-        raise ValueError(f"{v!r}: write a sysctl value as a number or a string (true is not 1)")
-    if isinstance(v, str) and (len(v) > 200 or not _SYSCTL_VALUE.fullmatch(v)):
-        raise ValueError(f"{v!r} is not a sysctl value: numbers and names separated by single spaces, "
-                         "no shell metacharacters")
-    return v
-
-
-SysctlKey = Annotated[str, AfterValidator(_sysctl_key)]
-SysctlValue = Annotated[str | int, BeforeValidator(_sysctl_value)]
+SysctlKey = Annotated[str, AfterValidator(sysctl_key)]
+SysctlValue = Annotated[str | int, BeforeValidator(sysctl_value)]
 Sysctls = dict[SysctlKey, SysctlValue]
 
 
-def _endpoint_ref(v: str) -> str:
-    node, sep, iface = v.partition(":")
-    if not sep or not re.fullmatch(NAME_RE, node) or not re.fullmatch(IFACE_RE, iface):
-        raise ValueError(f"{v!r} is not 'node:interface'")
-    return v
-
-
-def _address_ref(v: str) -> str:
-    if ":" in v:
-        return _endpoint_ref(v)
-    try:
-        IPv4Address(v)
-    except ValueError:
-        raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 address") from None
-    return v
-
-
-EndpointRef = Annotated[str, AfterValidator(_endpoint_ref)]
-AddressRef = Annotated[str, AfterValidator(_address_ref)]
+EndpointRef = Annotated[str, AfterValidator(endpoint_ref)]
+AddressRef = Annotated[str, AfterValidator(address_ref)]
 #: kernel names of congestion controls and MPTCP schedulers (TCP_CA_NAME_MAX, MPTCP_SCHED_NAME_MAX: 16)
 KernelName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,14}$")]
 
@@ -740,40 +698,27 @@ class Experiment(ExperimentBody):
 
 
 # --------------------------------------------------------------------------- published
-def _known_metric(v: str) -> str:
-    from ..metrics import METRICS  # the registry imports the result model: import late
-    if v not in METRICS:
-        raise ValueError(f"unknown metric {v!r}; known: {', '.join(sorted(METRICS))}")
-    return v
-
-
 def _window(v: tuple[float, float] | None) -> tuple[float, float] | None:
     if v is not None and not 0 <= v[0] < v[1]:
         raise ValueError(f"window [{v[0]:g}, {v[1]:g}] is not [start, end) with 0 <= start < end (seconds)")
     return v
 
 
-#: a metric of the registry (mptcplab/metrics/)
-Metric = Annotated[str, AfterValidator(_known_metric)]
+#: a metric's name; the loader checks it against the registry (lab/metriccheck.py), which
+#: the lab model does not import: the registry reads the result model
+MetricName = str
 #: [start, end) in seconds from the measured flow's start
 Window = Annotated[tuple[float, float] | None, AfterValidator(_window)]
 
 
-class _Selected(Strict):
-    """What a metric is taken of besides the scenario (mptcplab/metrics/base.Select)."""
+class Selected(Strict):
+    """What a metric is taken of besides the scenario (mptcplab/metrics/base.Select);
+    which of these a metric takes is the registry's to say (lab/metriccheck.py)."""
 
     path: str | None = None
     #: a flow of experiment.yml (default: the measured flow)
     flow: str | None = None
     window: Window = None
-
-    def _refuse(self, metric: str | None) -> None:
-        from ..metrics import Select, refusal
-        if metric is None:
-            return
-        why = refusal(metric, Select(path=self.path, flow=self.flow, window=self.window))
-        if why is not None:
-            raise ValueError(why)
 
 
 class PublishedSource(Strict):
@@ -786,31 +731,26 @@ class PublishedSource(Strict):
     testbed: str
 
 
-class PublishedValue(_Selected):
+class PublishedValue(Selected):
     id: str
     scenario: str | None
-    metric: Metric
+    metric: MetricName
     value: float
     unit: str
     where: str
     kernel: str | None = None
     note: str = ""
 
-    @model_validator(mode="after")
-    def _selectable(self) -> PublishedValue:
-        self._refuse(self.metric)
-        return self
 
-
-class Operand(_Selected):
+class Operand(Selected):
     """The right-hand side of a comparison between scenarios: another scenario's aggregate.
     metric, path, flow and window default to the expectation's own."""
 
     scenario: str
-    metric: Metric | None = None
+    metric: MetricName | None = None
 
 
-class Expectation(_Selected):
+class Expectation(Selected):
     """A predicate on this run's aggregates (mptcplab/results/findings.py evaluates it).
 
     Left side: ``metric`` (of ``path``, ``flow`` and ``window`` where the metric takes them)
@@ -821,7 +761,7 @@ class Expectation(_Selected):
     tolerance (and narrows ``!=`` accordingly); the other operators take no tolerance.
     """
 
-    metric: Metric
+    metric: MetricName
     scenario: str | None = None
     op: Literal["==", "!=", "<", "<=", ">", ">="]
     value: float | None = None
@@ -839,13 +779,19 @@ class Expectation(_Selected):
             raise ValueError("than without by compares two scenarios directly: value is not used (add by)")
         if self.tolerance and self.op not in ("==", "!="):
             raise ValueError("tolerance applies to == and != only")
-        self._refuse(self.metric)
-        if self.than is not None:
-            o = self.than
-            _Selected(path=o.path if o.path is not None else self.path,
-                      flow=o.flow if o.flow is not None else self.flow,
-                      window=o.window if o.window is not None else self.window)._refuse(o.metric or self.metric)
         return self
+
+    def operand(self) -> Operand | None:
+        """``than`` with what it leaves out (metric, path, flow, window) taken from this
+        expectation: the right-hand side as findings measure it and the loader checks it."""
+        o = self.than
+        if o is None:
+            return None
+        return o.model_copy(update={
+            "metric": o.metric or self.metric,
+            "path": o.path if o.path is not None else self.path,
+            "flow": o.flow if o.flow is not None else self.flow,
+            "window": o.window if o.window is not None else self.window})
 
 
 class CaptureFact(Strict):
@@ -890,6 +836,13 @@ class Finding(Strict):
     @property
     def expectations(self) -> list[Check]:
         return [] if self.expect is None else self.expect if isinstance(self.expect, list) else [self.expect]
+
+    def located(self) -> list[tuple[str, Check]]:
+        """Each check with its place in the finding, for error messages: ``expect``, or
+        ``expect[j]`` in a list."""
+        if isinstance(self.expect, list):
+            return [(f"expect[{j}]", e) for j, e in enumerate(self.expect)]
+        return [("expect", e) for e in self.expectations]
 
     def scenarios_referenced(self) -> list[str]:
         """Every scenario the finding's checks read (for the loader's reference check)."""

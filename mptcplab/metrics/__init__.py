@@ -18,6 +18,7 @@ from . import (
     middlebox,  # noqa: F401  (the middlebox lab: transfer intact, MIB counters per end, SYN fallback)
     series,  # noqa: F401  (windowed throughput and packets/s from timeseries.csv)
 )
-from .base import METRICS, SELECTORS, Metric, Select, Statistic, refusal, register
+from .base import METRICS, SELECTORS, Metric, Select, Statistic, metric_scales, paper_target, refusal, register
 
-__all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "refusal", "register"]
+__all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "metric_scales", "paper_target", "refusal",
+           "register"]

@@ -3,9 +3,9 @@
 A metric is defined in two steps (docs/results-format.md, "Aggregates"): ``per_rep`` gives
 one value per repetition for a selection (a path, a named flow, a time window), and
 ``over_reps`` combines those values over a scenario's repetitions. Families of metrics live
-in their own modules of this package and ``register`` themselves on import; the lab schema
-(published.yml), the aggregates, the findings and the scaling all read this one registry, so
-a metric is named in one place.
+in their own modules of this package and ``register`` themselves on import; the loader's
+check of published.yml (lab/metriccheck.py), the aggregates, the findings and the scaling
+all read this one registry, so a metric is named in one place.
 """
 
 from __future__ import annotations
@@ -81,7 +81,7 @@ def register(metric: Metric) -> Metric:
 
 
 def refusal(name: str, select: Select) -> str | None:
-    """Why ``select`` cannot be used with metric ``name`` (None: it can): the schema's check."""
+    """Why ``select`` cannot be used with metric ``name`` (None: it can): the loader's check."""
     m = METRICS.get(name)
     if m is None:
         return f"unknown metric {name!r}; known: {', '.join(sorted(METRICS))}"
@@ -91,3 +91,16 @@ def refusal(name: str, select: Select) -> str | None:
         takes = ", ".join(sorted(m.accepts)) or "no selector"
         return f"metric {name} does not take {', '.join(sorted(extra))} (it takes {takes})"
     return None
+
+
+def metric_scales(name: str) -> bool:
+    """Whether a metric is a rate: measured at F x the lab's rates (lab/scale.py), it is
+    F x the paper's."""
+    m = METRICS.get(name)
+    return m is not None and m.scales
+
+
+def paper_target(value: float, name: str, factor: float) -> float:
+    """What this run's metric ``name``, measured at ``factor`` x the lab's rates, is
+    compared with for a paper number ``value``."""
+    return value * factor if metric_scales(name) and factor != 1 else value

@@ -15,9 +15,9 @@ from __future__ import annotations
 import operator
 from collections.abc import Sequence
 
-from ..lab.scale import fmt_factor, metric_scales
+from ..lab.scale import fmt_factor
 from ..lab.schema import CaptureFact, Expectation, Finding, Published
-from ..metrics import Select
+from ..metrics import Select, metric_scales
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
 
@@ -80,10 +80,10 @@ def check(e: Expectation, default_scenario: str | None,
     right_name = e.than.scenario
     if right_name not in reps:
         return None, f"{lhs}; scenario {right_name} not run"
-    r_metric = e.than.metric or e.metric
-    rsel = Select(e.than.path if e.than.path is not None else e.path,
-                  e.than.flow if e.than.flow is not None else e.flow,
-                  e.than.window if e.than.window is not None else e.window)
+    o = e.operand()
+    assert o is not None and o.metric is not None  # than is set; operand() fills in its metric
+    r_metric = o.metric
+    rsel = Select(o.path, o.flow, o.window)
     right = scenario_value(reps[right_name], r_metric, rsel.path, flow=rsel.flow, window=rsel.window)
     if right.value is None:
         return None, f"{lhs}; no {r_metric} observed in {right_name}"

@@ -158,11 +158,18 @@ def test_latency_metrics_select_the_named_flow() -> None:
 
 
 def test_published_checks_take_the_latency_metrics_with_a_flow_only() -> None:
-    from mptcplab.lab.schema import Expectation
+    from mptcplab.errors import LabInputError
+    from mptcplab.lab.metriccheck import check_metrics
+    from mptcplab.lab.schema import Published
 
-    e = Expectation(metric="latency_p99_ms", flow="lat", op="<", value=50)
-    assert e.flow == "lat"
-    with pytest.raises(ValidationError, match="does not take window"):
-        Expectation(metric="latency_p99_ms", flow="lat", window=(0.0, 2.0), op="<", value=50)
-    with pytest.raises(ValidationError, match="does not take path"):
-        Expectation(metric="skmem_snd_max_bytes", path="A", op="<", value=1)
+    def check(**expect: Any) -> None:
+        source = {"id": "s", "title": "t", "authors": ["a"], "year": 2026, "document": "d", "kernel": "k",
+                  "testbed": "t"}
+        check_metrics(Published.model_validate({"source": source, "findings": [
+            {"id": "f", "scenario": None, "statement": "s", "where": "w", "expect": expect}]}), Path("published.yml"))
+
+    check(metric="latency_p99_ms", flow="lat", op="<", value=50)
+    with pytest.raises(LabInputError, match="does not take window"):
+        check(metric="latency_p99_ms", flow="lat", window=(0.0, 2.0), op="<", value=50)
+    with pytest.raises(LabInputError, match="does not take path"):
+        check(metric="skmem_snd_max_bytes", path="A", op="<", value=1)

@@ -1,16 +1,24 @@
 """The metrics registry: one definition per metric, selections (path, flow, window) checked
-by the lab schema, passed through to the metric, and named in the findings' evidence."""
+by the loader against it (the lab schema checks only their shape), passed through to the
+metric, and named in the findings' evidence."""
 
 from __future__ import annotations
 
+import ast
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
-from mptcplab.lab.scale import metric_scales
-from mptcplab.lab.schema import Expectation, PublishedValue
-from mptcplab.metrics import METRICS, Metric, Select, refusal, register
+from mptcplab.errors import LabInputError
+from mptcplab.lab.metriccheck import check_metrics
+from mptcplab.lab.schema import Expectation, Published, PublishedValue
+from mptcplab.metrics import METRICS, Metric, Select, metric_scales, refusal, register
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.findings import check
 from mptcplab.results.model import Repetition
@@ -50,25 +58,56 @@ def test_unknown_selector_in_a_definition_is_refused() -> None:
         Metric("x", lambda r, s: None, "mean", "x", accepts=frozenset({"colour"}))
 
 
-@pytest.mark.parametrize(("kw", "msg"), [
-    ({"metric": "no_such_metric"}, "unknown metric 'no_such_metric'"),
-    ({"metric": "goodput_mbps", "flow": "bulk"}, "does not take flow"),
-    ({"metric": "subflow_share", "path": "A", "window": [0, 5]}, "does not take window"),
-    ({"metric": "goodput_mbps", "window": [5, 2]}, "0 <= start < end"),
-    ({"metric": "goodput_mbps", "window": [-1, 2]}, "0 <= start < end"),
+SOURCE = {"id": "s", "title": "t", "authors": ["a"], "year": 2026, "document": "d", "kernel": "k", "testbed": "t"}
+FILE = Path("published.yml")
+
+
+def published(value: dict[str, Any] | None = None, expect: Any = None) -> Published:
+    """A published.yml with one value or one finding; the schema accepts any metric name."""
+    values = [{"id": "v", "scenario": None, "value": 1, "unit": "u", "where": "w", **value}] if value else []
+    finding = {"id": "f", "scenario": "s", "statement": "s", "where": "w", "expect": expect}
+    return Published.model_validate({"source": SOURCE, "values": values, "findings": [finding] if expect else []})
+
+
+def refused(pub: Published) -> LabInputError:
+    with pytest.raises(LabInputError) as e:
+        check_metrics(pub, FILE)
+    assert e.value.file == str(FILE)
+    return e.value
+
+
+@pytest.mark.parametrize(("kw", "field", "msg"), [
+    ({"metric": "no_such_metric"}, ".metric", "unknown metric 'no_such_metric'; known: "),
+    ({"metric": "goodput_mbps", "flow": "bulk"}, "", "metric goodput_mbps does not take flow"),
+    ({"metric": "subflow_share", "path": "A", "window": [0, 5]}, "", "metric subflow_share does not take window"),
 ])
-def test_schema_refuses_what_the_metric_cannot_take(kw: dict[str, object], msg: str) -> None:
-    with pytest.raises(ValidationError, match=msg):
-        Expectation.model_validate({**kw, "op": ">", "value": 1})
-    with pytest.raises(ValidationError, match=msg):
-        PublishedValue.model_validate({**kw, "id": "v", "scenario": None, "value": 1, "unit": "u", "where": "w"})
+def test_the_loader_refuses_what_the_registry_does_not_define(kw: dict[str, Any], field: str, msg: str) -> None:
+    e = refused(published(value=kw))
+    assert (e.field, e.problem[:len(msg)]) == ("values[0]" + field, msg)
+    e = refused(published(expect={**kw, "op": ">", "value": 1}))
+    assert (e.field, e.problem[:len(msg)]) == ("findings[0].expect" + field, msg)
+    e = refused(published(expect=[{"fact": "established", "equals": True}, {**kw, "op": ">", "value": 1}]))
+    assert (e.field, e.problem[:len(msg)]) == ("findings[0].expect[1]" + field, msg)
+
+
+@pytest.mark.parametrize("window", [[5, 2], [-1, 2]])
+def test_the_schema_refuses_a_window_that_is_not_one(window: list[float]) -> None:
+    # the shape of a selection is the schema's: no registry needed
+    with pytest.raises(ValidationError, match="0 <= start < end"):
+        Expectation.model_validate({"metric": "goodput_mbps", "window": window, "op": ">", "value": 1})
+    with pytest.raises(ValidationError, match="0 <= start < end"):
+        PublishedValue.model_validate({"metric": "goodput_mbps", "window": window, "id": "v", "scenario": None,
+                                       "value": 1, "unit": "u", "where": "w"})
 
 
 def test_the_right_operand_inherits_and_is_checked(windowed: str) -> None:
-    Expectation.model_validate({"metric": windowed, "window": [0, 5], "op": ">", "than": {"scenario": "s"}})
-    with pytest.raises(ValidationError, match="does not take window"):
-        Expectation.model_validate({"metric": windowed, "window": [0, 5], "op": ">",
-                                    "than": {"scenario": "s", "metric": "goodput_mbps"}})
+    check_metrics(published(expect={"metric": windowed, "window": [0, 5], "op": ">", "than": {"scenario": "s"}}), FILE)
+    e = refused(published(expect={"metric": windowed, "window": [0, 5], "op": ">",
+                                  "than": {"scenario": "s", "metric": "goodput_mbps"}}))
+    assert e.field == "findings[0].expect"  # the window is the expectation's, inherited
+    assert e.problem == "metric goodput_mbps does not take window (it takes no selector)"
+    e = refused(published(expect={"metric": windowed, "op": ">", "than": {"scenario": "s", "metric": "nope"}}))
+    assert e.field == "findings[0].expect.than.metric" and e.problem.startswith("unknown metric 'nope'")
 
 
 def test_refusal_names_what_the_metric_takes() -> None:
@@ -88,3 +127,39 @@ def test_selection_reaches_the_metric_and_the_evidence(windowed: str) -> None:
     # 30 (2 s of window) against 10 x 5 = 50: does not hold, and both windows are named
     assert holds is False
     assert "of flow bulk, 5-7 s in s = 30" in ev and "of flow bulk, 0-5 s in t = 50" in ev
+
+
+def test_the_lab_model_does_not_import_the_registry() -> None:
+    """lab/schema.py and lab/scale.py parse and scale without mptcplab.metrics (which reads
+    the result model): a published.yml parsed in a fresh interpreter leaves it unimported."""
+    doc = {"source": SOURCE,
+           "values": [{"id": "v", "scenario": None, "metric": "goodput_mbps", "flow": "f", "value": 1, "unit": "u",
+                       "where": "w"}],
+           "findings": [{"id": "f", "scenario": "s", "statement": "s", "where": "w",
+                         "expect": {"metric": "goodput_mbps", "op": ">", "than": {"scenario": "t", "metric": "nope"}}}]}
+    code = ("import json, sys; from mptcplab.lab import scale, schema; "
+            "schema.Published.model_validate(json.loads(sys.argv[1])); "
+            "print(sorted(m for m in sys.modules if m.startswith('mptcplab.metrics')))")
+    out = subprocess.run([sys.executable, "-c", code, json.dumps(doc)], capture_output=True, text=True, check=True,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.stdout.strip() == "[]"
+
+
+def _registry_imported(tree: ast.AST) -> bool:
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            # from mptcplab/lab/, ".." is mptcplab: `from ..metrics import X`, `from .. import metrics`
+            base = ".".join(x for x in ("mptcplab" if node.level == 2 else "", node.module or "") if x)
+            names = [base] + [f"{base}.{a.name}" for a in node.names]
+        else:
+            continue
+        if any(n == "mptcplab.metrics" or n.startswith("mptcplab.metrics.") for n in names):
+            return True
+    return False
+
+
+def test_in_the_lab_package_only_the_loaders_check_imports_the_registry() -> None:
+    lab = Path(__file__).resolve().parents[2] / "mptcplab" / "lab"
+    assert {f.name for f in lab.glob("*.py") if _registry_imported(ast.parse(f.read_text()))} == {"metriccheck.py"}

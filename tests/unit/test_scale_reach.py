@@ -16,8 +16,9 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import Lab, load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.lab.reachability import BEYOND_CODE, paper_estimates
-from mptcplab.lab.scale import apply_scale, nice_factor_at_most, paper_target, parse_scale_arg, rate_unit
+from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg, rate_unit
 from mptcplab.lab.schema import Expectation, Finding, Published, PublishedSource, PublishedValue
+from mptcplab.metrics import paper_target
 from mptcplab.preflight import reachability
 from mptcplab.results import findings
 from mptcplab.results.model import Repetition, Summary

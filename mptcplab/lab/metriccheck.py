@@ -1,0 +1,45 @@
+"""published.yml's metrics against the registry (mptcplab/metrics/): a name it does not
+define, or a selection (path, flow, window) the metric does not take.
+
+The schema checks the file's shape only; the loader runs this right after it, before its
+own reference checks. This module is the lab package's one tie to the registry, which sits
+above the lab model (its metrics read the result model and the capture analysis).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import LabInputError
+from ..metrics import Select, refusal
+from .schema import Expectation, Published, Selected
+
+
+def _refuse(file: Path, field: str, metric: str, chosen: Selected | None = None) -> None:
+    # without a selection only the name is asked: an unknown one is the `metric` field's fault
+    sel = Select() if chosen is None else Select(chosen.path, chosen.flow, chosen.window)
+    why = refusal(metric, sel)
+    if why is not None:
+        raise LabInputError(str(file), field, why)
+
+
+def check_metrics(pub: Published, file: Path) -> None:
+    """Every metric of ``pub`` is registered and takes the selection given with it; the
+    first that is not raises LabInputError naming its field. An item's name is checked
+    before its selection, and a value's or an expectation's before the next one's."""
+    for i, v in enumerate(pub.values):
+        _refuse(file, f"values[{i}].metric", v.metric)
+        _refuse(file, f"values[{i}]", v.metric, v)
+    for i, f in enumerate(pub.findings):
+        for place, e in f.located():
+            if not isinstance(e, Expectation):
+                continue
+            at = f"findings[{i}].{place}"
+            _refuse(file, f"{at}.metric", e.metric)
+            if e.than is not None and e.than.metric is not None:
+                _refuse(file, f"{at}.than.metric", e.than.metric)
+            _refuse(file, at, e.metric, e)
+            right = e.operand()
+            if right is not None and right.metric is not None:
+                # the right side with what it inherits: refused where the expectation stands
+                _refuse(file, at, right.metric, right)
