@@ -4,16 +4,19 @@
 #   make test-appliance          every appliance check (tests/appliance, marker `appliance`)
 #   make appliance-images        build mptcplab/{host,router,jupyter} with no registry
 #   make appliance-kernel-check  the kernel patches against the pinned source
+#   make kernel-deb              the patched kernel as .deb packages, for the VM's prebuilt mode
+#                                (KERNEL_DEB_ARGS=--prepare-only: the tree only; --dry-run)
 #   make appliance-lint          ansible-lint and the playbook's syntax check
 #   make appliance-validate      vagrant validate
 #   make appliance-clean         remove the appliance images and caches
 VENV ?= .venv
 APPLIANCE_PYTEST_ARGS ?=
 APPLIANCE_CACHE ?= /var/cache/mptcplab
+KERNEL_DEB_ARGS ?=
 
 .PHONY: test-appliance appliance-deps appliance-dockerd appliance-images \
         appliance-kernel-check appliance-lint appliance-validate appliance-containerlab \
-        appliance-clean
+        appliance-clean kernel-deb
 
 appliance-deps:
 	@tests/appliance/host-deps.sh
@@ -33,6 +36,9 @@ appliance-containerlab:
 
 appliance-kernel-check: appliance-deps
 	images/kernel/check.sh
+
+kernel-deb:
+	images/kernel/build-deb.sh $(KERNEL_DEB_ARGS)
 
 appliance-lint: appliance-deps
 	cd ansible && ansible-lint --offline && ansible-playbook --syntax-check site.yml

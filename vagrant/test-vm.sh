@@ -10,6 +10,9 @@
 #                 once and cached in /var/cache/mptcplab/box
 #   containerlab  images/containerlab-build.sh: containerlab from the Go module proxy
 #                 (cached), handed to the VM as containerlab_local_path
+#   kernel-deb    MPTCPLAB_KERNEL=prebuilt only: `make kernel-deb`, the patched kernel's
+#                 packages (cached per patches and fragments), handed to the VM in
+#                 build/kernel-debs/ for the kernel role's prebuilt mode
 #   ca-certs      this host's extra CA certificates, for the VM to trust (PyPI behind a
 #                 TLS-intercepting proxy)
 #   up            `vagrant up` (libvirt, qemu driver, rsync'd /vagrant): the project's
@@ -22,6 +25,8 @@
 #                 the containerlab backend; results come back to results/mtu/ here
 #   results       summary.json complete, MPTCP verified, a functional check; the manifest
 #                 names the VM's kernel and the containerlab backend
+#   patch-log     MPTCPLAB_KERNEL=prebuilt only: the VM runs <version>-mptcplab and its
+#                 kernel log has the patch's "mptcplab: subflow" lines from the lab's run
 #   destroy       `vagrant destroy -f`: no domain, disk volume or network left
 #
 # Environment: MPTCPLAB_TEST_VM_KEEP=1 keeps the VM (for debugging, no destroy stage);
@@ -132,6 +137,11 @@ containerlab() {
   .cache/containerlab version
 }
 
+kernel_deb() {
+  images/kernel/build-deb.sh
+  cat build/kernel-debs/manifest.json
+}
+
 up() {
   created=1
   vagrant up --provider libvirt
@@ -177,6 +187,18 @@ results() {
   .venv/bin/python vagrant/check-vm-results.py results/mtu/latest "$(cat "$logs/vm-kernel")"
 }
 
+patch_log() {
+  local running lines
+  running=$(cat "$logs/vm-kernel")
+  case "$running" in
+    *-mptcplab) ;;
+    *) echo "the VM runs $running, not the patched kernel"; return 1 ;;
+  esac
+  lines=$(guest 'sudo dmesg' | grep 'mptcplab: subflow' || true)
+  [ -n "$lines" ] || { echo "no 'mptcplab: subflow' line in the kernel log of $running"; return 1; }
+  echo "$lines"
+}
+
 destroy() {
   local dom
   dom=$(virsh -c qemu:///system domname "$(cat .vagrant/machines/default/libvirt/id)" 2>/dev/null || true)
@@ -215,6 +237,7 @@ fi
 stage host-deps host_deps
 stage box vagrant/build-box.sh --add
 stage containerlab containerlab
+if [ "$MPTCPLAB_KERNEL" = prebuilt ]; then stage kernel-deb kernel_deb; fi
 stage ca-certs ca_certs
 stage up up
 stage kernel kernel
@@ -222,6 +245,7 @@ stage reprovision reprovision
 stage lab lab
 stage results results
 cat "$logs/results.log"
+if [ "$MPTCPLAB_KERNEL" = prebuilt ]; then stage patch-log patch_log; fi
 if [ "${MPTCPLAB_TEST_VM_KEEP:-0}" != 1 ]; then
   stage destroy destroy
   tail -1 "$logs/destroy.log"

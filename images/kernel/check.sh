@@ -100,26 +100,7 @@ fi
 ./scripts/kconfig/merge_config.sh -m .config "$here/mptcplab.config" > "$work/merge.log" 2>&1 \
   || { cat "$work/merge.log"; exit 1; }
 make -s olddefconfig
-missing=0
-while IFS= read -r line; do
-  case "$line" in
-    "#require "*) want=${line#\#require } ;;
-    "# CONFIG_"*" is not set") sym=${line#\# }; sym=${sym%% *}
-      if grep -q "^$sym=" .config; then echo "FAIL  config: $sym is set, wanted off"; missing=1; fi
-      continue ;;
-    CONFIG_*) want=$line ;;
-    *) continue ;;
-  esac
-  sym=${want%%=*}
-  got=$(grep "^$sym=" .config || true)
-  if [ "$got" = "$want" ] || { [ "${want#*=}" = m ] && [ "$got" = "$sym=y" ]; }; then
-    continue
-  fi
-  echo "FAIL  config: wanted $want, got ${got:-unset}"
-  missing=1
-done < "$here/mptcplab.config"
-[ "$missing" = 0 ] || exit 1
-echo "ok    mptcplab.config: $(grep -c '^CONFIG_\|^#require' "$here/mptcplab.config") settings hold after olddefconfig"
+"$here/verify-config.sh" .config "$here/mptcplab.config"
 
 if [ "$compile" = 1 ]; then
   make -s -j"$(nproc)" net/ipv4/tcp_output.o > "$work/build.log" 2>&1 || { tail -30 "$work/build.log"; echo "FAIL  net/ipv4/tcp_output.c does not compile"; exit 1; }

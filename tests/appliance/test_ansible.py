@@ -57,7 +57,8 @@ def test_kernel_role_rejects_an_unknown_kernel_choice(tmp_path):
         "  roles: [kernel]\n")
     p = run(["ansible-playbook", "-i", "localhost,", str(play)], env={**ANSIBLE_ENV,
             "ANSIBLE_ROLES_PATH": str(REPO / "ansible/roles")}, check=False)
-    assert p.returncode != 0 and "kernel_mode must be stock, backports, mainline or source" in p.stdout, p.stdout
+    want = "kernel_mode must be stock, backports, mainline, source or prebuilt"
+    assert p.returncode != 0 and want in p.stdout, p.stdout
 
 
 def copy_repo(dest: Path) -> None:
@@ -256,3 +257,39 @@ def test_kernel_source_path_prepares_the_patched_tree_idempotently(target):
         assert line in config.splitlines(), line
     release = docker("exec", "-w", tree, target["name"], "make", "-s", "kernelrelease").stdout.strip()
     assert re.fullmatch(r"6\.1\.\d+-mptcplab", release), release
+
+
+def test_kernel_prebuilt_mode_installs_the_handed_over_image(tmp_path):
+    """The kernel role's prebuilt mode on this machine in check mode (nothing installed): the
+    manifest of `make kernel-deb` names the packages; the image is chosen (the headers on
+    request, never linux-libc-dev) and the release to boot is the manifest's."""
+    release = "6.1.192-mptcplab"
+    debs = tmp_path / "kernel-debs"
+    debs.mkdir()
+    names = []
+    for kind in ("image", "headers", "libc-dev"):
+        pkg = f"linux-{kind}-{release}" if kind != "libc-dev" else "linux-libc-dev"
+        root = tmp_path / pkg / "DEBIAN"
+        root.mkdir(parents=True)
+        (root / "control").write_text(f"Package: {pkg}\nVersion: {release}-0\nArchitecture: amd64\n"
+                                      "Maintainer: mptcplab <mptcplab@localhost>\nDescription: test\n")
+        names.append(f"{pkg}_{release}-0_amd64.deb")
+        run(["dpkg-deb", "-b", str(root.parent), str(debs / names[-1])])
+    (debs / "manifest.json").write_text(json.dumps({"release": release, "debs": names}))
+    tasks = REPO / "ansible/roles/kernel/tasks/prebuilt.yml"
+    for headers, want in ((False, names[:1]), (True, names[:2])):
+        play = tmp_path / "play.yml"
+        play.write_text(yaml.safe_dump([{
+            "hosts": "localhost", "connection": "local", "gather_facts": False,
+            "tasks": [{"ansible.builtin.include_tasks": str(tasks),
+                       "vars": {"kernel_prebuilt_dir": str(debs), "kernel_prebuilt_headers": headers,
+                                "kernel_expected_release": ""}},
+                      {"ansible.builtin.debug": {"msg": "wanted={{ kernel_release_wanted }}"}}]}]))
+        p = run(["ansible-playbook", "-i", "localhost,", "--check", str(play)], env=ANSIBLE_ENV, check=False)
+        assert p.returncode == 0, p.stdout + p.stderr
+        installed = re.findall(r"^changed: \[localhost\] => \(item=(\S+)\)", p.stdout, re.M)
+        assert sorted(installed) == sorted(want), p.stdout
+        assert f"wanted={release}" in p.stdout, p.stdout
+    (debs / "manifest.json").unlink()
+    p = run(["ansible-playbook", "-i", "localhost,", "--check", str(play)], env=ANSIBLE_ENV, check=False)
+    assert p.returncode != 0 and "make kernel-deb" in p.stdout, p.stdout

@@ -40,7 +40,8 @@ def validate(tmp_path, *args: str, **env: str):
     {"MPTCPLAB_KERNEL": "mainline", "MPTCPLAB_KERNEL_VERSION": "6.12.10"},
     {"MPTCPLAB_BOX": "debian/bookworm64", "MPTCPLAB_JUPYTER_PORT": "18888", "MPTCPLAB_IMAGES_OFFLINE": "1"},
     {"MPTCPLAB_KERNEL": "backports", "MPTCPLAB_LIBVIRT_DRIVER": "qemu", "MPTCPLAB_JUPYTER": "0"},
-], ids=["defaults", "source-kernel", "mainline-kernel", "debian-box", "backports-kernel-qemu"])
+    {"MPTCPLAB_KERNEL": "prebuilt", "MPTCPLAB_SYNC_TYPE": "rsync"},
+], ids=["defaults", "source-kernel", "mainline-kernel", "debian-box", "backports-kernel-qemu", "prebuilt-kernel"])
 def test_validate_ignoring_providers(tmp_path, env):
     p = validate(tmp_path, "--ignore-provider", **env)
     assert p.returncode == 0 and "validated successfully" in p.stdout, p.stdout + p.stderr
