@@ -1,9 +1,10 @@
-"""published.yml's metrics against the registry (mptcplab/metrics/): a name it does not
-define, or a selection (path, flow, window) the metric does not take.
+"""published.yml's metrics against their declarations (mptcplab/metricdecl.py): a name
+no metric has, or a selection (path, flow, window) the metric does not take.
 
 The schema checks the file's shape only; the loader runs this right after it, before its
-own reference checks. This module is the lab package's one tie to the registry, which sits
-above the lab model (its metrics read the result model and the capture analysis).
+own reference checks. The declarations need nothing of the package: the computations
+(mptcplab/metrics/, which read the result model and the capture analysis) stay above the
+lab model, and the lab package imports none of them.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..errors import LabInputError
-from ..metrics import Select, refusal
+from ..metricdecl import Select, refusal
 from .schema import Expectation, Published, Selected
 
 
@@ -24,7 +25,7 @@ def _refuse(file: Path, field: str, metric: str, chosen: Selected | None = None)
 
 
 def check_metrics(pub: Published, file: Path) -> None:
-    """Every metric of ``pub`` is registered and takes the selection given with it; the
+    """Every metric of ``pub`` is declared and takes the selection given with it; the
     first that is not raises LabInputError naming its field. An item's name is checked
     before its selection, and a value's or an expectation's before the next one's."""
     for i, v in enumerate(pub.values):

@@ -15,10 +15,10 @@ bandwidth-delay product is F times too large after scaling, so a lab whose point
 buffer limit must scale its buffers itself.
 
 Results: goodput (Mbit/s) scales with F; shares, segment sizes, counts and times do
-not (each metric says so in the registry: mptcplab/metrics/ ``metric_scales``). The
+not (each metric's declaration says so: mptcplab/metricdecl.py ``metric_scales``). The
 report and terminal summary label every scaled number (``rate_unit``), and a finding or a
 published value that compares an absolute rate with the paper's compares against the
-paper's number x F (the registry's ``paper_target``) and says so.
+paper's number x F (metricdecl's ``paper_target``) and says so.
 """
 
 from __future__ import annotations

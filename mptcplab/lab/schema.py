@@ -712,8 +712,8 @@ Window = Annotated[tuple[float, float] | None, AfterValidator(_window)]
 
 
 class Selected(Strict):
-    """What a metric is taken of besides the scenario (mptcplab/metrics/base.Select);
-    which of these a metric takes is the registry's to say (lab/metriccheck.py)."""
+    """What a metric is taken of besides the scenario (mptcplab/metricdecl.Select);
+    which of these a metric takes is its declaration's to say (lab/metriccheck.py)."""
 
     path: str | None = None
     #: a flow of experiment.yml (default: the measured flow)

@@ -1,9 +1,12 @@
-"""The metrics a run reports (base.py: Metric, Select, the registry).
+"""The computations of the metrics a run reports (base.py: Metric, the registry); what each
+metric is, is declared in mptcplab/metricdecl.py.
 
-One module per family; importing this package registers them all. A new family: a module
-here calling ``register``, and one import line below.
+One module per family; importing this package registers them all, then checks that every
+declared metric has its computation. A new family: a module here calling ``register`` for
+names declared there, and one import line below.
 """
 
+from ..metricdecl import SELECTORS, Select, Statistic, metric_scales, paper_target, refusal
 from . import (
     buffers,  # noqa: F401  (buffer labs: re-sent bytes, DSS checksum, OFO queue)
     cc_depth,  # noqa: F401  (the send-buffer lab's: Eq (1), retransmissions, cwnd)
@@ -18,7 +21,9 @@ from . import (
     middlebox,  # noqa: F401  (the middlebox lab: transfer intact, MIB counters per end, SYN fallback)
     series,  # noqa: F401  (windowed throughput and packets/s from timeseries.csv)
 )
-from .base import METRICS, SELECTORS, Metric, Select, Statistic, metric_scales, paper_target, refusal, register
+from .base import METRICS, Metric, check_registry, register
 
-__all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "metric_scales", "paper_target", "refusal",
-           "register"]
+check_registry()
+
+__all__ = ["METRICS", "SELECTORS", "Metric", "Select", "Statistic", "check_registry", "metric_scales",
+           "paper_target", "refusal", "register"]

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
-from .core import PATH, subflow_sum
+from .base import Select, register
+from .core import subflow_sum
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
-
 
 
 def app_bytes(r: Repetition) -> float | None:
@@ -67,17 +66,8 @@ def _ofo_tail_share(r: Repetition, _sel: Select) -> float | None:
     return tail / queued
 
 
-for _m in [
-    Metric("wire_minus_app_bytes", wire_minus_app, "median",
-           "payload bytes on all subflows (capture) minus goodput x duration (iperf3 receiver)", unit="bytes"),
-    Metric("tcp_retrans_bytes", subflow_sum("retrans_bytes"), "median",
-           "TCP-level retransmitted payload bytes of the path's subflows (capture)", unit="bytes", accepts=PATH),
-    Metric("mptcp_retrans_bytes", subflow_sum("mptcp_retrans_bytes"), "median",
-           "MPTCP-level re-sent bytes on the path's subflows: data mapped again (capture, depth.py)",
-           unit="bytes", accepts=PATH),
-    Metric("dss_checksum", _dss_checksum, "mean",
-           "1 when the capture shows DSS mappings carrying a checksum, else 0"),
-    Metric("ofo_tail_share", _ofo_tail_share, "median",
-           "MPTcpExtOFOQueueTail / MPTcpExtOFOQueue over the traffic (nstat probe, the receiver)"),
-]:
-    register(_m)
+register("wire_minus_app_bytes", wire_minus_app)
+register("tcp_retrans_bytes", subflow_sum("retrans_bytes"))
+register("mptcp_retrans_bytes", subflow_sum("mptcp_retrans_bytes"))
+register("dss_checksum", _dss_checksum)
+register("ofo_tail_share", _ofo_tail_share)

@@ -14,13 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.sendbuffer import eq1_required_bytes
-from .base import Metric, Select, register
-from .core import PATH, subflow_sum
+from .base import Select, register
+from .core import subflow_sum
 
 if TYPE_CHECKING:
     from ..results.model import FlowResult, LatencyMetrics, Repetition
-
-FLOW = frozenset({"flow"})
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:
@@ -104,32 +102,15 @@ def _reductions(key: str) -> Callable[[Repetition, Select], float | None]:
     return per_rep
 
 
-for _m in [
-    Metric("goodput_min_mbps", _goodput, "min", "the measured flow's receiver-side goodput (lowest repetition)",
-           unit="Mbit/s", scales=True),
-    Metric("goodput_max_mbps", _goodput, "max", "the measured flow's receiver-side goodput (highest repetition)",
-           unit="Mbit/s", scales=True),
-    Metric("goodput_sd_mbps", _goodput, "std", "the measured flow's receiver-side goodput (sample standard "
-           "deviation over repetitions)", unit="Mbit/s", scales=True),
-    Metric("eq1_required_bytes", _eq1, "mean", "Eq (1) of Kato et al.: the sum of the used paths' configured "
-           "rates x the largest capture-measured base RTT (rtt_min_ms) x 2", unit="bytes"),
-    Metric("eq1_buffer_ratio", _eq1_ratio, "mean", "the MPTCP socket's send buffer as getsockopt read it back at "
-           "the end (latency flows) / Eq (1)'s requirement: >= 1 meets it", accepts=FLOW),
-    Metric("send_waits", _latency_field("blocked_blocks"), "mean", "writes of the sender that had to wait for "
-           "send-buffer space (latency flows; the paper's starvations counted sk_stream_wait_memory calls)",
-           accepts=FLOW),
-    Metric("blocked_share", _latency_field("blocked_share"), "mean", "fraction of the sender's writing time spent "
-           "waiting for send-buffer space (latency flows)", accepts=FLOW),
-    Metric("mptcp_retransmissions", subflow_sum("mptcp_retransmissions"), "mean", "MPTCP-level re-sends on the "
-           "path's subflows: data mapped before, mapped again (capture, analysis/depth.py)", accepts=PATH),
-    Metric("nstat_mptcp_retrans", _nstat_retrans, "mean", "the kernel's MPTcpExtMPTCPRetrans delta over the "
-           "repetition, summed over the flow's end nodes (nstat probe)"),
-    Metric("tcp_retransmissions", subflow_sum("retransmissions"), "mean", "TCP-level retransmitted segments of "
-           "the path's subflows (capture)", accepts=PATH),
-    Metric("cwnd_reductions", _reductions("reductions"), "mean", "cwnd reductions of the path's subflow senders "
-           "(tcp_probe; analysis/cwnd_events.py)", accepts=PATH),
-    Metric("cwnd_reductions_no_loss", _reductions("without_loss"), "mean", "cwnd reductions of the path's subflow "
-           "senders with no TCP retransmission from 2 srtt before to their end (tcp_probe; "
-           "analysis/cwnd_events.py)", accepts=PATH),
-]:
-    register(_m)
+register("goodput_min_mbps", _goodput)
+register("goodput_max_mbps", _goodput)
+register("goodput_sd_mbps", _goodput)
+register("eq1_required_bytes", _eq1)
+register("eq1_buffer_ratio", _eq1_ratio)
+register("send_waits", _latency_field("blocked_blocks"))
+register("blocked_share", _latency_field("blocked_share"))
+register("mptcp_retransmissions", subflow_sum("mptcp_retransmissions"))
+register("nstat_mptcp_retrans", _nstat_retrans)
+register("tcp_retransmissions", subflow_sum("retransmissions"))
+register("cwnd_reductions", _reductions("reductions"))
+register("cwnd_reductions_no_loss", _reductions("without_loss"))

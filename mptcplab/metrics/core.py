@@ -5,12 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
+from .base import Select, register
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
-
-PATH = frozenset({"path"})
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:
@@ -51,15 +49,9 @@ def _largest(field: str) -> Callable[[Repetition, Select], float | None]:
     return per_rep
 
 
-for _m in [
-    Metric("goodput_mbps", _goodput, "mean", "iperf3's receiver-side goodput", unit="Mbit/s", scales=True),
-    Metric("subflow_share", _share, "mean", "sum of the path's subflow byte shares", accepts=PATH),
-    Metric("icmp_frag_needed", _icmp, "mean", "ICMP frag-needed messages quoting the path's subflows",
-           accepts=PATH),
-    Metric("median_seg", _largest("median_seg"), "median",
-           "the largest median data-segment payload among the path's subflows", unit="bytes", accepts=PATH),
-    Metric("max_seg", _largest("max_seg"), "max", "the largest data-segment payload on the path",
-           unit="bytes", accepts=PATH),
-    Metric("jain_index", _jain, "mean", "Jain's fairness index across the repetition's measured flows"),
-]:
-    register(_m)
+register("goodput_mbps", _goodput)
+register("subflow_share", _share)
+register("icmp_frag_needed", _icmp)
+register("median_seg", _largest("median_seg"))
+register("max_seg", _largest("max_seg"))
+register("jain_index", _jain)

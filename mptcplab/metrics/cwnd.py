@@ -26,7 +26,8 @@ import numpy as np
 import pandas as pd
 
 from ..analysis.cwnd_events import implausible
-from .base import Metric, Select, register
+from ..metricdecl import INITIAL_CWND
+from .base import Select, register
 from .cc_depth import _probes
 from .flows import selected_flow
 from .series import BIN_S, _csv, capture_offset
@@ -35,10 +36,6 @@ if TYPE_CHECKING:
     from ..results.model import Repetition
 
 SERIES_FILE = "probes/subflow_series.csv"
-#: Linux's initial window (TCP_INIT_CWND, RFC 6928), which no lab here changes
-INITIAL_CWND = 10
-PATH_FLOW_WINDOW = frozenset({"path", "flow", "window"})
-PATH_FLOW = frozenset({"path", "flow"})
 
 
 def cwnd_samples(r: Repetition, sel: Select) -> np.ndarray | None:
@@ -87,20 +84,7 @@ def _implausible(r: Repetition, sel: Select) -> float | None:
     return float(sum(int(v.get("samples", 0)) for v in mine))
 
 
-CWND_MEDIAN = register(Metric(
-    "cwnd_median", _stat(np.median), "median",
-    "the median congestion window (segments) of the flow's subflow senders on the path, one sample per 100 ms "
-    "bin (tcp_probe, probes/subflow_series.csv; samples above 2^21 left out)", unit="segments",
-    accepts=PATH_FLOW_WINDOW))
-CWND_P95 = register(Metric(
-    "cwnd_p95", _stat(lambda x: np.percentile(x, 95)), "median",
-    "the 95th percentile of the congestion window (segments), as cwnd_median", unit="segments",
-    accepts=PATH_FLOW_WINDOW))
-CWND_AT_INITIAL = register(Metric(
-    "cwnd_initial_share", _stat(lambda x: np.mean(x <= INITIAL_CWND)), "mean",
-    f"the fraction of 100 ms bins whose congestion window is at or below the initial window "
-    f"({INITIAL_CWND} segments), as cwnd_median", accepts=PATH_FLOW_WINDOW))
-CWND_IMPLAUSIBLE_SAMPLES = register(Metric(
-    "cwnd_implausible", _implausible, "max",
-    "per-ACK tcp_probe samples of the flow's senders on the path with a cwnd above 2^21 segments (no TCP window "
-    "is that large; probes.tcp_probe.cwnd_implausible); the most of any repetition", accepts=PATH_FLOW))
+register("cwnd_median", _stat(np.median))
+register("cwnd_p95", _stat(lambda x: np.percentile(x, 95)))
+register("cwnd_initial_share", _stat(lambda x: np.mean(x <= INITIAL_CWND)))
+register("cwnd_implausible", _implausible)

@@ -10,8 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
-from .core import PATH
+from .base import Select, register
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
@@ -38,22 +37,10 @@ def _largest(field: str, connection: bool) -> Callable[[Repetition, Select], flo
     return per_rep
 
 
-for _m in [
-    Metric("ooo_share", _ooo_share, "mean", "the share of data bytes that reached the receiver with a hole before "
-           "them in data sequence space (capture at the receiver, analysis/delivery.py)", accepts=PATH),
-    Metric("hol_p50_ms", _largest("hol_p50_ms", True), "median", "the median head-of-line delay of the data "
-           "segments at the receiver: arrival until all data before it had arrived (0 when in order)", unit="ms",
-           accepts=PATH),
-    Metric("hol_p95_ms", _largest("hol_p95_ms", True), "median", "the 95th percentile of the head-of-line delay "
-           "at the receiver", unit="ms", accepts=PATH),
-    Metric("hol_p99_ms", _largest("hol_p99_ms", True), "median", "the 99th percentile of the head-of-line delay "
-           "at the receiver", unit="ms", accepts=PATH),
-    Metric("hol_max_ms", _largest("hol_max_ms", True), "max", "the largest head-of-line delay at the receiver",
-           unit="ms", accepts=PATH),
-    Metric("owd_median_ms", _largest("owd_median_ms", False), "median", "the median one-way delay of the "
-           "path's data segments between the sender's and the receiver's capture points (one clock); "
-           "the largest over the subflows", unit="ms", accepts=PATH),
-    Metric("owd_p95_ms", _largest("owd_p95_ms", False), "median", "the 95th percentile of the path's one-way "
-           "delay between the capture points", unit="ms", accepts=PATH),
-]:
-    register(_m)
+register("ooo_share", _ooo_share)
+register("hol_p50_ms", _largest("hol_p50_ms", True))
+register("hol_p95_ms", _largest("hol_p95_ms", True))
+register("hol_p99_ms", _largest("hol_p99_ms", True))
+register("hol_max_ms", _largest("hol_max_ms", True))
+register("owd_median_ms", _largest("owd_median_ms", False))
+register("owd_p95_ms", _largest("owd_p95_ms", False))

@@ -12,12 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
+from .base import Select, register
 
 if TYPE_CHECKING:
     from ..results.model import FlowResult, Repetition
-
-FLOW = frozenset({"flow"})
 
 
 def selected_flow(r: Repetition, sel: Select) -> FlowResult | None:
@@ -52,11 +50,5 @@ def _flow_share(r: Repetition, sel: Select) -> float | None:
     return f.share if f is not None else None
 
 
-FLOW_GOODPUT = register(Metric(
-    "flow_goodput_mbps", _flow_goodput, "mean",
-    "the named flow's receiver-side goodput (any kind that reports one)",
-    unit="Mbit/s", scales=True, accepts=FLOW))
-FLOW_SHARE = register(Metric(
-    "flow_share", _flow_share, "mean",
-    "the named flow's fraction of the measured flows' summed goodput (two or more measured flows)",
-    accepts=FLOW))
+register("flow_goodput_mbps", _flow_goodput)
+register("flow_share", _flow_share)

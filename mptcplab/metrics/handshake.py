@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
-from .flows import FLOW, selected_flow
+from .base import Select, register
+from .flows import selected_flow
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
@@ -27,18 +27,7 @@ def _check(field: str, scale: float) -> Callable[[Repetition, Select], float | N
     return per_rep
 
 
-for _m in [
-    Metric("syn_synack_us_p50", _check("syn_synack_ms_p50", 1e3), "median",
-           "the median of the flow's per-connection SYN -> SYN/ACK time at the server's capture", unit="us",
-           accepts=FLOW),
-    Metric("syn_synack_us_p91", _check("syn_synack_ms_p91", 1e3), "median",
-           "the 91st percentile of the flow's per-connection SYN -> SYN/ACK time at the server's capture",
-           unit="us", accepts=FLOW),
-    Metric("syn_synack_us_p99", _check("syn_synack_ms_p99", 1e3), "median",
-           "the 99th percentile of the flow's per-connection SYN -> SYN/ACK time at the server's capture",
-           unit="us", accepts=FLOW),
-    Metric("syn_synack_within_6us", _check("syn_synack_within_6us", 1.0), "mean",
-           "the fraction of the flow's connections whose SYN was answered within 6 us at the server's capture",
-           accepts=FLOW),
-]:
-    register(_m)
+register("syn_synack_us_p50", _check("syn_synack_ms_p50", 1e3))
+register("syn_synack_us_p91", _check("syn_synack_ms_p91", 1e3))
+register("syn_synack_us_p99", _check("syn_synack_ms_p99", 1e3))
+register("syn_synack_within_6us", _check("syn_synack_within_6us", 1.0))

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
+from .base import Select, register
 from .buffers import nstat_delta
-from .flows import FLOW, kind_field, selected_flow
+from .flows import kind_field, selected_flow
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
@@ -53,25 +53,11 @@ def _joins(r: Repetition, _sel: Select) -> float | None:
     return None if v is None else float(v)
 
 
-for _m in [
-    Metric("requests_per_s", _http("requests_per_s"), "median", "wrk's requests per second", unit="req/s",
-           accepts=FLOW),
-    Metric("http_latency_p50_ms", _http("latency_p50_ms"), "median", "wrk's median request latency",
-           unit="ms", accepts=FLOW),
-    Metric("http_latency_p99_ms", _http("latency_p99_ms"), "median", "wrk's 99th percentile request latency",
-           unit="ms", accepts=FLOW),
-    Metric("mptcp_connection_share", _connection_share("connections_mptcp"), "min",
-           "connections proven MPTCP from the capture / connections that completed their handshake", accepts=FLOW),
-    Metric("joined_connection_share", _connection_share("connections_joined"), "median",
-           "completed connections that got an MP_JOIN subflow (capture)", accepts=FLOW),
-    Metric("striped_connection_share", _connection_share("connections_striped"), "median",
-           "completed connections whose initial subflow carried data on 2+ capture points (capture)",
-           accepts=FLOW),
-    Metric("client_cpu_per_gbit", _client_cpu_per_gbit, "median",
-           "the client's iperf3 process CPU (% of a core) per Gbit/s of goodput (a download's receiver): "
-           "relative only",
-           unit="%/Gbit/s", accepts=FLOW),
-    Metric("mp_joins", _joins, "median", "MP_JOIN handshakes completed by the SYN sender "
-           "(nstat MPTcpExtMPJoinSynAckRx: the extra subflows)"),
-]:
-    register(_m)
+register("requests_per_s", _http("requests_per_s"))
+register("http_latency_p50_ms", _http("latency_p50_ms"))
+register("http_latency_p99_ms", _http("latency_p99_ms"))
+register("mptcp_connection_share", _connection_share("connections_mptcp"))
+register("joined_connection_share", _connection_share("connections_joined"))
+register("striped_connection_share", _connection_share("connections_striped"))
+register("client_cpu_per_gbit", _client_cpu_per_gbit)
+register("mp_joins", _joins)

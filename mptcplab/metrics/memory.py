@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from .base import Metric, Select, register
-from .flows import FLOW, selected_flow
+from .base import Select, register
+from .flows import selected_flow
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
@@ -42,13 +42,5 @@ def _side(receiver: bool, field: str) -> Callable[[Repetition, Select], float | 
     return per_rep
 
 
-for _m in [
-    Metric("skmem_rcv_max_bytes", _side(True, "rcv_max_bytes"), "max",
-           "at the flow's receiver (the server of an upload), the largest sum over one connection's subflows "
-           "and MPTCP socket of rmem_alloc (received, not yet read) in one ss sample", unit="bytes", accepts=FLOW),
-    Metric("skmem_snd_max_bytes", _side(False, "snd_max_bytes"), "max",
-           "at the flow's sender (the client of an upload), the largest sum over one connection's subflows "
-           "and MPTCP socket of wmem_queued (written, not yet acknowledged) in one ss sample", unit="bytes",
-           accepts=FLOW),
-]:
-    register(_m)
+register("skmem_rcv_max_bytes", _side(True, "rcv_max_bytes"))
+register("skmem_snd_max_bytes", _side(False, "snd_max_bytes"))

@@ -14,23 +14,15 @@ middlebox rules matched.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from .base import Metric, Select, register
-from .flows import FLOW, selected_flow
+from ..metricdecl import COUNTERS, SIDES
+from .base import Select, register
+from .flows import selected_flow
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
-
-#: the counters a middlebox scenario's reaction shows in (MPTcpExt prefix left out of the name)
-COUNTERS = ("MPCapableSYNRX", "MPCapableSYNTX", "MPCapableSYNACKRX", "MPCapableACKRX",
-            "MPCapableFallbackSYNACK", "MPCapableFallbackACK", "MPTCPRetrans",
-            "MPJoinSynRx", "MPJoinSynAckRx", "MPJoinAckRx", "MPJoinAckHMacFailure",
-            "DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
-            "DataCsumErr", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
-            "MPRstTx", "MPRstRx", "RcvPruned", "AddAddr", "AddAddrTx", "EchoAdd", "MPFallbackTokenInit",
-            "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt")
-SIDES = ("client", "server")
 
 
 def _intact(r: Repetition, sel: Select) -> float | None:
@@ -50,13 +42,11 @@ def mib_delta(r: Repetition, node: str, counter: str) -> int | None:
     return int(counters.get(f"MPTcpExt{counter}", 0)) if isinstance(counters, dict) else None
 
 
-def _mib(side: str, counter: str) -> Metric:
+def _mib(side: str, counter: str) -> Callable[[Repetition, Select], float | None]:
     def per_rep(r: Repetition, _sel: Select) -> float | None:
         v = mib_delta(r, side, counter)
         return None if v is None else float(v)
-    return Metric(f"mib_{side}_{counter}", per_rep, "min",
-                  f"MPTcpExt{counter} delta over the traffic on node {side} (nstat probe); "
-                  "min over reps: > 0 holds in every repetition", unit="events")
+    return per_rep
 
 
 def _syn_fallback(r: Repetition, _sel: Select) -> float | None:
@@ -71,14 +61,9 @@ def _middlebox_packets(r: Repetition, _sel: Select) -> float | None:
     return float(sum(int(v) for v in counts.values() if isinstance(v, int) and v >= 0))
 
 
-for _m in [
-    Metric("transfer_intact", _intact, "min",
-           "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); "
-           "min over reps: 1 only when every repetition arrived intact", accepts=FLOW),
-    Metric("syn_fallback_s", _syn_fallback, "median",
-           "first SYN (MP_CAPABLE) -> first SYN without MPTCP option on the initial subflow (capture)", unit="s"),
-    Metric("middlebox_packets", _middlebox_packets, "min",
-           "packets the routers' middlebox rules counted (nft counters after the traffic)", unit="packets"),
-    *(_mib(side, c) for side in SIDES for c in COUNTERS),
-]:
-    register(_m)
+register("transfer_intact", _intact)
+register("syn_fallback_s", _syn_fallback)
+register("middlebox_packets", _middlebox_packets)
+for _side in SIDES:
+    for _counter in COUNTERS:
+        register(f"mib_{_side}_{_counter}", _mib(_side, _counter))

@@ -26,13 +26,11 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from .base import Metric, Select, register
+from .base import Select, register
 
 if TYPE_CHECKING:
     from ..results.model import Repetition
 
-PATH_WINDOW = frozenset({"path", "window"})
-WINDOW = frozenset({"window"})
 #: timeseries.csv's bin width (docs/results-format.md)
 BIN_S = 0.1
 
@@ -106,18 +104,7 @@ def _pps_cv(r: Repetition, sel: Select) -> float | None:
     return float(bins.std(ddof=0) / bins.mean())
 
 
-for _m in [
-    Metric("throughput_mbps", _mean_rate("bytes", 8 / 1e6), "mean",
-           "the connection's mean throughput over the window (all subflows' captured payload per 100 ms bin, "
-           "timeseries.csv)", unit="Mbit/s", scales=True, accepts=WINDOW),
-    Metric("path_throughput_mbps", _mean_rate("bytes", 8 / 1e6), "mean",
-           "the mean throughput of the path's subflows over the window (timeseries.csv)",
-           unit="Mbit/s", scales=True, accepts=PATH_WINDOW),
-    Metric("path_pps", _mean_rate("packets", 1.0), "mean",
-           "the path's data packets per second over the window (the paper's Wireshark graph; timeseries.csv "
-           "packets)", unit="packets/s", scales=True, accepts=PATH_WINDOW),
-    Metric("path_pps_cv", _pps_cv, "mean",
-           "the coefficient of variation (std / mean) of the path's packets per 100 ms bin over the window: "
-           "how steady the flow is", accepts=PATH_WINDOW),
-]:
-    register(_m)
+register("throughput_mbps", _mean_rate("bytes", 8 / 1e6))
+register("path_throughput_mbps", _mean_rate("bytes", 8 / 1e6))
+register("path_pps", _mean_rate("packets", 1.0))
+register("path_pps_cv", _pps_cv)

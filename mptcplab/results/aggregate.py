@@ -57,7 +57,7 @@ def _combine(xs: Sequence[float], how: Statistic) -> float | None:
 def scenario_value(reps: Sequence[Repetition], metric: str, path: str | None = None, *,
                    flow: str | None = None, window: tuple[float, float] | None = None) -> Value:
     """The one aggregate of ``metric`` over ``reps`` for a path, a named flow and a time
-    window (metrics/base.Select); repetitions without a value are left out."""
+    window (metricdecl.Select); repetitions without a value are left out."""
     if metric not in METRICS:
         raise KeyError(f"unknown metric {metric!r}; known: {', '.join(METRICS)}")
     m = METRICS[metric]

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 
 from ..lab.scale import fmt_factor
 from ..lab.schema import CaptureFact, Expectation, Finding, Published
-from ..metrics import Select, metric_scales
+from ..metricdecl import Select, metric_scales
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
 

@@ -416,7 +416,7 @@ class PublishedRow(_Model):
     metric: str
     path: str | None = None
     flow: str | None = None
-    #: [start, end) seconds from the measured flow's start (mptcplab/metrics/base.Select)
+    #: [start, end) seconds from the measured flow's start (mptcplab/metricdecl.Select)
     window: list[float] | None = None
     paper_value: float | None = None
     unit: str | None = None

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..lab.schema import Published
-from ..metrics import metric_scales, paper_target
+from ..metricdecl import metric_scales, paper_target
 from ..platform import MEASUREMENT, run_kind
 from . import findings
 from .aggregate import METRICS, aggregates, scenario_value

@@ -1,6 +1,7 @@
-"""The metrics registry: one definition per metric, selections (path, flow, window) checked
-by the loader against it (the lab schema checks only their shape), passed through to the
-metric, and named in the findings' evidence."""
+"""The metrics registry: one declaration per metric (mptcplab/metricdecl.py) and one
+computation per declaration (mptcplab/metrics/), selections (path, flow, window) checked by
+the loader against the declarations (the lab schema checks only their shape), passed through
+to the metric, and named in the findings' evidence."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ from pydantic import ValidationError
 from mptcplab.errors import LabInputError
 from mptcplab.lab.metriccheck import check_metrics
 from mptcplab.lab.schema import Expectation, Published, PublishedValue
-from mptcplab.metrics import METRICS, Metric, Select, metric_scales, refusal, register
+from mptcplab.metricdecl import DECLARED, declare
+from mptcplab.metrics import METRICS, Select, check_registry, metric_scales, refusal, register
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.findings import check
 from mptcplab.results.model import Repetition
@@ -35,11 +37,13 @@ def _echo(r: Repetition, sel: Select) -> float | None:
 @pytest.fixture
 def windowed() -> Iterator[str]:
     name = "test_windowed_metric"
-    register(Metric(name, _echo, "mean", "test", unit="Mbit/s", scales=True, accepts=frozenset({"window", "flow"})))
+    declare(name, "mean", "test", unit="Mbit/s", scales=True, accepts=frozenset({"window", "flow"}))
+    register(name, _echo)
     try:
         yield name
     finally:
         METRICS.pop(name, None)
+        DECLARED.pop(name, None)
         SEEN.clear()
 
 
@@ -48,14 +52,41 @@ def test_core_metrics_are_registered_with_their_scaling() -> None:
     assert metric_scales("goodput_mbps") and not metric_scales("subflow_share") and not metric_scales("nope")
 
 
+def test_every_declared_metric_has_one_computation_and_every_computation_a_declaration() -> None:
+    assert set(METRICS) == set(DECLARED)
+    for name, m in METRICS.items():
+        d = DECLARED[name]
+        assert (m.over_reps, m.per_rep_text, m.unit, m.scales, m.accepts) == (
+            d.over_reps, d.per_rep_text, d.unit, d.scales, d.accepts)
+
+
 def test_a_name_registered_twice_is_refused() -> None:
     with pytest.raises(ValueError, match="registered twice"):
-        register(Metric("goodput_mbps", lambda r, s: None, "mean", "again"))
+        register("goodput_mbps", lambda r, s: None)
+    with pytest.raises(ValueError, match="declared twice"):
+        declare("goodput_mbps", "mean", "again")
+
+
+def test_a_computation_without_a_declaration_is_refused() -> None:
+    with pytest.raises(ValueError, match="metric not_declared is not declared"):
+        register("not_declared", lambda r, s: None)
+    assert "not_declared" not in METRICS
+
+
+def test_a_declaration_without_a_computation_is_refused() -> None:
+    declare("declared_only", "mean", "x")
+    try:
+        with pytest.raises(RuntimeError, match="declared without a computation: declared_only"):
+            check_registry()
+    finally:
+        DECLARED.pop("declared_only")
+    check_registry()
 
 
 def test_unknown_selector_in_a_definition_is_refused() -> None:
     with pytest.raises(ValueError, match="unknown selectors"):
-        Metric("x", lambda r, s: None, "mean", "x", accepts=frozenset({"colour"}))
+        declare("x", "mean", "x", accepts=frozenset({"colour"}))
+    assert "x" not in DECLARED
 
 
 SOURCE = {"id": "s", "title": "t", "authors": ["a"], "year": 2026, "document": "d", "kernel": "k", "testbed": "t"}
@@ -130,36 +161,48 @@ def test_selection_reaches_the_metric_and_the_evidence(windowed: str) -> None:
 
 
 def test_the_lab_model_does_not_import_the_registry() -> None:
-    """lab/schema.py and lab/scale.py parse and scale without mptcplab.metrics (which reads
-    the result model): a published.yml parsed in a fresh interpreter leaves it unimported."""
+    """lab/schema.py, lab/scale.py and the loader's check parse, scale and validate without
+    mptcplab.metrics (which reads the result model): a published.yml parsed and checked in a
+    fresh interpreter leaves it unimported."""
     doc = {"source": SOURCE,
            "values": [{"id": "v", "scenario": None, "metric": "goodput_mbps", "flow": "f", "value": 1, "unit": "u",
                        "where": "w"}],
            "findings": [{"id": "f", "scenario": "s", "statement": "s", "where": "w",
                          "expect": {"metric": "goodput_mbps", "op": ">", "than": {"scenario": "t", "metric": "nope"}}}]}
-    code = ("import json, sys; from mptcplab.lab import scale, schema; "
-            "schema.Published.model_validate(json.loads(sys.argv[1])); "
-            "print(sorted(m for m in sys.modules if m.startswith('mptcplab.metrics')))")
+    code = ("import json, sys; from pathlib import Path; from mptcplab.errors import LabInputError; "
+            "from mptcplab.lab import metriccheck, scale, schema; "
+            "pub = schema.Published.model_validate(json.loads(sys.argv[1]))\n"
+            "try: metriccheck.check_metrics(pub, Path('published.yml'))\n"
+            "except LabInputError as e: print(e.field, e.problem)\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('mptcplab.metrics', 'mptcplab.results'))))")
     out = subprocess.run([sys.executable, "-c", code, json.dumps(doc)], capture_output=True, text=True, check=True,
                          cwd=Path(__file__).resolve().parents[2])
-    assert out.stdout.strip() == "[]"
+    # the check ran (goodput_mbps takes no flow) on the declarations alone
+    assert out.stdout.splitlines() == ["values[0] metric goodput_mbps does not take flow (it takes no selector)", "[]"]
 
 
-def _registry_imported(tree: ast.AST) -> bool:
+def _imported(tree: ast.AST, level: int) -> list[str]:
+    """The modules a file ``level`` packages below mptcplab imports, as absolute names."""
+    out: list[str] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [a.name for a in node.names]
+            out += [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom):
-            # from mptcplab/lab/, ".." is mptcplab: `from ..metrics import X`, `from .. import metrics`
-            base = ".".join(x for x in ("mptcplab" if node.level == 2 else "", node.module or "") if x)
-            names = [base] + [f"{base}.{a.name}" for a in node.names]
-        else:
-            continue
-        if any(n == "mptcplab.metrics" or n.startswith("mptcplab.metrics.") for n in names):
-            return True
-    return False
+            # `level` dots up is mptcplab: from mptcplab/lab/ `from ..metrics import X`, `from .. import metrics`
+            base = ".".join(x for x in ("mptcplab" if node.level == level else "", node.module or "") if x)
+            out += [base] + [f"{base}.{a.name}" for a in node.names]
+    return out
 
 
-def test_in_the_lab_package_only_the_loaders_check_imports_the_registry() -> None:
+def test_no_file_of_the_lab_package_imports_the_registry() -> None:
     lab = Path(__file__).resolve().parents[2] / "mptcplab" / "lab"
-    assert {f.name for f in lab.glob("*.py") if _registry_imported(ast.parse(f.read_text()))} == {"metriccheck.py"}
+    assert [f.name for f in sorted(lab.glob("*.py"))
+            if any(n == "mptcplab.metrics" or n.startswith("mptcplab.metrics.")
+                   for n in _imported(ast.parse(f.read_text()), 2))] == []
+
+
+def test_the_declarations_import_nothing_of_the_package() -> None:
+    decl = Path(__file__).resolve().parents[2] / "mptcplab" / "metricdecl.py"
+    tree = ast.parse(decl.read_text())
+    assert not any(isinstance(n, ast.ImportFrom) and n.level > 0 for n in ast.walk(tree))
+    assert not [n for n in _imported(tree, 1) if n.startswith("mptcplab")]
