@@ -15,10 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from .analysis import CaptureFile
-from .analysis.analyze import write_tables
 from .analysis.labspec import backup_paths
 from .capture import capture_file_name
 from .lab.loader import ScenarioRun
@@ -198,11 +195,10 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         warnings += p.warnings
     fa = main.fa
     if fa is not None:
-        write_tables(fa, out)     # timeseries.csv, icmp.csv, dsn.csv, mptcp_*.csv
+        # its tables (timeseries.csv, dsn.csv, ...) are written by analyse_one, each flow's
         add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
         for trace in sorted(out.glob("controller-*.csv")):  # and the controllers' steps
             add_capture_time(trace, fa.t0_epoch)
-        pd.DataFrame(main.record.get("subflows", [])).to_csv(out / "subflows.csv", index=False)
     probes: dict[str, Any] = {}
     if fa is not None:
         primary = body.traffic.flows[job.measured]

@@ -22,6 +22,7 @@ from .flows import (
     dss_missing,
     find_subflows,
     group_connections,
+    only_joins_off_port,
     orient_tcp,
     pick_data_connection,
 )
@@ -58,8 +59,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     """The analysis on an already extracted packet table (packets.py: pcapread.extract or
     tshark.extract)."""
     upload = spec.direction == "upload"
-    t = orient_tcp(pk, spec.server_port)
-    subs = find_subflows(t, points, upload)
+    t = orient_tcp(pk, spec.server_port, spec.join_ports)
+    subs = only_joins_off_port(find_subflows(t, points, upload), spec.server_port)
     conns = group_connections(subs)
     cid = pick_data_connection(conns)
     seen_ips = set(pk["ip_src"].unique()) | set(pk["ip_dst"].unique())
@@ -88,7 +89,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
 
     paths = dict(spec.paths)
-    icmp = icmp_for_subflows(pk, conn, spec.server_port, paths, t0)
+    icmp = icmp_for_subflows(pk, conn, {spec.server_port, *spec.join_ports}, paths, t0)
     numbers = {s.key: subflow_numbers(t, s, upload, t0) for s in conn}
     reset_only = mp_fail_t is not None and mp_fail_reset_subflow(conn, numbers, mp_fail_t - t0)
     fallback = (spec.mptcp and not negotiated) or (
@@ -152,7 +153,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     warnings = [f"subflow {r.name} is from an address on no known path" for r in results
                 if r.path is None]
     how = (f"{cid}: most payload of {len(conns)} connection(s) to port {spec.server_port}"
-           + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else ""))
+           + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else "")
+           + (f" (joins also followed to port(s) {', '.join(map(str, spec.join_ports))})" if spec.join_ports else ""))
     return FlowAnalysis(
         mptcp_negotiated=negotiated, fallback=fallback, verified=verified,
         subflows=results, add_addrs=add_addrs, diagnostics=[f.message for f in findings],
@@ -173,16 +175,19 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     )
 
 
-#: the per-repetition files write_tables makes (docs/results-format.md)
+#: the per-flow files write_tables makes besides subflows.csv (docs/results-format.md)
 TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
                "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv",
                "owd": "owd.csv", "hol": "hol.csv"}
 
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:
-    """The analysis' tables as CSV files in ``out`` (names: TABLE_FILES)."""
+    """One flow's tables as CSV files in ``out``: TABLE_FILES and subflows.csv (one row per
+    subflow: SubflowResult.to_dict). The one writer of them: a lab run's top-level flow
+    (the repetition's directory), its other bulk flows (flows/<name>/), `mptcplab analyze`."""
     for attr, name in TABLE_FILES.items():
         getattr(fa, attr).to_csv(out / name, index=False)
+    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
 
 
 def mp_fail_reset_subflow(conn: list[Subflow], numbers: dict[tuple[str, int, str, int], dict[str, Any]],

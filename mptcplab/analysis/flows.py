@@ -28,6 +28,7 @@ connection carries the test.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -101,13 +102,16 @@ def tokens_of_key(key: int) -> tuple[int, int]:
             int.from_bytes(hashlib.sha1(b).digest()[:4], "big"))
 
 
-def orient_tcp(pk: pd.DataFrame, server_port: int) -> pd.DataFrame:
-    """TCP packets to/from the server port, with client/server sides. ICMP rows (which carry
-    a quoted TCP header) are left out. ``row``: the packet's position in ``pk``."""
+def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] = ()) -> pd.DataFrame:
+    """TCP packets to/from the server port (and the ``join_ports``, see only_joins_off_port),
+    with client/server sides. ICMP rows (which carry a quoted TCP header) are left out.
+    ``row``: the packet's position in ``pk``."""
     sp = pk["sport"].to_numpy()
     dp = pk["dport"].to_numpy()
-    keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & ((dp == server_port) | (sp == server_port)))
-    fc = dp[keep] == server_port
+    ports = np.array(sorted({server_port, *join_ports}), dtype=float)
+    to_srv = np.isin(dp, ports)
+    keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & (to_srv | np.isin(sp, ports)))
+    fc = to_srv[keep]
     (src, dst), names = packets.address_codes(pk, "ip_src", "ip_dst")
     src, dst = src[keep], dst[keep]
     cats = pd.Index(names, dtype=object)
@@ -349,6 +353,16 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
             _handshake(sf, t, idx, p)
         sf.payload = int(tlen[sf.rows[sf.point]].sum())
     return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
+
+
+def only_joins_off_port(subs: list[Subflow], server_port: int) -> list[Subflow]:
+    """The subflows to the flow's server port, and the MP_JOIN subflows to other ports.
+
+    A server endpoint with a port (``ip mptcp endpoint add ADDR port P signal``) announces
+    ADDR:P, and the client's joins go to P (RFC 8684 3.4.1): they belong to the connection
+    their token names, whatever the port (group_connections). Anything else on P (another
+    application's connection) is not this flow's."""
+    return [s for s in subs if s.sport == server_port or s.kind == "mp_join"]
 
 
 def group_connections(subs: list[Subflow]) -> dict[str, list[Subflow]]:

@@ -104,3 +104,12 @@ def signal_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, .
         if label is not None and label not in out:
             out.append(label)
     return tuple(out)
+
+
+def join_ports(body: ExperimentBody, flow: Flow) -> tuple[int, ...]:
+    """The server's other ports the client's joins go to: the ports of the server's
+    address:port endpoints (``port:``, announced by ADD_ADDR) other than the flow's own."""
+    srv = body.nodes[flow.server].mptcp
+    if not flow.mptcp or srv is None:
+        return ()
+    return tuple(sorted({e.port for e in srv.endpoints if e.port is not None and e.port != flow.port}))

@@ -67,6 +67,10 @@ class FlowSpec:
     #: the data receiver's node (capture points are "node:iface"): the head-of-line analysis
     #: uses its points only (delivery.py); None: not known (files made elsewhere)
     receiver_node: str | None = None
+    #: other server ports the client's MP_JOINs go to: the ports of the server's address:port
+    #: endpoints (``port:`` in the lab, announced by ADD_ADDR); their joins are this
+    #: connection's subflows when their token names it (flows.only_joins_off_port)
+    join_ports: tuple[int, ...] = ()
 
 
 @dataclass

@@ -5,8 +5,9 @@ What a lab states, this guesses from the packets, and says so in the output: the
 is the destination port of the SYNs of the connection that carried most payload (without a
 captured SYN: the lower port of that connection); the direction is the side that sent most
 payload; every client address becomes a path (A, B, ... in order of first appearance);
-MPTCP counts as requested when any SYN carried MP_CAPABLE. ``--server-port``, ``--path``
-and ``--direction`` override the guesses.
+MPTCP counts as requested when any SYN carried MP_CAPABLE; the MP_JOIN SYNs to other ports
+(joins to an address:port the server announced) name the join ports the analysis follows too.
+``--server-port``, ``--path`` and ``--direction`` override the guesses.
 """
 
 from __future__ import annotations
@@ -26,7 +27,7 @@ from mptcplab.errors import LabInputError
 from . import pcapread
 from .analyze import analyze_packets, write_tables
 from .model import CaptureFile, FlowAnalysis, FlowSpec
-from .packets import MP_CAPABLE, SYN
+from .packets import MP_CAPABLE, MP_JOIN, SYN
 
 
 @dataclass
@@ -36,6 +37,8 @@ class Guess:
     paths: dict[str, str]
     mptcp: bool
     how: list[str]
+    #: other ports MP_JOIN SYNs went to (FlowSpec.join_ports)
+    join_ports: tuple[int, ...] = ()
 
 
 def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str, str] | None = None,
@@ -57,8 +60,14 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         how.append(f"server port {server_port}: " + ("the SYNs of the connection with most payload go to it"
                                                      if len(syn_to) else "the lower port of the connection "
                                                      "with most payload (its SYN was not captured)"))
-    to_srv = dp == server_port
-    from_srv = sp == server_port
+    mpj = syn & ((tcp["mp"].to_numpy() & (1 << MP_JOIN)) != 0)
+    joins = tuple(sorted({int(p) for p in dp[mpj]} - {server_port}))
+    if joins:
+        how.append(f"join ports {', '.join(map(str, joins))}: MP_JOIN SYNs go to them (the server announced "
+                   "an address:port)")
+    ports = [server_port, *joins]
+    to_srv = np.isin(dp, ports)
+    from_srv = np.isin(sp, ports)
     if direction is None:
         tl = np.nan_to_num(tcp["tlen"].to_numpy())
         up, down = tl[to_srv].sum(), tl[from_srv].sum()
@@ -73,7 +82,7 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
     mptcp = bool((syn & to_srv & ((tcp["mp"].to_numpy() & (1 << MP_CAPABLE)) != 0)).any())
     how.append("MPTCP requested (a SYN carried MP_CAPABLE)" if mptcp
                else "MPTCP not requested (no SYN carried MP_CAPABLE)")
-    return Guess(server_port, "upload" if direction == "upload" else "download", paths, mptcp, how)
+    return Guess(server_port, "upload" if direction == "upload" else "download", paths, mptcp, how, joins)
 
 
 def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = None,
@@ -89,12 +98,11 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     servers = pk.loc[(pk["dport"] == g.server_port).to_numpy(), "ip_dst"].astype(object)
     spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
-                    mptcp=g.mptcp, direction=g.direction, same_clock=same_clock)
+                    mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports)
     fa = analyze_packets(pk, [c.point for c in caps], spec)
     fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
     write_tables(fa, out)
-    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
     (out / "summary.json").write_text(json.dumps({"files": [str(f) for f in files], "guessed": g.how,
                                                   **fa.to_dict()}, indent=2, default=str))
     _figures(fa, out / "figures")

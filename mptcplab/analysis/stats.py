@@ -11,6 +11,8 @@ also counts reordered segments; the sending host's capture point has none.
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 import numpy as np
 import pandas as pd
 
@@ -161,16 +163,17 @@ def unreachable(icmp: pd.DataFrame) -> np.ndarray:
     return np.where(is_v6(icmp), ty == 1, (ty == 3) & (code != 4))
 
 
-def icmp_for_subflows(pk: pd.DataFrame, subs: list[Subflow], server_port: int,
+def icmp_for_subflows(pk: pd.DataFrame, subs: list[Subflow], server_ports: Collection[int],
                       paths: dict[str, str], t0: float) -> pd.DataFrame:
     """ICMP errors quoting a packet of one of ``subs``; for each subflow only the capture
-    point that saw the most of them, so an error seen twice is counted once."""
+    point that saw the most of them, so an error seen twice is counted once.
+    ``server_ports``: the flow's server port and the ports its joins went to."""
     rows = np.flatnonzero(~np.isnan(pk["icmp_type"].to_numpy()) & ~np.isnan(pk["sport"].to_numpy()))
     ic = pk.take(rows)          # ICMP errors are few: select them before any other work
     ic = ic[(ic["q_src"].astype(object) != "").to_numpy()]
     if ic.empty or not subs:
         return pd.DataFrame(columns=ICMP_COLUMNS)
-    to_srv = (ic["dport"] == server_port).to_numpy()
+    to_srv = ic["dport"].isin(list(server_ports)).to_numpy()
     cip = np.where(to_srv, ic["q_src"], ic["q_dst"])
     cport = np.where(to_srv, ic["sport"], ic["dport"])
     sip = np.where(to_srv, ic["q_dst"], ic["q_src"])

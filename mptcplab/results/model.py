@@ -624,19 +624,31 @@ def load_manifest(run_dir: str | Path) -> Manifest:
         raise ResultsFormatError(str(path), _where(e), f"not a readable manifest: {e.errors()[0]['msg']}") from None
 
 
+def flow_file(r: Repetition, flow: str | None, filename: str) -> str:
+    """Where repetition ``r`` keeps a flow's table, relative to its directory: the top-level
+    flow's (``flow`` None or the first measured flow) in the directory itself, another
+    flow's in flows/<name>/ (analysis.analyze.write_tables, docs/results-format.md)."""
+    top = next((f.name for f in r.flows if f.role == "measured"), None)
+    return filename if flow is None or flow == top else f"flows/{flow}/{filename}"
+
+
 def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: str,
-                      columns: list[str]) -> pd.DataFrame:
+                      columns: list[str], flow: str | None = None) -> pd.DataFrame:
+    """``filename`` of every repetition, of the flow ``flow`` (None: the top-level flow);
+    repetitions without that flow are left out."""
     run_dir = Path(run_dir)
     summary = summary if summary is not None else load_summary(run_dir)
     frames: list[pd.DataFrame] = []
     missing: list[str] = []
     for r in summary.scenarios:
-        path = run_dir / r.rel_dir() / filename
+        if flow is not None and r.flows and flow not in {f.name for f in r.flows}:
+            continue
+        path = run_dir / r.rel_dir() / flow_file(r, flow, filename)
         if not path.is_file():
-            primary = next((f for f in r.flows if f.role == "measured"), None)
+            mine = next((f for f in r.flows if (f.role == "measured" if flow is None else f.name == flow)), None)
             # a flow of many connections (churn, http) is analysed per connection
             # (flows/<name>/connections.csv): it has no time series nor ICMP table to miss
-            if primary is None or primary.connections is None:
+            if mine is None or mine.connections is None:
                 missing.append(str(path.relative_to(run_dir)))
             continue
         df = pd.read_csv(path)
@@ -659,9 +671,10 @@ def bin_width(ts: pd.DataFrame) -> float:
     return float(d.min()) if not d.empty else 0.1
 
 
-def load_timeseries(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
-    """All timeseries.csv of the run in one frame: scenario, rep, t, path, subflow, bytes, mbps."""
-    df = _load_per_rep_csv(run_dir, summary, "timeseries.csv", TIMESERIES_COLUMNS)
+def load_timeseries(run_dir: str | Path, summary: Summary | None = None, flow: str | None = None) -> pd.DataFrame:
+    """All timeseries.csv of the run in one frame: scenario, rep, t, path, subflow, bytes, mbps.
+    ``flow``: that flow's (flow_file), default the top-level flow's."""
+    df = _load_per_rep_csv(run_dir, summary, "timeseries.csv", TIMESERIES_COLUMNS, flow)
     if not df.empty:
         if "mbps" not in df.columns and "bytes" in df.columns:
             df["mbps"] = df["bytes"] * 8 / bin_width(df) / 1e6
@@ -687,9 +700,10 @@ DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 MPTCP_EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
 
 
-def load_dsn(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
-    """All dsn.csv of the run: scenario, rep, t, path, subflow, kind ("map"/"ack"), dsn, length, ssn."""
-    df = _load_per_rep_csv(run_dir, summary, "dsn.csv", DSN_COLUMNS)
+def load_dsn(run_dir: str | Path, summary: Summary | None = None, flow: str | None = None) -> pd.DataFrame:
+    """All dsn.csv of the run: scenario, rep, t, path, subflow, kind ("map"/"ack"), dsn, length, ssn.
+    ``flow``: that flow's (flow_file), default the top-level flow's."""
+    df = _load_per_rep_csv(run_dir, summary, "dsn.csv", DSN_COLUMNS, flow)
     if not df.empty:
         df["path"] = df["path"].fillna("?").astype(str)
     return df
@@ -714,14 +728,16 @@ def load_controller_trace(run_dir: str | Path, name: str, node: str, summary: Su
     return _load_per_rep_csv(run_dir, summary, f"controller-{name}-{node}.csv", ["t", "epoch_s", "capture_s"])
 
 
-def load_mptcp_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
-    """All mptcp_events.csv of the run: scenario, rep, t, path, subflow, event, detail."""
-    return _load_per_rep_csv(run_dir, summary, "mptcp_events.csv", MPTCP_EVENT_COLUMNS)
+def load_mptcp_events(run_dir: str | Path, summary: Summary | None = None, flow: str | None = None) -> pd.DataFrame:
+    """All mptcp_events.csv of the run: scenario, rep, t, path, subflow, event, detail.
+    ``flow``: that flow's (flow_file), default the top-level flow's."""
+    return _load_per_rep_csv(run_dir, summary, "mptcp_events.csv", MPTCP_EVENT_COLUMNS, flow)
 
 
-def load_icmp(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
-    """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ..., path."""
-    df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS)
+def load_icmp(run_dir: str | Path, summary: Summary | None = None, flow: str | None = None) -> pd.DataFrame:
+    """All icmp.csv of the run in one frame: scenario, rep, t, src, dst, type, code, mtu, ..., path.
+    ``flow``: that flow's (flow_file), default the top-level flow's."""
+    df = _load_per_rep_csv(run_dir, summary, "icmp.csv", ICMP_COLUMNS, flow)
     if not df.empty and "path" in df.columns:
         df["path"] = df["path"].fillna("?").astype(str)
     return df

@@ -15,12 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from ..analysis import CaptureFile, FlowAnalysis, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
+from ..analysis.analyze import write_tables
 from ..analysis.delivery import HOL_KEYS
-from ..analysis.labspec import backup_paths, path_rates, signal_paths
+from ..analysis.labspec import backup_paths, join_ports, path_rates, signal_paths
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
@@ -85,7 +84,8 @@ class FlowParts:
 
 
 def flow_dir(out: Path, name: str) -> Path:
-    """Per-flow artifacts of flows other than the primary one (docs/results-format.md)."""
+    """Per-flow files of flows other than the primary one, whose files are in ``out`` itself
+    (docs/results-format.md)."""
     return out / "flows" / name
 
 
@@ -125,7 +125,7 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
     if kind.capture_analysis == "connection":
         _connection(parts, flow, body, net, out, client, captures, workers, label, primary)
     elif kind.capture_analysis == "connections":
-        _connections(parts, flow, net, out, client, captures, workers, label)
+        _connections(parts, flow, body, net, out, client, captures, workers, label)
     else:
         rec["verified"] = None if o.error is None else False
     return parts
@@ -142,15 +142,16 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                         backup_paths=backup_paths(body, flow),
                         # both backends (netns, containerlab) capture on one host kernel clock
                         same_clock=True,
-                        receiver_node=flow.server if flow.direction == "upload" else flow.client)
+                        receiver_node=flow.server if flow.direction == "upload" else flow.client,
+                        join_ports=join_ports(body, flow))
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec
     subflows = [asdict(s) for s in fa.subflows]
-    if not primary:
-        d = flow_dir(out, parts.name)
-        d.mkdir(parents=True, exist_ok=True)
-        fa.timeseries.to_csv(d / "timeseries.csv", index=False)
-        pd.DataFrame(subflows).to_csv(d / "subflows.csv", index=False)
+    # the primary flow's tables at the repetition's top level (format 1), the others' beside
+    # their flow: the same files either way
+    d = out if primary else flow_dir(out, parts.name)
+    d.mkdir(parents=True, exist_ok=True)
+    write_tables(fa, d)
     if flow.mptcp:
         if not fa.mptcp_negotiated:
             parts.warnings.append(coded("mptcp-fallback", f"{label}MPTCP requested but NOT negotiated: "
@@ -183,10 +184,11 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     })
 
 
-def _connections(parts: FlowParts, flow: Flow, net: Network, out: Path, client: dict[str, Any],
-                 captures: list[CaptureFile], workers: int | None, label: str) -> None:
+def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
+                 client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str) -> None:
     o = parts.outcome
-    rep = check_connections(captures, str(net.address(flow.server_address)), flow.port, flow.server, workers)
+    rep = check_connections(captures, str(net.address(flow.server_address)), flow.port, flow.server, workers,
+                            join_ports(body, flow))
     d = flow_dir(out, parts.name)
     d.mkdir(parents=True, exist_ok=True)
     rep.frame().to_csv(d / "connections.csv", index=False)

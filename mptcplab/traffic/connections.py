@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import CaptureFile
-from ..analysis.flows import ISN, find_subflows, group_connections, label_isn, orient_tcp
+from ..analysis.flows import ISN, find_subflows, group_connections, label_isn, only_joins_off_port, orient_tcp
 from ..analysis.packets import ACK, SYN
 from ..analysis.pcapread import extract, read_raw
 
@@ -153,11 +153,12 @@ def syn_synack_ms(t: pd.DataFrame, point: str,
 
 
 def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_port: int, server_node: str,
-                      workers: int | None = None) -> ConnectionsReport:
+                      workers: int | None = None, join_ports: Sequence[int] = ()) -> ConnectionsReport:
+    """``join_ports``: the server's other ports joins go to (analysis FlowSpec.join_ports)."""
     points = [c.point for c in captures]
     point = timing_point(points, server_node)
     pk = extract(captures, workers=workers)
-    t = orient_tcp(pk, server_port)
+    t = orient_tcp(pk, server_port, join_ports)
     t[ISN] = label_isn(t)   # one connection per 4-tuple and client ISN (port reuse)
     # every server address: a connection's joins may go to another of the server's addresses
     # (ADD_ADDR); connections are kept by their initial subflow's address below
@@ -165,7 +166,7 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
     if t.empty:
         return report
     # upload: which side's data picks a subflow's capture point; these kinds exchange both ways
-    conns = group_connections(find_subflows(t, points, upload=True))
+    conns = group_connections(only_joins_off_port(find_subflows(t, points, upload=True), server_port))
     timed = next((c for c in captures if c.point == point), None)
     lat = syn_synack_ms(t, timed.point, exact_ns(timed, pk)) if timed is not None else {}
     tlen = t["tlen"].to_numpy()

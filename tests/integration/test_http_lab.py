@@ -81,6 +81,10 @@ def test_reordering_downloads_measure_the_ofo_queue(summary: dict[str, Any]) -> 
         # iperf3's control and data connections each: joins = extra subflows per connection
         assert client["MPTcpExtMPJoinSynAckRx"] == 2 * joins, client
         assert client["MPTcpExtOFOQueue"] > 0 and 0 <= client["MPTcpExtOFOQueueTail"] <= client["MPTcpExtOFOQueue"]
+        # the capture analysis follows the joins to the announced ports (FlowSpec.join_ports)
+        subs = [s for s in rec["subflows"] if s["established"]]
+        assert len(subs) == joins + 1, [(s["src"], s["sport"], s["dport"]) for s in rec["subflows"]]
+        assert {s["dport"] for s in subs} == ({5201, 10000} if joins == 1 else {5201, 10000, 10001, 10002, 10003})
         assert rec["cpu"]["client"] is not None and rec["goodput_mbps"] > 0
 
 

@@ -142,7 +142,15 @@ def test_two_measured_flows_are_analysed_each_with_shares_and_jain(run: tuple[Pa
         assert f["verified"] and f["mptcp"]["verified"], rec["warnings"]
         assert {s["path"] for s in f["subflows"] if s["established"]} == {"A", "B"}
         assert all(s["dport"] == port for s in f["subflows"])  # each followed its own connection
-    assert (rep_dir(run_dir, "two") / "flows" / "second" / "subflows.csv").is_file()
+    d = rep_dir(run_dir, "two") / "flows" / "second"
+    assert (d / "subflows.csv").is_file()
+    # the second flow's MPTCP depth: its own DSN table and the summary fields in its record
+    dsn = pd.read_csv(d / "dsn.csv")
+    assert set(dsn["kind"]) == {"map", "ack"} and all(str(x).endswith(tuple(
+        f":{s['sport']}" for s in second["subflows"])) for x in dsn["subflow"]), dsn["subflow"].unique()
+    for table in ("mptcp_retransmissions.csv", "mptcp_events.csv", "owd.csv", "hol.csv", "icmp.csv", "timeseries.csv"):
+        assert (d / table).is_file(), table
+    assert second["mptcp"]["data_retransmissions"] is not None and second["mptcp"]["dss_checksum"] is not None
     shares = rec["fairness"]["shares"]
     assert shares["main"] + shares["second"] == pytest.approx(1.0)
     g1, g2 = main_f["goodput_mbps"], second["goodput_mbps"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -36,43 +37,54 @@ SPEC = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True)
 
 
 class Conn:
-    """A two-subflow MPTCP connection written packet by packet, 1 ms apart."""
+    """A two-subflow MPTCP connection written packet by packet, 1 ms apart: the initial
+    subflow from C1 to ``s``:``port``, the join from C2 to ``s``:``join_port`` (default: the
+    same port); ``cport``: the initial subflow's client port (the join's is the next one)."""
 
-    def __init__(self) -> None:
+    def __init__(self, s: str = S, port: int = 5201, join_port: int | None = None, cport: int = 40000,
+                 kc: int = KC, ks: int = KS) -> None:
         self.frames: list[tuple[float, bytes]] = []
         self.t = 100.0
-        self.dc, self.ds = idsn(KC), idsn(KS)
+        self.s, self.port, self.jport, self.cport = s, port, join_port or port, cport
+        self.kc, self.ks = kc, ks
+        self.dc, self.ds = idsn(kc), idsn(ks)
 
     def add(self, src: str, sp: int, dst: str, dp: int, seq: int, ack: int, fl: int, opts: bytes,
             payload: bytes = b"", dt: float = 0.001) -> None:
         self.frames.append((self.t, K.eth(K.ipv4(src, dst, 6, K.tcp(sp, dp, seq, ack, fl, opts, payload)))))
         self.t += dt
 
+    def ends(self, on: int) -> tuple[str, int, int]:
+        """Subflow ``on`` (1: initial, 2: the join): client address, client port, server port."""
+        return (C1, self.cport, self.port) if on == 1 else (C2, self.cport + 1, self.jport)
+
     def handshakes(self) -> None:
-        self.add(C1, 40000, S, 5201, 100, 0, SYN, K.mp_capable())
-        self.add(S, 5201, C1, 40000, 500, 101, SYN | ACK, K.mp_capable(sendkey=KS))
-        self.add(C1, 40000, S, 5201, 101, 501, ACK, K.mp_capable(sendkey=KC, recvkey=KS))
-        self.add(C2, 40001, S, 5201, 700, 0, SYN, K.mp_join_syn(tokens_of_key(KS)[0], addr_id=1))
-        self.add(S, 5201, C2, 40001, 900, 701, SYN | ACK, K.mp_join_synack())
-        self.add(C2, 40001, S, 5201, 701, 901, ACK, K.mp_join_ack())
-        self.add(S, 5201, C2, 40001, 901, 701, ACK, K.dss(data_ack=(self.dc + 1) % 2**64))
+        s, (c1, p1, s1), (c2, p2, s2) = self.s, self.ends(1), self.ends(2)
+        self.add(c1, p1, s, s1, 100, 0, SYN, K.mp_capable())
+        self.add(s, s1, c1, p1, 500, 101, SYN | ACK, K.mp_capable(sendkey=self.ks))
+        self.add(c1, p1, s, s1, 101, 501, ACK, K.mp_capable(sendkey=self.kc, recvkey=self.ks))
+        self.add(c2, p2, s, s2, 700, 0, SYN, K.mp_join_syn(tokens_of_key(self.ks)[0], addr_id=1))
+        self.add(s, s2, c2, p2, 900, 701, SYN | ACK, K.mp_join_synack())
+        self.add(c2, p2, s, s2, 701, 901, ACK, K.mp_join_ack())
+        self.add(s, s2, c2, p2, 901, 701, ACK, K.dss(data_ack=(self.dc + 1) % 2**64))
 
     def data(self, on: int, seq: int, dsn_rel: int, ssn: int, n: int = 1000, dt: float = 0.001) -> None:
-        src, sp, ack = (C1, 40000, 501) if on == 1 else (C2, 40001, 901)
-        self.add(src, sp, S, 5201, seq, ack, ACK | PSH,
+        src, sp, dp = self.ends(on)
+        self.add(src, sp, self.s, dp, seq, 501 if on == 1 else 901, ACK | PSH,
                  K.dss(data_ack=(self.ds + 1) % 2**64, dsn=(self.dc + dsn_rel) % 2**64, ssn=ssn, dll=n), b"d" * n, dt)
 
     def ack(self, on: int, tcp_ack: int, data_ack_rel: int, opts: bytes = b"", dt: float = 0.001) -> None:
-        dst, dp, seq = (C1, 40000, 501) if on == 1 else (C2, 40001, 901)
-        self.add(S, 5201, dst, dp, seq, tcp_ack, ACK, K.dss(data_ack=(self.dc + data_ack_rel) % 2**64) + opts,
-                 dt=dt)
+        dst, dp, sp = self.ends(on)
+        self.add(self.s, sp, dst, dp, 501 if on == 1 else 901, tcp_ack, ACK,
+                 K.dss(data_ack=(self.dc + data_ack_rel) % 2**64) + opts, dt=dt)
 
     def write(self, path: Path) -> Path:
         return K.write_pcap(path, self.frames)
 
 
-def reinjection_conn() -> Conn:
-    c = Conn()
+def reinjection_conn(**conn: Any) -> Conn:
+    """A connection whose join re-sends a range of the initial subflow (``conn``: Conn's)."""
+    c = Conn(**conn)
     c.handshakes()
     c.data(1, 101, 1, 1)
     c.data(1, 1101, 1001, 1001)
