@@ -92,4 +92,49 @@ static inline lia_u32 lia_acks_per_segment(lia_u32 cwnd, const struct lia_sample
 	return coupled > cwnd ? (lia_u32)coupled : cwnd;
 }
 
+/* ---- Values the hooks hand back to the kernel (docs/cc-lia.md, "cwnd jumps").
+ * The kernel writes cwnd = tcp_packets_in_flight() + n in tcp_enter_loss and
+ * tcp_cwnd_reduction; tcp_packets_in_flight() is a u32 difference, so counters out of
+ * step give 2^32 - k. From such a cwnd W the kernel's own arithmetic spreads the damage
+ * through this program's answers: ssthresh() returned W / 2 (just below 2^31, which
+ * tcp_end_cwnd_reduction copies into cwnd) and undo_cwnd() max(W, prior_cwnd). A window
+ * above LIA_CLAMP_MAX that is also beyond the bound reno keeps (twice what was in flight
+ * at most, plus slack) is taken as such a value, never as a window. */
+#define LIA_SSTHRESH_INFINITE 0x7fffffffu /* TCP_INFINITE_SSTHRESH: no loss yet */
+
+/* cwnd, or the bound when cwnd cannot be a window (the bound is then below cwnd, so
+ * it fits; computed in 64 bits so that no max_packets_out wraps it) */
+static inline lia_u32 lia_sane_cwnd(lia_u32 cwnd, lia_u32 max_packets_out)
+{
+	lia_u64 bound = 2ULL * max_packets_out + 16;
+
+	return cwnd > LIA_CLAMP_MAX && cwnd > bound ? (lia_u32)bound : cwnd;
+}
+
+/* ssthresh, or the bound when it is finite yet beyond any window (tcp_current_ssthresh's
+ * 3/4 of a wrapped cwnd); the infinite one is slow start's "no loss yet" and stays */
+static inline lia_u32 lia_sane_ssthresh(lia_u32 ssthresh, lia_u32 max_packets_out)
+{
+	if (ssthresh == LIA_SSTHRESH_INFINITE)
+		return ssthresh;
+	return lia_sane_cwnd(ssthresh, max_packets_out);
+}
+
+/* the ssthresh hook: reno's half of the window, at least 2, of a sane window */
+static inline lia_u32 lia_ssthresh_of(lia_u32 cwnd, lia_u32 max_packets_out)
+{
+	lia_u32 half = lia_sane_cwnd(cwnd, max_packets_out) >> 1;
+
+	return half > 2 ? half : 2;
+}
+
+/* the undo_cwnd hook: reno's max(cwnd, prior_cwnd), of sane windows */
+static inline lia_u32 lia_undo_cwnd_of(lia_u32 cwnd, lia_u32 prior_cwnd, lia_u32 max_packets_out)
+{
+	lia_u32 c = lia_sane_cwnd(cwnd, max_packets_out);
+	lia_u32 p = lia_sane_cwnd(prior_cwnd, max_packets_out);
+
+	return c > p ? c : p;
+}
+
 #endif

@@ -16,8 +16,9 @@
  * arithmetic reduces to w = cwnd).
  *
  * Kernel facts relied on (6.18): struct_ops programs see the socket as a tcp_sock and may
- * write snd_cwnd, snd_cwnd_cnt and icsk_ca_priv; tcp_slow_start and tcp_cong_avoid_ai
- * are kfuncs for BPF congestion controls; bpf_probe_read_kernel is available to them.
+ * write snd_cwnd, snd_cwnd_cnt, snd_ssthresh and icsk_ca_priv; tcp_slow_start and
+ * tcp_cong_avoid_ai are kfuncs for BPF congestion controls; bpf_probe_read_kernel is
+ * available to them.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_core_read.h>
@@ -59,13 +60,29 @@ struct lia_priv {
 	__u32 pad;
 };
 
-/* how often lia_sane() had to step in (index 0), for `bpftool map dump name lia_stats` */
+/* how often a value that cannot be a window was met, for `bpftool map dump name lia_stats`:
+ * where it was met tells which kernel path wrote it (docs/cc-lia.md, "cwnd jumps") */
+enum {
+	LIA_STAT_ACK = 0,      /* lia_sane() on an ACK corrected cwnd or ssthresh */
+	LIA_STAT_SSTHRESH = 1, /* the ssthresh hook was asked with such a cwnd */
+	LIA_STAT_UNDO = 2,     /* the undo_cwnd hook met such a cwnd or prior_cwnd */
+	LIA_STAT_N
+};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(max_entries, 1);
+	__uint(max_entries, LIA_STAT_N);
 	__type(key, __u32);
 	__type(value, __u64);
 } lia_stats SEC(".maps");
+
+static __always_inline void lia_count(__u32 what)
+{
+	__u64 *n = bpf_map_lookup_elem(&lia_stats, &what);
+
+	if (n)
+		__sync_fetch_and_add(n, 1);
+}
 
 extern __u32 tcp_slow_start(struct tcp_sock *tp, __u32 acked) __ksym;
 extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
@@ -190,28 +207,25 @@ out:
 
 /* Observed on this kernel (6.18) with MPTCP subflows under this congestion control:
  * now and then a subflow's cwnd jumps from tens of segments to above 2^30 between two
- * calls of its hooks, written by none of them (a debug build logged every write of
- * ours), and ssthresh follows at 3/4 of it. The subflow then sends whatever the MPTCP
- * scheduler gives it, every loss only halves the window, and seconds of retransmission
- * storm follow (a third of the subflow's bytes sent twice); docs/cc-lia.md has the
- * numbers and a candidate cause. Reno keeps cwnd within
- * twice what was in flight; when a window breaks that bound by far and is beyond any
- * window this code computes (LIA_CLAMP_MAX), it is brought back to the bound. A
- * window that grew by ACKs never reaches it. */
+ * calls of its hooks, and ssthresh follows at 3/4 of it. The subflow then sends whatever
+ * the MPTCP scheduler gives it, every loss only halves the window, and seconds of
+ * retransmission storm follow. docs/cc-lia.md traces it: the first large value is
+ * written by the kernel (a u32 wrap of packets in flight is the one write that can do
+ * it), the 3/4 and the later "about 2^31" are the kernel's arithmetic on it, partly
+ * through this program's ssthresh and undo_cwnd answers. The hooks therefore never
+ * answer from such a value (lia_ssthresh_of, lia_undo_cwnd_of) and every ACK brings
+ * cwnd and a finite ssthresh back to the bound reno keeps (lia_math.h); a window that
+ * grew by ACKs never reaches it. */
 static __always_inline void lia_sane(struct tcp_sock *tp)
 {
-	__u32 bound = 2 * tp->max_packets_out + 16, zero = 0;
-	__u64 *n;
+	__u32 cwnd = lia_sane_cwnd(tp->snd_cwnd, tp->max_packets_out);
+	__u32 ssthresh = lia_sane_ssthresh(tp->snd_ssthresh, tp->max_packets_out);
 
-	if (tp->snd_cwnd <= LIA_CLAMP_MAX || tp->snd_cwnd <= bound)
+	if (cwnd == tp->snd_cwnd && ssthresh == tp->snd_ssthresh)
 		return;
-	tp->snd_cwnd = bound;
-	/* TCP_INFINITE_SSTHRESH (0x7fffffff) is slow start's "no loss yet", not a jump */
-	if (tp->snd_ssthresh != 0x7fffffff && tp->snd_ssthresh > LIA_CLAMP_MAX)
-		tp->snd_ssthresh = bound;
-	n = bpf_map_lookup_elem(&lia_stats, &zero);
-	if (n)
-		__sync_fetch_and_add(n, 1);
+	tp->snd_cwnd = cwnd;
+	tp->snd_ssthresh = ssthresh;
+	lia_count(LIA_STAT_ACK);
 }
 
 /* tcp_is_cwnd_limited() of include/net/tcp.h */
@@ -287,22 +301,30 @@ out:
 	lia_track(sk);
 }
 
-/* reno's: half the window, at least 2 segments */
+/* reno's: half the window, at least 2 segments; never half of a wrapped window, which
+ * is just below 2^31 and which tcp_end_cwnd_reduction would copy into cwnd */
 SEC("struct_ops/lia_ssthresh")
 __u32 BPF_PROG(lia_ssthresh, struct sock *sk)
 {
-	__u32 half = tcp_sk(sk)->snd_cwnd >> 1;
+	struct tcp_sock *tp = tcp_sk(sk);
 
-	return half > 2 ? half : 2;
+	if (lia_sane_cwnd(tp->snd_cwnd, tp->max_packets_out) != tp->snd_cwnd)
+		lia_count(LIA_STAT_SSTHRESH);
+	return lia_ssthresh_of(tp->snd_cwnd, tp->max_packets_out);
 }
 
-/* reno's: back to the window before the reduction that turned out spurious */
+/* reno's: back to the window before the reduction that turned out spurious; the kernel
+ * writes the answer into cwnd as it is, so a wrapped cwnd or prior_cwnd is not handed back */
 SEC("struct_ops/lia_undo_cwnd")
 __u32 BPF_PROG(lia_undo_cwnd, struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
+	__u32 mpo = tp->max_packets_out;
 
-	return tp->snd_cwnd > tp->prior_cwnd ? tp->snd_cwnd : tp->prior_cwnd;
+	if (lia_sane_cwnd(tp->snd_cwnd, mpo) != tp->snd_cwnd ||
+	    lia_sane_cwnd(tp->prior_cwnd, mpo) != tp->prior_cwnd)
+		lia_count(LIA_STAT_UNDO);
+	return lia_undo_cwnd_of(tp->snd_cwnd, tp->prior_cwnd, mpo);
 }
 
 SEC(".struct_ops")

@@ -107,6 +107,47 @@ static void fixed_cases(void)
 	}
 }
 
+static void expect_u32(const char *what, lia_u32 got, lia_u32 want)
+{
+	checks++;
+	if (got != want) {
+		failures++;
+		printf("FAIL %s: got %u (0x%x), want %u\n", what, got, got, want);
+	}
+}
+
+/* The hooks' answers from a wrapped window (docs/cc-lia.md, "cwnd jumps"): the kernel's
+ * tcp_packets_in_flight() wraps to 2^32 - k; reno's formulas then answer ssthresh
+ * 2^31 - k/2 (copied into cwnd by tcp_end_cwnd_reduction) and undo_cwnd 2^32 - k. */
+static void sanity_cases(void)
+{
+	const lia_u32 wrapped = 0xfffffffdu; /* 3 - 6 in a u32 */
+	const lia_u32 mpo = 20;              /* max_packets_out of a small subflow */
+	const lia_u32 bound = 2 * mpo + 16;
+
+	/* ordinary windows pass unchanged, and so does a large one that was in flight */
+	expect_u32("sane cwnd 37", lia_sane_cwnd(37, mpo), 37);
+	expect_u32("sane cwnd at clamp", lia_sane_cwnd(LIA_CLAMP_MAX, 1), LIA_CLAMP_MAX);
+	expect_u32("sane cwnd in flight", lia_sane_cwnd(3000000, 2000000), 3000000);
+	expect_u32("sane cwnd wrapped", lia_sane_cwnd(wrapped, mpo), bound);
+	/* max_packets_out near 2^32: the bound must not wrap to below cwnd */
+	expect_u32("sane cwnd, huge mpo", lia_sane_cwnd(wrapped, 0xffffffffu), wrapped);
+	/* ssthresh: infinite stays; 3/4 of a wrapped window does not */
+	expect_u32("ssthresh infinite", lia_sane_ssthresh(0x7fffffffu, mpo), 0x7fffffffu);
+	expect_u32("ssthresh 3/4 wrapped", lia_sane_ssthresh((wrapped >> 1) + (wrapped >> 2), mpo),
+		   bound);
+	expect_u32("ssthresh 40", lia_sane_ssthresh(40, mpo), 40);
+	/* the ssthresh hook: reno's half, and never 2^31 - k/2 */
+	expect_u32("ssthresh hook 37", lia_ssthresh_of(37, mpo), 18);
+	expect_u32("ssthresh hook 3", lia_ssthresh_of(3, mpo), 2);
+	expect_u32("ssthresh hook wrapped", lia_ssthresh_of(wrapped, mpo), bound / 2);
+	/* the undo hook: reno's max, of sane values */
+	expect_u32("undo 10/40", lia_undo_cwnd_of(10, 40, mpo), 40);
+	expect_u32("undo 40/10", lia_undo_cwnd_of(40, 10, mpo), 40);
+	expect_u32("undo wrapped cwnd", lia_undo_cwnd_of(wrapped, 40, mpo), bound);
+	expect_u32("undo wrapped prior", lia_undo_cwnd_of(12, wrapped, mpo), bound);
+}
+
 static void random_cases(void)
 {
 	struct lia_sample s[LIA_MAX_SUBFLOWS];
@@ -161,6 +202,7 @@ int main(int argc, char **argv)
 	if (argc > 1 && !strcmp(argv[1], "--eval"))
 		return eval();
 	fixed_cases();
+	sanity_cases();
 	random_cases();
 	printf("test_lia_math: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
