@@ -22,7 +22,8 @@ from .emulation.base import Emulator
 from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
 from .lab import scale
-from .lab.loader import Lab, ScenarioRun, unsupported
+from .lab.loader import unsupported
+from .lab.model import Lab, ScenarioRun
 from .middlebox import rewrite
 from .plan import build_plan
 from .progress import Progress

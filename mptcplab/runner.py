@@ -18,7 +18,7 @@ from typing import Any
 from .analysis import CaptureFile
 from .analysis.labspec import backup_paths
 from .capture import capture_file_name
-from .lab.loader import ScenarioRun
+from .lab.model import ScenarioRun
 from .lab.network import Network
 from .lab.schema import ExperimentBody
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable

@@ -42,7 +42,7 @@ from .units import parse_time
 
 if TYPE_CHECKING:
     from .emulation.base import Emulator
-    from .lab.loader import Lab, ScenarioRun
+    from .lab.model import Lab, ScenarioRun
     from .probes.base import Probe
     from .progress import TrafficProgress
     from .supervise import Supervisor
