@@ -41,7 +41,8 @@ from .runner import (
     measure_repetition,
     restore_signal_handlers,
 )
-from .steps import Rep, Teardown, measurement_steps
+from .sequence import Teardown, measurement_steps
+from .steps import Rep
 from .steps import render as render_steps
 
 REPO = Path(__file__).resolve().parent.parent

@@ -662,53 +662,6 @@ class FirewallCounters(Step):
             rep.extra["middlebox"] = out["middlebox"]
 
 
-class Teardown(Step):
-    """Every exit path (RepRunner runs it in ``finally``)."""
-
-    title = "teardown: stop every process of the run, then"
-
-    def commands(self, rep: Rep) -> list[Planned]:
-        from .cc.step import release_commands
-
-        return [*(Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)), *release_commands(rep)]
-
-    def run(self, rep: Rep) -> None:
-        from .cc.step import release_all
-
-        try:
-            self._stop(rep)
-        finally:
-            release_all(rep)  # a congestion control outlives the nodes: let go of it last
-
-    def _stop(self, rep: Rep) -> None:
-        for stop in rep.on_teardown:  # threads acting on the nodes end before the nodes do
-            try:
-                stop()
-            except Exception as e:  # noqa: BLE001 - teardown goes on whatever happens
-                rep.warnings.append(f"teardown: {e}")
-        from .probes.step import close_probes
-
-        close_probes(rep)  # host-wide probe state next: it outlives the namespaces otherwise
-        try:
-            rep.backend.pre_stop()
-        finally:
-            if rep.supervisor is not None:
-                rep.supervisor.close()
-            rep.backend.destroy()
-        rep.backend.post_stop()
-
-
-def measurement_steps() -> list[Step]:
-    """The steps before teardown, in order."""
-    from .cc.step import RegisterCongestionControls
-    from .probes.step import StartProbes, StopProbes  # they build on Step: imported once it exists
-    from .timeline.step import Timeline, TimelineEnd
-
-    return [RegisterCongestionControls(), Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(),
-            Timeline(), Traffic(), TimelineEnd(),
-            StopProbes(), StopCaptures(), StopDaemons(), FirewallCounters()]
-
-
 def render(rep: Rep, steps: list[Step]) -> list[str]:
     """The dry run's lines for these steps: the exact host command of each, ``&`` for
     background ones, notes as comments."""
