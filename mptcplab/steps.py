@@ -43,7 +43,6 @@ from .units import parse_time
 if TYPE_CHECKING:
     from .emulation.base import Emulator
     from .lab.model import Lab, ScenarioRun
-    from .probes.base import Probe
     from .progress import TrafficProgress
     from .supervise import Supervisor
 
@@ -114,8 +113,10 @@ class Rep:
     t_zero_event: threading.Event = field(default_factory=threading.Event)
     #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
     flow_control: FlowControl | None = None
-    #: the probes of this repetition (probes/step.py), started before traffic
-    probes: list[Probe] = field(default_factory=list)
+    #: the probes of this repetition (probes/step.py, which types them: probes/base.Probe), started
+    #: before traffic; Any here, like timeline and cc_holds: the framework imports none of the
+    #: packages that build on it
+    probes: list[Any] = field(default_factory=list)
     #: the running timeline (timeline/step.py), and what teardown must stop first
     timeline: Any = None
     on_teardown: list[Callable[[], object]] = field(default_factory=list)
