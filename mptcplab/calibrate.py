@@ -26,7 +26,8 @@ from .emulation.nfqueue import delayline_problems, max_lateness_p99_us
 from .emulation.supervise import Supervisor
 from .errors import LabInputError
 from .lab.limits import tbf_problem
-from .lab.loader import ScenarioRun, _validate
+from .lab.loader import _validate
+from .lab.model import ScenarioRun
 from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, ExperimentBody
 from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
 from .plan import bring_up, build_plan

@@ -13,7 +13,7 @@ from .cc import BPF_CCS
 from .emulation.base import delayline_binary
 from .emulation.hostprobe import netem_available
 from .errors import HostNotReady
-from .lab.loader import Lab
+from .lab.model import Lab
 from .runstate import recorded_namespaces
 from .traffic import iperf3_has_multipath
 

@@ -22,7 +22,8 @@ from .emulation.base import Emulator
 from .emulation.nfqueue import delayline_problems
 from .errors import HostNotReady, LabInputError, RunFailed
 from .lab import scale
-from .lab.loader import Lab, ScenarioRun, unsupported
+from .lab.loader import unsupported
+from .lab.model import Lab, ScenarioRun
 from .middlebox import rewrite
 from .plan import build_plan
 from .progress import Progress
@@ -40,7 +41,8 @@ from .runner import (
     measure_repetition,
     restore_signal_handlers,
 )
-from .steps import Rep, Teardown, measurement_steps
+from .sequence import Teardown, measurement_steps
+from .steps import Rep
 from .steps import render as render_steps
 
 REPO = Path(__file__).resolve().parent.parent

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from .backends.base import Backend
     from .supervise import Supervisor
 from .emulation.base import Daemon, Emulator
-from .lab.loader import ScenarioRun
+from .lab.model import ScenarioRun
 from .lab.network import Network, build_network
 from .lab.schema import ClabTopology
 from .middlebox import rewrite

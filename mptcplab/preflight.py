@@ -25,7 +25,8 @@ from pathlib import Path
 
 from .cc import BPF_CCS
 from .errors import HostNotReady, LabInputError
-from .lab.loader import EXPERIMENT, Lab, ScenarioRun
+from .lab.loader import EXPERIMENT
+from .lab.model import Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
 from .middlebox import rewrite
 from .traffic import KINDS

@@ -18,14 +18,15 @@ from typing import Any
 from .analysis import CaptureFile
 from .analysis.labspec import backup_paths
 from .capture import capture_file_name
-from .lab.loader import ScenarioRun
+from .lab.model import ScenarioRun
 from .lab.network import Network
 from .lab.schema import ExperimentBody
 from .linkcheck import RATE_CHECK_CC as LINK_CHECK_CC  # noqa: F401 - former name, kept importable
 from .plan import build_plan
 from .probes.analysis import OtherFlow, analyse_probes
 from .results.model import UNCLASSIFIED, Repetition
-from .steps import READY_TIMEOUT_S, Rep, RunContext, Teardown, flow_duration, measured_flows, measurement_steps
+from .sequence import Teardown, measurement_steps
+from .steps import READY_TIMEOUT_S, Rep, RunContext, flow_duration, measured_flows
 from .supervise import Supervisor
 from .timeline.record import EVENTS_FILE, add_capture_time
 from .traffic import kind_of

@@ -42,8 +42,7 @@ from .units import parse_time
 
 if TYPE_CHECKING:
     from .emulation.base import Emulator
-    from .lab.loader import Lab, ScenarioRun
-    from .probes.base import Probe
+    from .lab.model import Lab, ScenarioRun
     from .progress import TrafficProgress
     from .supervise import Supervisor
 
@@ -114,8 +113,10 @@ class Rep:
     t_zero_event: threading.Event = field(default_factory=threading.Event)
     #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
     flow_control: FlowControl | None = None
-    #: the probes of this repetition (probes/step.py), started before traffic
-    probes: list[Probe] = field(default_factory=list)
+    #: the probes of this repetition (probes/step.py, which types them: probes/base.Probe), started
+    #: before traffic; Any here, like timeline and cc_holds: the framework imports none of the
+    #: packages that build on it
+    probes: list[Any] = field(default_factory=list)
     #: the running timeline (timeline/step.py), and what teardown must stop first
     timeline: Any = None
     on_teardown: list[Callable[[], object]] = field(default_factory=list)
@@ -660,53 +661,6 @@ class FirewallCounters(Step):
         rep.extra["firewall"] = out.get("firewall", {})
         if "middlebox" in out:
             rep.extra["middlebox"] = out["middlebox"]
-
-
-class Teardown(Step):
-    """Every exit path (RepRunner runs it in ``finally``)."""
-
-    title = "teardown: stop every process of the run, then"
-
-    def commands(self, rep: Rep) -> list[Planned]:
-        from .cc.step import release_commands
-
-        return [*(Planned(c) for c in rep.backend.teardown_cmds(rep.plan.net)), *release_commands(rep)]
-
-    def run(self, rep: Rep) -> None:
-        from .cc.step import release_all
-
-        try:
-            self._stop(rep)
-        finally:
-            release_all(rep)  # a congestion control outlives the nodes: let go of it last
-
-    def _stop(self, rep: Rep) -> None:
-        for stop in rep.on_teardown:  # threads acting on the nodes end before the nodes do
-            try:
-                stop()
-            except Exception as e:  # noqa: BLE001 - teardown goes on whatever happens
-                rep.warnings.append(f"teardown: {e}")
-        from .probes.step import close_probes
-
-        close_probes(rep)  # host-wide probe state next: it outlives the namespaces otherwise
-        try:
-            rep.backend.pre_stop()
-        finally:
-            if rep.supervisor is not None:
-                rep.supervisor.close()
-            rep.backend.destroy()
-        rep.backend.post_stop()
-
-
-def measurement_steps() -> list[Step]:
-    """The steps before teardown, in order."""
-    from .cc.step import RegisterCongestionControls
-    from .probes.step import StartProbes, StopProbes  # they build on Step: imported once it exists
-    from .timeline.step import Timeline, TimelineEnd
-
-    return [RegisterCongestionControls(), Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(),
-            Timeline(), Traffic(), TimelineEnd(),
-            StopProbes(), StopCaptures(), StopDaemons(), FirewallCounters()]
 
 
 def render(rep: Rep, steps: list[Step]) -> list[str]:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 try:
-    from mptcplab.results.model import Manifest, ResultsFormatError, Summary, load_manifest, load_summary
+    from mptcplab.results.model import Manifest, ResultsFormatError, Summary
+    from mptcplab.results.read import load_manifest, load_summary
 except ImportError as e:  # run with the system python3 on a host without the venv
     print(f"check-vm-results: cannot import the result model ({e}); run it with .venv/bin/python "
           "(scripts/bootstrap.sh creates it)", file=sys.stderr)

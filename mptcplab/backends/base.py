@@ -35,7 +35,7 @@ from ..lab.network import Network
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
-    from ..lab.loader import Lab, ScenarioRun
+    from ..lab.model import Lab, ScenarioRun
 
 Log = Callable[[str], None]
 

@@ -61,7 +61,7 @@ from .base import CAP_PRECREATED, Backend, Log, state_path
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
-    from ..lab.loader import Lab, ScenarioRun
+    from ..lab.model import Lab, ScenarioRun
 
 #: lab names of runs (new_lab_name): what `clean` may remove without a state file
 RUN_LAB_RE = re.compile(r"^mpl[0-9a-f]{6}-")

@@ -26,7 +26,7 @@ from ..runstate import owner_live, run_states
 from .base import CAP_DELAY_LINE, CAP_NODE_PIDS, Backend, Log, state_path
 
 if TYPE_CHECKING:
-    from ..lab.loader import Lab
+    from ..lab.model import Lab
 
 PREFIX_RE = re.compile(r"^mpl[0-9a-f]{6}-")
 DRY_RUN_PREFIX = "mpl000000-"

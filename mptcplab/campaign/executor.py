@@ -31,7 +31,8 @@ from typing import Any
 from ..errors import HostNotReady
 from ..results import store
 from ..results.manifest import git_state
-from ..results.model import ResultsFormatError, load_manifest, load_summary
+from ..results.model import ResultsFormatError
+from ..results.read import load_manifest, load_summary
 from .planner import WorkItem
 from .schema import Campaign
 from .targets import REPO, RESULTS, ansible_vars, item_argv

@@ -44,12 +44,12 @@ class RegisterCongestionControls(Step):
 
 
 def release_commands(rep: Rep) -> list[Planned]:
-    """What teardown prints for them (steps.Teardown)."""
+    """What teardown prints for them (sequence.Teardown)."""
     return [Planned(cc.unregister_cmd(), note="unless another live run holds it") for cc in _wanted(rep)]
 
 
 def release_all(rep: Rep) -> None:
-    """Every exit path (steps.Teardown, after the nodes are gone); never raises."""
+    """Every exit path (sequence.Teardown, after the nodes are gone); never raises."""
     while rep.cc_holds:
         hold = rep.cc_holds.pop()
         try:

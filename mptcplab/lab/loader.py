@@ -10,7 +10,6 @@ import copy
 import hashlib
 import itertools
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,42 +19,13 @@ from pydantic import BaseModel, ValidationError
 from ..errors import LabInputError
 from .eventcheck import check_controllers, check_events
 from .metriccheck import check_metrics
+from .model import Lab, ScenarioRun
 from .schema import ClabTopology, Expectation, Experiment, ExperimentBody, Published
 
 TOPOLOGY = "topology.clab.yml"
 EXPERIMENT = "experiment.yml"
 PUBLISHED = "published.yml"
 LAB_FILES = (TOPOLOGY, EXPERIMENT, PUBLISHED)
-
-
-@dataclass(frozen=True)
-class ScenarioRun:
-    """One concrete scenario: the experiment with its override and sweep point applied."""
-
-    name: str
-    description: str
-    body: ExperimentBody
-    sweep_point: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Lab:
-    name: str
-    path: Path
-    topology: ClabTopology
-    experiment: Experiment
-    published: Published | None
-    scenarios: tuple[ScenarioRun, ...]
-    file_hashes: dict[str, str]
-    #: the factor the scenarios' rates were scaled by (lab/scale.py apply_scale; 1: not scaled)
-    scale: float = 1.0
-    #: where the factor came from: "none", "lab", "command line", "auto"
-    scale_source: str = "none"
-    #: the scenarios as the lab files give them, before scaling (empty: ``scenarios`` are)
-    unscaled: tuple[ScenarioRun, ...] = ()
-
-    def base_scenarios(self) -> tuple[ScenarioRun, ...]:
-        return self.unscaled or self.scenarios
 
 
 _TYPE_TAGS = {"str", "int", "float", "bool", "list", "dict"}

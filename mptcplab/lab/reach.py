@@ -10,7 +10,8 @@ from __future__ import annotations
 from ipaddress import IPv4Address
 
 from ..emulation.linkmodel import Endpoint
-from .loader import EXPERIMENT, Lab
+from .loader import EXPERIMENT
+from .model import Lab
 from .network import Network, build_network, path_reaches
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from ..emulation.capacity import BEYOND, FITS, MARGINAL, NOT_ESTIMATED, Estimate, estimate
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
-from .loader import Lab, ScenarioRun
+from .model import Lab, ScenarioRun
 from .network import build_network
 from .scale import fmt_factor, nice_factor_at_most
 

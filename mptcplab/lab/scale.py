@@ -30,7 +30,7 @@ from ..errors import LabInputError
 from ..units import is_time, parse_rate, parse_size
 
 if TYPE_CHECKING:
-    from .loader import Lab
+    from .model import Lab
     from .schema import ExperimentBody, LinkSpec
 
 #: where a run's factor came from

@@ -18,7 +18,8 @@ import pandas as pd
 from ..errors import LabInputError
 from ..lab.loader import load_lab
 from ..results.fmt import DASH, fmt_mean_std
-from ..results.model import ResultsFormatError, Summary, load_summary
+from ..results.model import ResultsFormatError, Summary
+from ..results.read import load_summary
 
 #: the landing notebook, notebooks/index.ipynb
 LANDING = "index.ipynb"

@@ -1,4 +1,4 @@
-"""The probes of a repetition as two steps of steps.measurement_steps: StartProbes
+"""The probes of a repetition as two steps of sequence.measurement_steps: StartProbes
 right before traffic (after the capture is listening) and StopProbes right after it
 (before the capture stops), so the probes cover the whole transfer and nothing of the
 link checks. close_probes() runs at teardown on every exit path: a tracefs instance
@@ -25,7 +25,7 @@ def probes_of(rep: Rep) -> list[Probe]:
 
 
 def close_probes(rep: Rep) -> None:
-    """Every exit path (steps.Teardown): release what the probes hold; never raises."""
+    """Every exit path (sequence.Teardown): release what the probes hold; never raises."""
     for p in rep.probes:
         try:
             p.close()

@@ -1,7 +1,7 @@
 """Figures drawn from a run directory (`results/<lab>/<run-id>/`).
 
 Used by the report (report.py) and by the notebooks, so everything here takes the result
-model (model.Summary) or plain DataFrames (tables.py, model.load_*) and returns a matplotlib
+model (model.Summary) or plain DataFrames (tables.py, read.load_*) and returns a matplotlib
 Figure. Figures are built
 with `matplotlib.figure.Figure` rather than pyplot: no global backend state, nothing to close,
 and the same object saves to PNG headless (Agg) or displays inline in a notebook.
@@ -132,7 +132,7 @@ def plot_throughput(
     scale: float = 1.0,
 ) -> Figure:
     """Throughput over time per scenario, one line per path (plus the connection total);
-    ``events`` (results.model.load_events) are marked: those of each scenario's first
+    ``events`` (results.read.load_events) are marked: those of each scenario's first
     repetition (repetitions run the same timeline, at times within milliseconds)."""
     if ts.empty:
         return _empty("No throughput time series in this run (timeseries.csv missing or empty).")

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..platform import FUNCTIONAL_CHECK
 from .model import UNCLASSIFIED, Manifest, Repetition, Summary, Warning
+from .read import as_summary
 
 FUNCTIONAL = "FUNCTIONAL CHECK, NOT A MEASUREMENT"
 
@@ -112,7 +113,7 @@ def collect_warnings(
     manifest: Manifest | dict[str, Any] | None = None,
 ) -> list[Warning]:
     """Every problem the run shows, one Warning each, most serious first."""
-    s = Summary.coerce(summary)
+    s = as_summary(summary)
     m = manifest if isinstance(manifest, Manifest) else Manifest.model_validate(manifest or {})
     out: list[Warning] = []
     functional = functional_check_reason(s)

@@ -21,18 +21,9 @@ from . import figures as F
 from .crossover import Crossover, compared_pairs, family_crossover, family_values
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .handshake import load_syn_synack, plot_syn_synack_cdf
-from .model import (
-    Manifest,
-    Summary,
-    Warning,
-    load_events,
-    load_icmp,
-    load_manifest,
-    load_subflow_series,
-    load_summary,
-    load_timeseries,
-)
+from .model import Manifest, Summary, Warning
 from .policy import collect_warnings, functional_check_reason
+from .read import as_summary, load_events, load_icmp, load_manifest, load_subflow_series, load_summary, load_timeseries
 from .tables import (
     aggregates_frame,
     calibration_rows,
@@ -289,7 +280,7 @@ def render_report(
     figure_errors: Sequence[str] = (),
 ) -> str:
     """report.md text. figure_files maps a caption to a path relative to the run directory."""
-    s = Summary.coerce(summary)
+    s = as_summary(summary)
     m = manifest if isinstance(manifest, Manifest) else (
         Manifest.model_validate(manifest) if manifest else Manifest(present=False))
     lines: list[str] = []

@@ -4,7 +4,7 @@ controller) and "Wireshark graph" (packets per second per subflow), with the tim
 controllers' events marked. figures.py draws one panel per scenario; a comparison of
 variants needs them on the same axes, which is what this module adds.
 
-Data: results.model.load_timeseries (timeseries.csv, 100 ms bins since the first SYN; the
+Data: results.read.load_timeseries (timeseries.csv, 100 ms bins since the first SYN; the
 ``packets`` column for packets/s) and load_events (events.csv, ``capture_s`` on that axis).
 A scenario the run does not have is left out and named in the panel's note, never an error.
 """

@@ -9,6 +9,7 @@ from ..lab.scale import rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Summary
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
+from .read import as_summary
 from .tables import aggregates_frame, flows_frame, path_stats, published_frame
 
 _SHORT = {"goodput_mbps": "goodput", "subflow_share": "share", "median_seg": "median seg",
@@ -19,7 +20,7 @@ _SHORT = {"goodput_mbps": "goodput", "subflow_share": "share", "median_seg": "me
 def print_table(summary: Summary | dict[str, Any]) -> str:
     """scenario, goodput, MPTCP verified reps, per path share / median segment (median over
     reps), and the paper's numbers for that scenario where it has any."""
-    s = Summary.coerce(summary)
+    s = as_summary(summary)
     agg = aggregates_frame(s)
     ps = path_stats(s)
     pub = published_frame(s)

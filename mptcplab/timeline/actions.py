@@ -34,7 +34,7 @@ from ..units import parse_fraction, parse_rate, parse_time
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
     from ..lab.events import Event
-    from ..lab.loader import ScenarioRun
+    from ..lab.model import ScenarioRun
     from ..lab.schema import ClabTopology
 
 #: nftables table of the timeline's drop filters (how: drop), apart from the lab's own

@@ -19,7 +19,7 @@ import pytest
 
 from mptcplab.lab.loader import load_lab
 from mptcplab.metrics import METRICS, Select
-from mptcplab.results.model import load_summary
+from mptcplab.results.read import load_summary
 
 from .labkit import run_notebook, run_repo_lab
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from mptcplab.results.crossover import family_crossover
-from mptcplab.results.model import load_summary
+from mptcplab.results.read import load_summary
 
 from .labkit import by_name, run_repo_lab
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from mptcplab.metrics import METRICS, Select
-from mptcplab.results.model import Repetition, Summary, load_manifest, load_summary
+from mptcplab.results.model import Repetition, Summary
+from mptcplab.results.read import load_manifest, load_summary
 
 from .labkit import run_notebook, run_repo_lab
 

@@ -17,7 +17,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from mptcplab.results.model import load_summary
+from mptcplab.results.read import load_summary
 
 from .labkit import by_name, run_notebook, run_quick
 

@@ -14,7 +14,8 @@ import pytest
 
 from mptcplab.analysis.sendbuffer import eq1_required_bytes, locked_sndbuf
 from mptcplab.results.aggregate import scenario_value
-from mptcplab.results.model import LatencyMetrics, Repetition, Summary, load_summary
+from mptcplab.results.model import LatencyMetrics, Repetition, Summary
+from mptcplab.results.read import load_summary
 
 from .labkit import run_notebook, run_repo_lab
 

@@ -10,6 +10,7 @@ import pytest
 
 from mptcplab.results.crossover import compared_pairs, crossover, family_crossover
 from mptcplab.results.model import Summary
+from mptcplab.results.read import as_summary
 from mptcplab.results.report import render_report
 
 SIZES = [4.0, 30.0, 100.0, 150.0, 1000.0]
@@ -46,7 +47,7 @@ RPS: dict[str, dict[int, float | None]] = {"tcp": {4: 2482, 30: 390, 100: 117, 1
 def http_summary(rps: Mapping[str, Mapping[int, float | None]] = RPS) -> Summary:
     recs = [web(f"{fam}-{kb}k", v, rep) for fam, per in rps.items() for kb, v in per.items() for rep in (1, 2)]
     recs.append({"name": "reorder-2sf-download", "rep": 1})       # no family: left out
-    return Summary.coerce({"lab": "http", "run_id": "r1", "complete": True, "scenarios": recs})
+    return as_summary({"lab": "http", "run_id": "r1", "complete": True, "scenarios": recs})
 
 
 def test_pairs_mptcp_against_each_family_then_later_over_earlier() -> None:
@@ -73,5 +74,5 @@ def test_report_prints_the_crossovers_of_this_run() -> None:
 def test_a_size_without_a_value_leaves_the_crossover_unknown_and_no_families_no_section() -> None:
     gap: dict[str, dict[int, float | None]] = {"tcp": {4: 10.0, 30: 10.0}, "mptcp": {4: 5.0, 30: None}}
     assert "unknown: no value at 30 KB" in render_report(http_summary(gap))
-    flat = Summary.coerce({"lab": "x", "run_id": "r", "scenarios": [web("plain", 5.0)]})
+    flat = as_summary({"lab": "x", "run_id": "r", "scenarios": [web("plain", 5.0)]})
     assert "Crossovers" not in render_report(flat)

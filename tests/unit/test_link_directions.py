@@ -17,7 +17,8 @@ from mptcplab.emulation.linkmodel import Endpoint
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.errors import LabInputError
-from mptcplab.lab.loader import Lab, load_lab
+from mptcplab.lab.loader import load_lab
+from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Link, build_network
 from mptcplab.linkcheck import expected_rtt_s, rtt_checks
 from mptcplab.plan import build_plan

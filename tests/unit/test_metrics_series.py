@@ -14,7 +14,8 @@ from mptcplab.lab.schema import Expectation
 from mptcplab.metrics import METRICS, Select
 from mptcplab.metrics.series import capture_offset
 from mptcplab.results.findings import check
-from mptcplab.results.model import Repetition, load_summary
+from mptcplab.results.model import Repetition
+from mptcplab.results.read import load_summary
 
 
 def _rep(run: Path, name: str, per_bin: dict[str, list[int]], packets: bool = True,

@@ -22,7 +22,7 @@ from mptcplab.notebook.catalog import (
     verdict_table,
 )
 from mptcplab.notebook.gaps import run_gaps
-from mptcplab.results.model import load_icmp, load_manifest, load_summary, load_timeseries
+from mptcplab.results.read import load_icmp, load_manifest, load_summary, load_timeseries
 
 REPO = Path(__file__).resolve().parents[2]
 

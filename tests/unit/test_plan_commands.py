@@ -8,6 +8,7 @@ from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.linkcheck import parse_rate_mbps, rate_check_cmds
 from mptcplab.plan import build_plan
+from mptcplab.sequence import Teardown, measurement_steps
 from mptcplab.steps import (
     SYSCTL_READBACK,
     FirewallCounters,
@@ -17,9 +18,7 @@ from mptcplab.steps import (
     StartOffsets,
     Step,
     SysctlReadback,
-    Teardown,
     Traffic,
-    measurement_steps,
     render,
 )
 from mptcplab.traffic import flow_commands

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from mptcplab.emulation.linkmodel import QueueLimit
-from mptcplab.lab.loader import ScenarioRun, load_lab
+from mptcplab.lab.loader import load_lab
+from mptcplab.lab.model import ScenarioRun
 from mptcplab.results.buffersweep import buffer_formula, parse_label
 from mptcplab.units import parse_rate, parse_time
 

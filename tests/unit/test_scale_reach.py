@@ -13,7 +13,8 @@ import yaml
 from mptcplab.emulation.capacity import BEYOND, FITS, MARGINAL, NOT_ESTIMATED, estimate
 from mptcplab.emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from mptcplab.errors import LabInputError
-from mptcplab.lab.loader import Lab, load_lab
+from mptcplab.lab.loader import load_lab
+from mptcplab.lab.model import Lab
 from mptcplab.lab.network import build_network
 from mptcplab.lab.reachability import BEYOND_CODE, paper_estimates
 from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg, rate_unit

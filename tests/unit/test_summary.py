@@ -8,14 +8,8 @@ import pytest
 
 from mptcplab.lab.schema import Published
 from mptcplab.results.aggregate import aggregates, per_rep_values, scenario_value
-from mptcplab.results.model import (
-    FORMAT_VERSION,
-    Repetition,
-    ResultsFormatError,
-    Warning,
-    load_summary,
-    parse_summary,
-)
+from mptcplab.results.model import FORMAT_VERSION, Repetition, ResultsFormatError, Warning
+from mptcplab.results.read import load_summary, parse_summary
 from mptcplab.results.summary import build_summary, findings_table, published_table, repetitions
 
 KVM = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
