@@ -122,6 +122,10 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
                             else round(s.syn_plain_t - s.syn_first_t, 6)),
             rst_reason=s.rst_reason,
         ))
+    for r in results:  # the lab's retirements, on this analysis' time axis
+        if r.path in spec.retired_paths:
+            r.retired_t = round(spec.retired_paths[r.path] - t0, 6)
+            r.retired_by = spec.retired_why.get(r.path)
     contribution.assess(results, spec)
 
     deep = depth.depth(pk, t, conn, paths, upload, t0) if negotiated else None

@@ -19,6 +19,24 @@ with what its path could be expected to deliver, not with a fixed share:
   last acknowledged byte): a subflow that delivered a burst at the start and then stalled
   fails, a slow one that delivered all along passes, whatever its volume.
 
+A path the lab itself took out of use during the run (FlowSpec.retired_paths: the timeline cut
+a link of the path or deleted its endpoint, or a controller demoted it by flagging its endpoint
+backup, for the rest of the run; SubflowResult.retired_t) is judged over its time in use: it
+counts when it delivered the floor (MIN_SEGMENTS full segments) and its data started before it
+was retired. Its share is not compared: the paper's removal scenarios take the slow path away
+because it carries little (a 400 ms path beside a 4 ms one carried 1.5% of a transfer that ran
+on the fast path alone for its second half), and what it carried "while in use" would need the
+connection's delivery before that instant, which the per-subflow numbers do not hold. The whole
+delivery stands for the delivery before retirement: after it the path carries nothing (a cut
+link drops the ACKs too; a deleted endpoint closes the subflow) or next to nothing (a backup
+subflow is used only when no other can send). A path demoted before it carried the floor (a
+controller acting within the first second: 5,696 bytes) still fails, with the time it was
+retired. Retirement changes no path's expected share: the shares are the configured rates'
+over all expected paths as before, so another path's bar is neither raised nor lowered by a
+path the lab removed (its true share after the removal is higher; the lower bar is the side to
+err on for a rule that separates "carried part" from "next to nothing"), and a lab without
+retirements is judged as before.
+
 A backup subflow (MPTCP "backup" flag) by design carries nothing while the other paths work:
 it counts when it is established. The thresholds are deliberately loose (a tenth of the fair
 share, a fifth of the time): the rule separates "carried part of the transfer" from "carried
@@ -78,6 +96,9 @@ def assess(results: Sequence[SubflowResult], spec: FlowSpec) -> None:
         r.path_rate_mbps = rate / 1e6 if rate else None
         if got < MIN_SEGMENTS * FULL_SEGMENT or r.bytes <= 0:
             r.contributed = False
+        elif r.retired_t is not None:
+            # judged over its time in use: the floor, delivered from data sent before retirement
+            r.contributed = r.first_data_t is None or r.first_data_t < r.retired_t
         elif r.expected_share is not None:
             r.contributed = got >= MIN_FAIR_FRACTION * r.expected_share * total
         elif span is not None and r.first_data_t is not None and (end := delivery_end(r)) is not None:
@@ -91,8 +112,15 @@ def shortfall(r: SubflowResult, results: Sequence[SubflowResult]) -> str:
     """Why ``r`` did not count, in words, with the numbers."""
     got = delivered(r)
     total = sum(delivered(x) for x in results)
+    floor = f"below the floor of {MIN_SEGMENTS} full segments ({MIN_SEGMENTS * FULL_SEGMENT} bytes)"
+    if r.retired_t is not None:
+        by = f" ({r.retired_by})" if r.retired_by else ""
+        when = f"before it was retired at t={r.retired_t:.3f} s{by}"
+        if got < MIN_SEGMENTS * FULL_SEGMENT:
+            return f"{floor} {when}"
+        return f"its data started only at t={r.first_data_t:.3f} s, not {when}"
     if got < MIN_SEGMENTS * FULL_SEGMENT:
-        return f"below the floor of {MIN_SEGMENTS} full segments ({MIN_SEGMENTS * FULL_SEGMENT} bytes)"
+        return floor
     if r.expected_share is not None:
         return (f"below {MIN_FAIR_FRACTION:g} of its expected share {r.expected_share:.3f} "
                 f"(at least {int(MIN_FAIR_FRACTION * r.expected_share * total)} bytes)")

@@ -1,4 +1,5 @@
-"""What the lab says the analysis should expect of a flow: path rates and backup paths.
+"""What the lab says the analysis should expect of a flow: path rates, backup paths, and the paths
+the run took out of use (from events.csv).
 
 Pure functions over the derived Network (lab/network.py), so the runner's ``analyse`` stays a
 caller: the rule that uses them is in contribution.py.
@@ -113,3 +114,70 @@ def join_ports(body: ExperimentBody, flow: Flow) -> tuple[int, ...]:
     if not flow.mptcp or srv is None:
         return ()
     return tuple(sorted({e.port for e in srv.endpoints if e.port is not None and e.port != flow.port}))
+
+
+def _path_links(body: ExperimentBody, net: Network, server: str) -> dict[str, list[Link]]:
+    """Path label -> the links it crosses to the first of the server's addresses it reaches."""
+    targets = [lk.addr(e).ip for e, lk in net.interfaces(server)]
+    return {label: next((lks for dst in targets if (lks := path_links(net, Endpoint.parse(ep), dst))), [])
+            for label, ep in body.paths.items()}
+
+
+def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
+                  rows: list[dict[str, str]]) -> tuple[dict[str, float], dict[str, str]]:
+    """Paths the run took out of use and kept out to its end, from events.csv's rows (the
+    timeline's and the controllers' actions that ran, timeline/record.py): path -> the epoch
+    time (``epoch_s``) it went out of use, and path -> what did it. A path is out of use
+    while a link it crosses is down (link_down; link_up gives it back), its client endpoint
+    is deleted (endpoint_delete by the id the lab gave it; endpoint_add of its address gives
+    it back) or its endpoint is flagged backup (endpoint_flags, a controller's demotion;
+    nobackup gives it back). A path used again later (a re-probe that stayed) is not retired."""
+    links = _path_links(body, net, flow.server)
+    addr_path = {str(net.address(ep)): label for label, ep in body.paths.items()}
+    spec = body.nodes[flow.client].mptcp
+    ids = {e.id: str(net.address(e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
+    out_since: dict[str, float] = {}
+    why: dict[str, dict[str, str]] = {p: {} for p in body.paths}  # path -> reason key -> words
+
+    def ip_of(ref: str) -> str | None:
+        try:
+            return str(net.address(ref))
+        except (KeyError, ValueError):
+            return None
+
+    done = [r for r in rows if (r.get("rc") or "") == "0" and r.get("epoch_s")]
+    for r in sorted(done, key=lambda r: float(r["epoch_s"])):
+        action, words, source = r.get("action", ""), (r.get("target") or "").split(), r.get("source", "")
+        hit: list[str] = []
+        key, text, on = "", "", True
+        if action in ("link_down", "link_up") and words:
+            try:
+                link = net.link_of(words[0])
+            except (KeyError, ValueError):
+                continue
+            hit = [p for p, lks in links.items() if any(lk is link for lk in lks)]
+            key, text, on = f"link {link.name}", f"link {words[0]} down ({source})", action == "link_down"
+        elif len(words) >= 2 and words[0] == flow.client and action in ("endpoint_delete", "endpoint_add",
+                                                                         "endpoint_flags"):
+            ip = ids.get(int(words[2])) if action == "endpoint_delete" and len(words) == 3 and words[2].isdigit() \
+                else ip_of(words[1])
+            p = addr_path.get(ip or "")
+            hit = [p] if p else []
+            if action == "endpoint_flags":
+                cmd = (r.get("commands") or "").split()
+                if "backup" not in cmd and "nobackup" not in cmd:
+                    continue
+                key, text, on = "backup", f"demoted (endpoint flagged backup) by {source}", "backup" in cmd
+            else:
+                key, text, on = "endpoint", f"endpoint deleted by {source}", action == "endpoint_delete"
+        t = float(r["epoch_s"])
+        for p in hit:
+            was_out = bool(why[p])
+            if on:
+                why[p].setdefault(key, text)
+            else:
+                why[p].pop(key, None)
+            if why[p] and not was_out:
+                out_since[p] = t
+    retired = {p: t for p, t in out_since.items() if why[p]}
+    return retired, {p: "; ".join(why[p].values()) for p in retired}

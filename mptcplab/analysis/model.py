@@ -71,6 +71,14 @@ class FlowSpec:
     #: endpoints (``port:`` in the lab, announced by ADD_ADDR); their joins are this
     #: connection's subflows when their token names it (flows.only_joins_off_port)
     join_ports: tuple[int, ...] = ()
+    #: path -> when the lab's timeline or a controller took it out of use for the rest of the
+    #: run (a link of the path cut, its endpoint deleted, its endpoint flagged backup), in
+    #: epoch seconds (time.time(), the clock the captures are stamped with: the analysis
+    #: turns it into seconds from its t0); contribution.py judges such a path over its time
+    #: in use. Built from events.csv (analysis/labspec.retired_paths)
+    retired_paths: dict[str, float] = field(default_factory=dict)
+    #: path -> what retired it, in words ("link client:eth2 down", "demoted by controller:...")
+    retired_why: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -124,6 +132,10 @@ class SubflowResult:
     path_rate_mbps: float | None = None
     #: the subflow contributed to the transfer by the rule in contribution.py
     contributed: bool = False
+    #: when the lab or a controller took the subflow's path out of use for the rest of the
+    #: run (s from t0; FlowSpec.retired_paths) and what did; None: in use to the end
+    retired_t: float | None = None
+    retired_by: str | None = None
     #: RTT from the capture (data segment -> first ACK covering it, Karn's rule; depth.py),
     #: ms; None without samples. Meaningful when ``point`` is on the data sender's side.
     rtt_min_ms: float | None = None

@@ -111,6 +111,10 @@ class Subflow(HolNumbers):
     path_rate_mbps: float | None = None
     #: contributed to the transfer by the rule of analysis/contribution.py
     contributed: bool | None = None
+    #: when the lab's timeline or a controller took the path out of use (s from the first
+    #: SYN) and what did (analysis FlowSpec.retired_paths); None: in use to the end
+    retired_t: float | None = None
+    retired_by: str | None = None
     #: RTT from the capture (analysis/depth.py), ms; rtt_samples 0: none measured
     rtt_min_ms: float | None = None
     rtt_median_ms: float | None = None

@@ -11,6 +11,7 @@ runner.analyse assembles the repetition from these parts.
 
 from __future__ import annotations
 
+import csv
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,11 +20,12 @@ from ..analysis import CaptureFile, FlowAnalysis, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
 from ..analysis.analyze import write_tables
 from ..analysis.delivery import HOL_KEYS
-from ..analysis.labspec import backup_paths, join_ports, path_rates, signal_paths
+from ..analysis.labspec import backup_paths, join_ports, path_rates, retired_paths, signal_paths
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
 from ..results.model import UNCLASSIFIED
+from ..timeline.record import EVENTS_FILE
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections
@@ -131,11 +133,22 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
     return parts
 
 
+def _event_rows(path: Path) -> list[dict[str, str]]:
+    """events.csv's rows; none when the repetition has no timeline or controller."""
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
                 client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str,
                 primary: bool) -> None:
     o = parts.outcome
     path_of_ip = {str(net.address(ep)): lbl for lbl, ep in body.paths.items()}
+    # the paths the timeline or a controller took out of use (events.csv: written before the
+    # analysis, with epoch times; the analysis puts them on its own axis)
+    retired, retired_why = retired_paths(body, net, flow, _event_rows(out / EVENTS_FILE))
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
                         direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),
@@ -143,7 +156,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                         # both backends (netns, containerlab) capture on one host kernel clock
                         same_clock=True,
                         receiver_node=flow.server if flow.direction == "upload" else flow.client,
-                        join_ports=join_ports(body, flow))
+                        join_ports=join_ports(body, flow), retired_paths=retired, retired_why=retired_why)
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec
     subflows = [asdict(s) for s in fa.subflows]

@@ -258,6 +258,20 @@ def test_share_rule_flags_a_starved_path_with_known_rates():
     assert "expected share 0.500" in r.findings[0].message
 
 
+def test_a_path_retired_by_the_lab_is_judged_over_its_time_in_use():
+    """The same starved path B, taken out of use by the lab at t = 2.5 s (epoch seconds on
+    the capture's clock: here the table's own): its 15 segments before that count."""
+    spec = FlowSpec(SRV, 5201, SPEC.paths, ("A", "B"), True, "upload",
+                    path_rates_bps={"A": 20e6, "B": 20e6}, retired_paths={"B": 2.5},
+                    retired_why={"B": "link client:eth2 down (timeline)"})
+    r = analyze_packets(table(two_paths(b_segs=15, b_len=1448, b_dt=0.13)), ["p"], spec)
+    b = r.subflows_on("B")[0]
+    assert b.retired_t is not None and b.retired_by == "link client:eth2 down (timeline)"
+    assert b.contributed and r.verified and r.findings == []
+    few = analyze_packets(table(two_paths(b_segs=3, b_len=1448, b_dt=0.13)), ["p"], spec)
+    assert not few.verified and "before it was retired at t=" in few.findings[0].message
+
+
 def test_without_rates_a_slow_path_delivering_all_along_counts():
     """No rates configured: 15 segments spread over the whole 2 s transfer: verified."""
     r = analyze_packets(table(two_paths(b_segs=15, b_len=1448, b_dt=0.13)), ["p"], SPEC)
