@@ -512,16 +512,26 @@ class Traffic(Step):
         rep.running.check()  # a delay line that died invalidates the run: fail loudly
 
     def _stop_servers(self, rep: Rep) -> None:
+        """Each server stopped (SIGTERM when its kind runs until told) and its exit status put
+        beside its client's: a server that died by itself (a crash, a kill from outside)
+        fails its flow even when the client finished, since its side of the record is lost."""
         flows = rep.body.traffic.flows
         for name, (server, _) in rep.servers.items():
+            signalled = False
             if not kind_of(flows[name]).server_exits and server.poll() is None:
                 rep.backend.signal(server, signal.SIGTERM)  # a web or echo server runs until told
+                signalled = True
             try:
                 server.wait(timeout=5)
             except subprocess.TimeoutExpired:
                 rep.warnings.append(f"{flows[name].kind} server of flow {name} did not exit")
                 rep.backend.signal(server, signal.SIGKILL)
                 server.wait(timeout=5)
+                signalled = True
+            if name in rep.clients:
+                # None: this run stopped the server or its client; its status says nothing
+                stopped = signalled or rep.clients[name].get("stopped")
+                rep.clients[name]["server_rc"] = None if stopped else server.returncode
 
     def _spawn_client(self, rep: Rep, name: str) -> tuple[subprocess.Popen[bytes], Path]:
         flow = rep.body.traffic.flows[name]

@@ -9,9 +9,11 @@ from __future__ import annotations
 from .model import Finding
 
 
-def transfer_failure(error: str | None, goodput_mbps: float, rc: int | None) -> Finding | None:
+def transfer_failure(error: str | None, goodput_mbps: float, rc: int | None,
+                     server_rc: int | None = None) -> Finding | None:
     """A ``transfer-failed`` finding when the measured client reported an error, counted no
-    goodput, or exited non-zero; None when the transfer succeeded."""
+    goodput, or exited non-zero, or its server exited non-zero by itself (a negative status:
+    killed by that signal); None when the transfer succeeded."""
     why: list[str] = []
     if error:
         why.append(f"iperf3 error: {error}")
@@ -19,7 +21,10 @@ def transfer_failure(error: str | None, goodput_mbps: float, rc: int | None) -> 
         why.append("goodput 0")
     if rc not in (0, None):
         why.append(f"iperf3 exit status {rc}")
+    if server_rc is not None and server_rc != 0:
+        why.append(f"server killed by signal {-server_rc}" if server_rc < 0 else f"server exit status {server_rc}")
     if not why:
         return None
     return Finding("transfer-failed", "transfer failed (" + "; ".join(why) + "): not verified",
-                   evidence={"iperf3_error": error, "goodput_mbps": goodput_mbps, "rc": rc})
+                   evidence={"iperf3_error": error, "goodput_mbps": goodput_mbps, "rc": rc,
+                             "server_rc": server_rc})

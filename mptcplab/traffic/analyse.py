@@ -171,7 +171,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                                         "this is a plain TCP result (fallback)"))
         elif fa.fallback:
             parts.warnings.append(coded("mptcp-fallback", f"{label}MPTCP fell back to TCP during the connection"))
-    failed = transfer_failure(o.error, o.goodput_mbps or 0.0, client.get("rc"))
+    failed = transfer_failure(o.error, o.goodput_mbps or 0.0, client.get("rc"), client.get("server_rc"))
     if failed is not None and not client.get("stopped"):
         # a transfer that failed verifies nothing, whatever the capture shows
         fa.verified = False
@@ -220,7 +220,8 @@ def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Networ
         parts.warnings.append(coded("mptcp-fallback", f"{label}{seen - mp} of {seen} connections were NOT MPTCP "
                                     "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"))
     parts.warnings += [coded(UNCLASSIFIED, label + w) for w in rep.warnings]
-    ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None)
+    ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None) \
+        and client.get("server_rc") in (0, None)
     parts.record.update({
         "verified": ok, "connections": summary,
         "mptcp": {"requested": flow.mptcp, "negotiated": (mp == seen and seen > 0) if flow.mptcp else False,

@@ -189,3 +189,22 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
 
     ok = _summary(lab, "id", {"kernel": "6.18", "platform": tcg}, True, opts, [bad_links], 1)
     assert ok["valid"] and ok["timing_notes"]
+
+
+def test_a_server_that_died_by_itself_invalidates_the_run():
+    """A traffic server killed from outside after its client finished: the client's numbers
+    look whole, but the server's side of the record is lost (servers_died)."""
+    from types import SimpleNamespace
+
+    from mptcplab.labrun import _summary
+
+    died = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": True, "servers_died": {"main": -9}}
+    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0)
+    opts: Any = SimpleNamespace(quick=True, warnings=[])
+    kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
+    m = _summary(lab, "id", {"kernel": "6.18", "platform": kvm}, True, opts, [died], 1)
+    assert not m["valid"]
+    assert m["invalid_reasons"] == ["s1 rep 1: the server of flow main died before the run stopped it "
+                                    "(killed by signal 9)"]
+    sound = {**died, "servers_died": {}}
+    assert _summary(lab, "id", {"kernel": "6.18", "platform": kvm}, True, opts, [sound], 1)["valid"]
