@@ -1,4 +1,5 @@
-"""Packet capture at the lab's capture points with tcpdump."""
+"""Packet capture at the lab's capture points with tcpdump: its command lines and its
+counters. Generators only: the capture probe (probes/tcpdump.py) and the calibration run them."""
 
 from __future__ import annotations
 

@@ -11,14 +11,12 @@ from __future__ import annotations
 from .cc.step import RegisterCongestionControls, release_all, release_commands
 from .probes.step import StartProbes, StopProbes, close_probes
 from .steps import (
-    Capture,
     Deploy,
     FirewallCounters,
     LinkCheck,
     Planned,
     Rep,
     Step,
-    StopCaptures,
     StopDaemons,
     SysctlReadback,
     Traffic,
@@ -58,6 +56,6 @@ class Teardown(Step):
 
 def measurement_steps() -> list[Step]:
     """The steps before teardown, in order."""
-    return [RegisterCongestionControls(), Deploy(), LinkCheck(), SysctlReadback(), Capture(), StartProbes(),
+    return [RegisterCongestionControls(), Deploy(), LinkCheck(), SysctlReadback(), StartProbes(),
             Timeline(), Traffic(), TimelineEnd(),
-            StopProbes(), StopCaptures(), StopDaemons(), FirewallCounters()]
+            StopProbes(), StopDaemons(), FirewallCounters()]

@@ -5,11 +5,12 @@ so the two cannot drift apart (tests/integration/test_dry_run_matches_run.py hol
 them to it against a real run's commands.log).
 
 Order (why: docs/architecture.md): engine congestion controls (cc/step.py), deploy,
-link check, sysctl read-back, capture, start probes, traffic, stop probes, stop
-captures, stop daemons, firewall counters, teardown. Teardown also runs when an
-earlier step fails (RepRunner), and releases what probes hold host-wide (a tracefs
-instance) and, last, the engine congestion controls the repetition holds (a BPF
-struct_ops registration). Timeline events and controllers will be further steps.
+link check, sysctl read-back, start probes (the capture first: probes/tcpdump.py),
+traffic, stop probes (the capture last), stop daemons, firewall counters, teardown.
+Teardown also runs when an earlier step fails (RepRunner), and releases what probes
+hold host-wide (a tracefs instance) and, last, the engine congestion controls the
+repetition holds (a BPF struct_ops registration). Timeline events and controllers will
+be further steps.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .backends.base import Backend
-from .capture import CaptureCommand, capture_command, parse_tcpdump_stats
 from .commands import Cmd, cmd
 from .emulation.linkmodel import DirectedLink
 from .lab.network import Link
@@ -104,7 +104,6 @@ class Rep:
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
-    captures: list[tuple[CaptureCommand, subprocess.Popen[bytes], Path]] = field(default_factory=list)
     servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     multipath: dict[str, bool] = field(default_factory=dict)
     #: time.time() when the (first) measured flow's client was spawned: the timeline's zero,
@@ -166,13 +165,6 @@ def wait_for(pred: Callable[[], bool], timeout: float, what: str) -> None:
             return
         time.sleep(0.02)
     raise RuntimeError(f"timed out after {timeout:g} s waiting for {what}")
-
-
-def _file_has(path: Path, text: str) -> bool:
-    try:
-        return text in path.read_text(errors="replace")
-    except OSError:
-        return False
 
 
 def _answers(backend: Backend, c: Cmd) -> bool:
@@ -326,61 +318,6 @@ class SysctlReadback(Step):
             for k, v in rep.plan.net.nodes[c.node].sysctls.items():
                 if " ".join(str(v).split()) != vals.get(k):
                     rep.warnings.append(f"{c.node}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
-
-
-# ------------------------------------------------------------------ capture
-class Capture(Step):
-    title = "capture"
-
-    def commands(self, rep: Rep) -> list[Planned]:
-        return [Planned(Cmd(cc.argv, node=cc.node), background=True) for cc in self._cmds(rep)]
-
-    @staticmethod
-    def _cmds(rep: Rep) -> list[CaptureCommand]:
-        return [capture_command(cp, rep.out) for cp in rep.body.capture]
-
-    def run(self, rep: Rep) -> None:
-        for cc in self._cmds(rep):
-            err = rep.out / (cc.path.stem + ".tcpdump.log")
-            p = rep.backend.spawn(cc.node, cc.argv, stdout=subprocess.DEVNULL, stderr=err.open("wb"))
-            rep.captures.append((cc, p, err))
-        for cc, p, err in rep.captures:
-            wait_for(lambda err=err, p=p: _file_has(err, "listening on") or p.poll() is not None,  # type: ignore[misc]
-                     READY_TIMEOUT_S, f"tcpdump on {cc.node}:{cc.iface}")
-            if p.poll() is not None:
-                raise RuntimeError(f"tcpdump on {cc.node}:{cc.iface} failed: {err.read_text().strip()}")
-
-
-class StopCaptures(Step):
-    title = "stop captures (SIGINT: tcpdump flushes and prints its counters)"
-
-    def commands(self, rep: Rep) -> list[Planned]:
-        return []
-
-    def run(self, rep: Rep) -> None:
-        stats = {}
-        # a capture that ended before we stop it (killed, crashed) holds part of the run
-        # only: it must not pass as evidence (issue 12: tests/faults found it did)
-        died = {cc.path: p.poll() for cc, p, _ in rep.captures}
-        for _, p, _ in rep.captures:
-            rep.backend.signal(p, signal.SIGINT)
-        for cc, p, err in rep.captures:
-            try:
-                p.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                rep.backend.signal(p, signal.SIGKILL)
-                p.wait(timeout=5)
-            s = parse_tcpdump_stats(err.read_text(errors="replace"))
-            exit_status = died[cc.path]
-            if exit_status is not None:
-                s["died"] = exit_status
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
-                                    f"(exit status {exit_status}): the capture is incomplete")
-            stats[f"{cc.node}:{cc.iface}"] = s
-            if s.get("dropped"):
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: "
-                                    "segment statistics are incomplete")
-        rep.extra["capture_stats"] = stats
 
 
 # ------------------------------------------------------------------ traffic

@@ -14,8 +14,12 @@ and after the repetition, in the analysis worker (no root, nothing running):
 
     analyse(rep_dir) -> DataFrame   the probe's files as one typed table
 
-``artifacts()`` names the files the probe writes, relative to ``<rep>/probes/``
-(docs/results-format.md describes each).
+``artifacts()`` names the files the probe writes, relative to ``<rep>/probes/`` (to the
+repetition's own directory for the packet capture, tcpdump.py: ``artifacts_dir``);
+docs/results-format.md describes each.
+
+The packet capture (tcpdump.py) is the one mandatory probe: every repetition runs it,
+first; the others are the lab's choice (experiment.yml ``probes:``, registry.py).
 """
 
 from __future__ import annotations
@@ -41,6 +45,8 @@ class Probe(ABC):
     name: ClassVar[str]
     #: the table analyse() returns, written as ``<rep>/probes/<table>`` (default ``<name>.csv``)
     table: ClassVar[str | None] = None
+    #: where artifacts() are, relative to the repetition's directory ("": in it)
+    artifacts_dir: ClassVar[str] = PROBES_DIR
 
     @abstractmethod
     def commands(self, rep: Rep) -> list[Planned]:
@@ -57,7 +63,7 @@ class Probe(ABC):
 
     @abstractmethod
     def artifacts(self) -> list[str]:
-        """File names this probe writes under ``<rep>/probes/``."""
+        """File names this probe writes under ``<rep>/<artifacts_dir>/``."""
 
     @classmethod
     @abstractmethod

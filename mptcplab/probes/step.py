@@ -1,25 +1,28 @@
 """The probes of a repetition as two steps of sequence.measurement_steps: StartProbes
-right before traffic (after the capture is listening) and StopProbes right after it
-(before the capture stops), so the probes cover the whole transfer and nothing of the
-link checks. close_probes() runs at teardown on every exit path: a tracefs instance
-is host-wide and must not outlive the repetition."""
+right before traffic and StopProbes right after it, so the probes cover the whole
+transfer and nothing of the link checks. The packet capture (tcpdump.py) is every
+repetition's first probe, whatever the lab turns on: it is listening before the others
+start and, stopped newest first, stops after them. close_probes() runs at teardown on
+every exit path: a tracefs instance is host-wide and must not outlive the repetition."""
 
 from __future__ import annotations
 
 from ..steps import Planned, Rep, Step
-from .base import Probe, probes_dir
+from .base import Probe
 from .registry import enabled
 from .tcp_probe import DRY_RUN_TOKEN, TcpProbe
+from .tcpdump import TcpdumpCapture
 
 
 def _build(rep: Rep) -> list[Probe]:
     dry = rep.supervisor is None
     # a dry run shows fixed placeholders for what a run draws at random
-    return [TcpProbe(DRY_RUN_TOKEN) if cls is TcpProbe and dry else cls() for cls in enabled(rep.body)]
+    chosen = [TcpProbe(DRY_RUN_TOKEN) if cls is TcpProbe and dry else cls() for cls in enabled(rep.body)]
+    return [TcpdumpCapture(), *chosen]  # mandatory: MPTCP is proven from the capture
 
 
 def probes_of(rep: Rep) -> list[Probe]:
-    if not rep.probes and enabled(rep.body):
+    if not rep.probes:
         rep.probes = _build(rep)
     return rep.probes
 
@@ -34,24 +37,25 @@ def close_probes(rep: Rep) -> None:
 
 
 class StartProbes(Step):
-    """Starts the scenario's probes; its commands are every probe's, start and stop
-    (the stop step prints none, like the capture's)."""
+    """Starts the capture and the scenario's probes; its commands are every probe's, start
+    and stop (the stop step prints none)."""
 
-    title = "start probes (their stop commands run after traffic)"
+    title = "start probes: the capture (tcpdump), then the lab's (their stop commands run after traffic)"
 
     def commands(self, rep: Rep) -> list[Planned]:
         return [c for p in probes_of(rep) for c in p.commands(rep)]
 
     def run(self, rep: Rep) -> None:
         probes = probes_of(rep)
-        if probes:
-            probes_dir(rep.out).mkdir(exist_ok=True)
+        # probes/ only when a probe writes there (the capture writes beside it)
+        for d in dict.fromkeys(p.artifacts_dir for p in probes if p.artifacts_dir):
+            (rep.out / d).mkdir(exist_ok=True)
         for p in probes:
             p.start(rep)
 
 
 class StopProbes(Step):
-    title = "stop probes"
+    title = "stop probes, newest first: the capture last (SIGINT: tcpdump flushes and prints its counters)"
 
     def commands(self, rep: Rep) -> list[Planned]:
         return []

@@ -8,6 +8,9 @@ from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.linkcheck import parse_rate_mbps, rate_check_cmds
 from mptcplab.plan import build_plan
+from mptcplab.probes.registry import REGISTRY
+from mptcplab.probes.step import StartProbes, StopProbes, probes_of
+from mptcplab.probes.tcpdump import TcpdumpCapture
 from mptcplab.sequence import Teardown, measurement_steps
 from mptcplab.steps import (
     SYSCTL_READBACK,
@@ -182,3 +185,20 @@ def test_dry_run_lines_cover_every_step_and_end_with_teardown():
     assert len(titles) == len(measurement_steps()) + 1
     assert out[-1] == "ip netns del mplabcdef-rb2"
     assert "ip netns pids mplabcdef-client" in out
+
+
+def test_the_capture_is_every_repetitions_first_probe_and_no_lab_key_turns_it_off() -> None:
+    rep = rep_for("blackhole-probing-1")  # labs/mtu turns no probe on
+    assert [type(p) for p in probes_of(rep)] == [TcpdumpCapture]
+    assert TcpdumpCapture.name not in REGISTRY  # experiment.yml's probes: cannot name it
+
+
+def test_the_dry_run_prints_one_tcpdump_per_capture_point_under_start_probes() -> None:
+    rep = rep_for("blackhole-probing-1")
+    out = render(rep, [StartProbes(), StopProbes()])
+    assert out[0].startswith("# step: start probes")
+    tcpdump = [line for line in out if " tcpdump " in line and not line.startswith("#")]
+    assert [line.split(" tcpdump ")[0] for line in tcpdump] == ["ip netns exec mplabcdef-client"] * 2
+    assert all(line.endswith(" tcp or icmp &") for line in tcpdump)
+    assert "/tmp/x/capture-client-eth1.pcap" in tcpdump[0] and "-i eth2" in tcpdump[1]
+    assert out[-1].startswith("# step: stop probes")  # a signal stops it: no command

@@ -176,6 +176,8 @@ def test_the_dry_run_prints_the_probe_commands_and_creates_nothing(tmp_path: Pat
     assert "ip -n mpl000000-client -ts mptcp monitor &" in text
     assert "#   (runner) mkdir /sys/kernel/tracing/instances/mptcplab-00000001" in text
     assert text.index("# step: start probes") < text.index("# step: traffic") < text.index("# step: stop probes")
+    # the capture is listening before any other probe starts
+    assert text.index("# step: start probes") < text.index(" tcpdump -i ") < text.index("nstat -a -z -s -j")
     assert not (tmp_path / "r").exists()
     after = set(os.listdir("/sys/kernel/tracing/instances")) if os.path.isdir("/sys/kernel/tracing/instances") \
         else set()
