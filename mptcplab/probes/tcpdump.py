@@ -1,8 +1,8 @@
 """The packet capture as a probe: tcpdump at each of the lab's capture points.
 
 Unlike the other probes it is **mandatory**: every repetition of every lab runs it, and no
-key of experiment.yml turns it off, because MPTCP is proven from the capture (the analysis
-reads nothing else to say a flow was MPTCP, docs/architecture.md). So it is not in the
+key of experiment.yml turns it off, because MPTCP is proven from the capture (the
+analysis' verdict, docs/architecture.md). So it is not in the
 registry of ``probes:`` (registry.py); probes/step.py puts it first in every repetition's
 probes: it starts before the others and, stopped newest first, stops after them, so the
 capture covers everything they see.
