@@ -1,5 +1,5 @@
 """What the lab says the analysis should expect of a flow: path rates, backup paths, and the paths
-the run took out of use (from events.csv).
+the run took out of use (from events.csv's records).
 
 Pure functions over the derived Network (lab/network.py), so the runner's ``analyse`` stays a
 caller: the rule that uses them is in contribution.py.
@@ -7,11 +7,13 @@ caller: the rule that uses them is in contribution.py.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from ipaddress import IPv4Address, IPv4Network
 
 from ..emulation.linkmodel import Endpoint
 from ..lab.network import Link, Network
 from ..lab.schema import ExperimentBody, Flow
+from ..results.model import Event
 
 _MAX_HOPS = 64
 
@@ -124,10 +126,10 @@ def _path_links(body: ExperimentBody, net: Network, server: str) -> dict[str, li
 
 
 def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
-                  rows: list[dict[str, str]]) -> tuple[dict[str, float], dict[str, str]]:
-    """Paths the run took out of use and kept out to its end, from events.csv's rows (the
-    timeline's and the controllers' actions that ran, timeline/record.py): path -> the epoch
-    time (``epoch_s``) it went out of use, and path -> what did it. A path is out of use
+                  events: Sequence[Event]) -> tuple[dict[str, float], dict[str, str]]:
+    """Paths the run took out of use and kept out to its end, from events.csv's records (the
+    timeline's and the controllers' actions that ran, results/read.read_events): path -> the
+    epoch time (``epoch_s``) it went out of use, and path -> what did it. A path is out of use
     while a link it crosses is down (link_down; link_up gives it back), its client endpoint
     is deleted (endpoint_delete by the id the lab gave it; endpoint_add of its address gives
     it back) or its endpoint is flagged backup (endpoint_flags, a controller's demotion;
@@ -139,38 +141,33 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
     out_since: dict[str, float] = {}
     why: dict[str, dict[str, str]] = {p: {} for p in body.paths}  # path -> reason key -> words
 
-    def ip_of(ref: str) -> str | None:
+    def ip_of(ref: str | None) -> str | None:
         try:
-            return str(net.address(ref))
+            return str(net.address(ref)) if ref else None
         except (KeyError, ValueError):
             return None
 
-    done = [r for r in rows if (r.get("rc") or "") == "0" and r.get("epoch_s")]
-    for r in sorted(done, key=lambda r: float(r["epoch_s"])):
-        action, words, source = r.get("action", ""), (r.get("target") or "").split(), r.get("source", "")
+    for e in sorted((e for e in events if e.done), key=lambda e: e.epoch_s or 0.0):
         hit: list[str] = []
         key, text, on = "", "", True
-        if action in ("link_down", "link_up") and words:
+        if e.action in ("link_down", "link_up") and e.link:
             try:
-                link = net.link_of(words[0])
+                link = net.link_of(e.link)
             except (KeyError, ValueError):
                 continue
             hit = [p for p, lks in links.items() if any(lk is link for lk in lks)]
-            key, text, on = f"link {link.name}", f"link {words[0]} down ({source})", action == "link_down"
-        elif len(words) >= 2 and words[0] == flow.client and action in ("endpoint_delete", "endpoint_add",
-                                                                         "endpoint_flags"):
-            ip = ids.get(int(words[2])) if action == "endpoint_delete" and len(words) == 3 and words[2].isdigit() \
-                else ip_of(words[1])
+            key, text, on = f"link {link.name}", f"link {e.link} down ({e.source})", e.action == "link_down"
+        elif e.node == flow.client and e.action in ("endpoint_delete", "endpoint_add", "endpoint_flags"):
+            ip = ids.get(e.endpoint_id or 0) if e.action == "endpoint_delete" else ip_of(e.address)
             p = addr_path.get(ip or "")
             hit = [p] if p else []
-            if action == "endpoint_flags":
-                cmd = (r.get("commands") or "").split()
-                if "backup" not in cmd and "nobackup" not in cmd:
+            if e.action == "endpoint_flags":
+                if e.flags not in ("backup", "nobackup"):
                     continue
-                key, text, on = "backup", f"demoted (endpoint flagged backup) by {source}", "backup" in cmd
+                key, text, on = "backup", f"demoted (endpoint flagged backup) by {e.source}", e.flags == "backup"
             else:
-                key, text, on = "endpoint", f"endpoint deleted by {source}", action == "endpoint_delete"
-        t = float(r["epoch_s"])
+                key, text, on = "endpoint", f"endpoint deleted by {e.source}", e.action == "endpoint_delete"
+        t = e.epoch_s or 0.0
         for p in hit:
             was_out = bool(why[p])
             if on:

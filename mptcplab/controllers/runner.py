@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from ..lab.events import Event
 from ..probes.ss import SsSampler, busiest_connection
+from ..results import model as results
 from ..timeline.actions import ActionEnv, Resolved, resolve
-from ..timeline.record import EventRecord
 from ..timeline.scheduler import Scheduler
 from .base import Controller, Decision, View
 
@@ -34,7 +34,7 @@ class ControllerThread:
         self._zero = zero
         self._stop = threading.Event()
         self.steps = 0
-        self.errors: list[EventRecord] = []
+        self.errors: list[results.Event] = []
         self._thread = threading.Thread(target=self._run, name=f"controller-{controller.name}", daemon=True)
 
     @property

@@ -19,6 +19,7 @@ timeseries.csv (an older run, a failed analysis), has no value, never a made-up 
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Callable
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
+from ..results.model import EVENTS_FILE
 from .base import Select, register
 
 if TYPE_CHECKING:
@@ -56,14 +58,31 @@ def _csv(r: Repetition, name: str) -> pd.DataFrame | None:
     return _read(str(p), st.st_mtime_ns)
 
 
+@lru_cache(maxsize=256)
+def _offset(path: str, mtime_ns: int) -> float:
+    # imported here: results/read stands above the metrics (its aggregates import them)
+    from ..results.model import ResultsFormatError
+    from ..results.read import read_events
+
+    try:
+        both = [e.capture_s - e.actual_s for e in read_events(path)
+                if e.capture_s is not None and e.actual_s is not None]
+    except (OSError, ResultsFormatError):
+        return 0.0
+    return float(statistics.median(both)) if both else 0.0
+
+
 def capture_offset(r: Repetition) -> float:
     """Seconds to add to a time after the measured flow's start to get timeseries.csv's
     axis (the median over the repetition's events that have both times; 0 without)."""
-    ev = _csv(r, "events.csv")
-    if ev is None or not {"actual_s", "capture_s"} <= set(ev.columns):
+    d = r.files_dir()
+    if d is None:
         return 0.0
-    both = ev[["actual_s", "capture_s"]].apply(pd.to_numeric, errors="coerce").dropna()
-    return float((both["capture_s"] - both["actual_s"]).median()) if len(both) else 0.0
+    p = Path(d) / EVENTS_FILE
+    try:
+        return _offset(str(p), p.stat().st_mtime_ns)
+    except OSError:
+        return 0.0
 
 
 def window_bins(r: Repetition, sel: Select, column: str) -> pd.Series | None:

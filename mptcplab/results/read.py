@@ -8,7 +8,9 @@ with today's metric definitions (results/aggregate.py), which stand above the mo
 
 from __future__ import annotations
 
+import csv
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +19,13 @@ from pydantic import ValidationError
 
 from .aggregate import aggregates
 from .model import (
+    EVENT_COLUMNS,
+    EVENT_TYPED_COLUMNS,
+    EVENTS_FILE,
     FORMAT_VERSION,
     ICMP_COLUMNS,
     TIMESERIES_COLUMNS,
+    Event,
     Manifest,
     Repetition,
     ResultsFormatError,
@@ -178,13 +184,75 @@ def load_dsn(run_dir: str | Path, summary: Summary | None = None, flow: str | No
     return df
 
 
+#: flags of ``ip mptcp endpoint`` that an old events.csv's commands can carry
+_ENDPOINT_FLAGS = ("subflow", "signal", "backup", "fullmesh", "nobackup")
+
+
+def _old_event_fields(action: str, target: str, commands: str) -> dict[str, Any]:
+    """The typed columns of a row written before they existed, from its text: ``target``
+    as timeline/actions._target wrote it ('node:iface (both)', 'node address', 'node id N',
+    'node key', a flow's name) and, for endpoint flags and ids, the commands' words after
+    ``endpoint`` (the rendered ``ip mptcp endpoint ...``)."""
+    words = target.split()
+    if not words:
+        return {}
+    if action in ("link_down", "link_up", "link_change"):
+        direction = words[1].strip("()") if len(words) > 1 else None
+        return {"node": words[0].split(":", 1)[0], "link": words[0], "direction": direction}
+    if action in ("flow_start", "flow_stop"):
+        return {"flow": target}
+    if action == "endpoint_delete":
+        ok = len(words) == 3 and words[1] == "id" and words[2].isdigit()
+        return {"node": words[0], "endpoint_id": int(words[2]) if ok else None}
+    if action in ("endpoint_add", "endpoint_flags"):
+        cmd = commands.split()
+        cmd = cmd[cmd.index("endpoint") + 1:] if "endpoint" in cmd else []
+        flags = [w for w in cmd if w in _ENDPOINT_FLAGS]
+        out: dict[str, Any] = {"node": words[0], "address": words[1] if len(words) > 1 else None}
+        if action == "endpoint_flags":
+            out["flags"] = flags[-1] if flags else None
+        else:
+            out["flags"] = " ".join(flags) or None
+            at = cmd.index("id") + 1 if "id" in cmd else len(cmd)
+            out["endpoint_id"] = int(cmd[at]) if at < len(cmd) and cmd[at].isdigit() else None
+        return out
+    if action == "sysctl":
+        return {"node": words[0]}
+    return {}
+
+
+def event_from_row(row: Mapping[str, str | None], source: str = EVENTS_FILE) -> Event:
+    """One events.csv row as an Event: empty cells are None (or the field's default); a
+    row without the typed columns (written before 2026-11-24) gets them from its text."""
+    data: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
+    if not any(c in row for c in EVENT_TYPED_COLUMNS):
+        derived = _old_event_fields(data.get("action", ""), data.get("target", ""), data.get("commands", ""))
+        data.update({k: v for k, v in derived.items() if v is not None})
+    try:
+        return Event.model_validate(data)
+    except ValidationError as e:
+        raise ResultsFormatError(source, _where(e), f"not a readable event: {e.errors()[0]['msg']}") from None
+
+
+def read_events(path: str | Path) -> list[Event]:
+    """A repetition's events.csv in file order, any version (the only parser of its text);
+    none when the repetition had no timeline or controller (no file)."""
+    path = Path(path)
+    if not path.is_file():
+        return []
+    with path.open(newline="") as f:
+        return [event_from_row(row, f"{path}, row {i}") for i, row in enumerate(csv.DictReader(f), 1)]
+
+
 def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:
     """All events.csv of the run in one frame: scenario, rep, planned_s, actual_s, action,
-    target, ..., capture_s (the time-series axis). Runs before the timeline have none:
-    their absence is not reported as missing."""
-    from ..timeline.record import COLUMNS
-
-    df = _load_per_rep_csv(run_dir, summary, "events.csv", [*COLUMNS, "capture_s"])
+    target, ..., the typed columns (derived for older files), capture_s (the time-series
+    axis). Runs before the timeline have none: their absence is not reported as missing."""
+    run_dir = Path(run_dir)
+    summary = summary if summary is not None else load_summary(run_dir)
+    rows = [{"scenario": r.name, "rep": r.rep, **e.model_dump()}
+            for r in summary.scenarios for e in read_events(run_dir / r.rel_dir() / EVENTS_FILE)]
+    df = pd.DataFrame(rows, columns=["scenario", "rep", *EVENT_COLUMNS, "capture_s"])
     df.attrs["missing"] = []
     return df
 

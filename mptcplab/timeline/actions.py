@@ -12,7 +12,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..commands import Cmd, cmd
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape, QueueLimit
@@ -64,6 +64,9 @@ class Resolved:
     source: str = "timeline"
     #: why (a controller's decision and its numbers): events.csv ``detail``
     detail: str = ""
+    #: the lab's typed action this was resolved from (None: a decision, a controller's
+    #: error): events.csv's typed columns come from it (subject below)
+    event: Event | None = None
 
 
 @dataclass
@@ -202,6 +205,24 @@ def _target(ev: Event) -> str:
     raise TypeError(type(ev).__name__)
 
 
+def subject(ev: Event | None) -> dict[str, Any]:
+    """The typed columns of an action (results.model.Event: node, link, address, ...),
+    from the lab's typed action (``Resolved.event``); none for a decision or an error."""
+    if isinstance(ev, LinkDown | LinkUp | LinkChange):
+        return {"node": ev.link.split(":", 1)[0], "link": ev.link, "direction": ev.direction}
+    if isinstance(ev, EndpointFlags):
+        return {"node": ev.node, "address": ev.address, "flags": ev.flags}
+    if isinstance(ev, EndpointAdd):
+        return {"node": ev.node, "address": ev.address, "endpoint_id": ev.id, "flags": " ".join(ev.flags) or None}
+    if isinstance(ev, EndpointDelete):
+        return {"node": ev.node, "endpoint_id": ev.id}
+    if isinstance(ev, SysctlWrite):
+        return {"node": ev.node}
+    if isinstance(ev, FlowStart | FlowStop):
+        return {"flow": ev.flow}
+    return {}
+
+
 def _flow_call(env: ActionEnv, ev: FlowStart | FlowStop) -> Callable[[], str]:
     def call() -> str:
         fc = env.flow_control()
@@ -219,7 +240,7 @@ def resolve(env: ActionEnv, ev: Event, source: str = "timeline", planned_s: floa
     target = _target(ev)
     if isinstance(ev, FlowStart | FlowStop):
         verb = "start" if isinstance(ev, FlowStart) else "stop (SIGINT to the client)"
-        return Resolved(at, ev.action, target, call=_flow_call(env, ev), source=source,
+        return Resolved(at, ev.action, target, call=_flow_call(env, ev), source=source, event=ev,
                         call_text=f"{verb} flow {ev.flow}: its client command is listed under the traffic step")
     cmds: list[Cmd]
     if isinstance(ev, LinkDown):
@@ -232,7 +253,7 @@ def resolve(env: ActionEnv, ev: Event, source: str = "timeline", planned_s: floa
         cmds = [cmd("sysctl", "-q", "-w", f"{ev.key}={ev.value}", node=ev.node, check=False)]
     else:
         cmds = endpoint_cmds(env, ev)
-    return Resolved(at, ev.action, target, tuple(cmds), source=source)
+    return Resolved(at, ev.action, target, tuple(cmds), source=source, event=ev)
 
 
 def resolve_timeline(env: ActionEnv, events: list[Event], file: str = "experiment.yml") -> list[Resolved]:

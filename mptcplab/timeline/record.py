@@ -1,8 +1,9 @@
 """events.csv: one row per action a repetition executed (timeline or controller), and
 each controller's own trace (controller-<name>-<node>.csv: what it saw at each step).
 
-Times are seconds from the timeline's zero (steps.Rep.t_zero: the measured flow's
-client spawn, time.time(), the clock tcpdump stamps packets with). ``capture_s`` is
+A row is results.model.Event, one typed record for the writers and the readers (read back
+by results/read.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
+the measured flow's client spawn, time.time(), the clock tcpdump stamps packets with). ``capture_s`` is
 added by the analysis: the same instant on the time-series axis (seconds since the
 data connection's first SYN), so figures can mark events on timeseries.csv.
 """
@@ -10,38 +11,30 @@ data connection's first SYN), so figures can mark events on timeseries.csv.
 from __future__ import annotations
 
 import csv
-from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..results.model import EVENT_COLUMNS, Event
+from ..results.model import EVENTS_FILE as EVENTS_FILE  # the writers' name for it
+from .actions import subject
+
 if TYPE_CHECKING:
     from ..lab.events import ControllerSpec
+    from .actions import Resolved
 
-EVENTS_FILE = "events.csv"
-
-
-@dataclass(frozen=True)
-class EventRecord:
-    planned_s: float
-    actual_s: float | None  # None: never ran (the traffic ended first)
-    action: str
-    target: str
-    commands: str  # the rendered commands, " ; "-separated (or the in-process call)
-    rc: int | None  # first non-zero exit status, 0 when all succeeded; None: not run
-    duration_ms: float | None
-    result: str  # stderr of a failed command, or the call's result
-    source: str  # timeline | controller:<name>
-    epoch_s: float | None = None  # actual time, time.time()
-    detail: str = ""  # a controller's reason for the action, with its numbers ("" for the timeline)
-
-    def row(self) -> dict[str, object]:
-        return asdict(self)
+COLUMNS = EVENT_COLUMNS
 
 
-COLUMNS = [f.name for f in fields(EventRecord)]
+def record(item: Resolved, *, actual_s: float | None = None, commands: str = "", rc: int | None = None,
+           duration_ms: float | None = None, result: str = "", epoch_s: float | None = None) -> Event:
+    """The events.csv record of ``item`` with what running it gave (defaults: not run)."""
+    return Event.model_validate({
+        "planned_s": item.planned_s, "actual_s": actual_s, "action": item.action, "target": item.target,
+        "commands": commands, "rc": rc, "duration_ms": duration_ms, "result": result, "source": item.source,
+        "epoch_s": epoch_s, "detail": item.detail, **subject(item.event)})
 
 
-def write_events(path: Path, records: list[EventRecord]) -> None:
+def write_events(path: Path, records: list[Event]) -> None:
     with path.open("w", newline="") as f:
         w = csv.DictWriter(f, fieldnames=COLUMNS)
         w.writeheader()

@@ -23,8 +23,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..commands import Cmd
+from ..results.model import Event
 from .actions import Resolved
-from .record import EventRecord
+from .record import record
 
 #: wake this long before an event's time, then spin: measured (bench/timeline_bench.py)
 #: sleeps on the shared 2-core host overshoot by up to ~1-2 ms under load
@@ -85,7 +86,7 @@ class Scheduler:
         self._lead = lead_s
         self._stop = threading.Event()
         self._lock = threading.Lock()
-        self._records: list[EventRecord] = []
+        self._records: list[Event] = []
         self._thread: threading.Thread | None = None
         self._pending: list[Resolved] = []
         self._zero: float | None = None
@@ -121,33 +122,30 @@ class Scheduler:
             self._pending.pop(0)
             self._run_one(item, t0)
 
-    def _run_one(self, item: Resolved, t0: float) -> EventRecord:
+    def _run_one(self, item: Resolved, t0: float) -> Event:
         began = self._clock()
         out = self._execute(item)
-        rec = EventRecord(planned_s=item.planned_s, actual_s=round(began - t0, 6), action=item.action,
-                          target=item.target, commands=out.commands, rc=out.rc,
-                          duration_ms=round((self._clock() - began) * 1000, 3), result=out.result,
-                          source=item.source, epoch_s=round(began, 6), detail=item.detail)
+        rec = record(item, actual_s=round(began - t0, 6), commands=out.commands, rc=out.rc,
+                     duration_ms=round((self._clock() - began) * 1000, 3), result=out.result,
+                     epoch_s=round(began, 6))
         with self._lock:
             self._records.append(rec)
         return rec
 
     # ------------------------------------------------------------ controllers
-    def submit(self, item: Resolved, t0: float) -> EventRecord:
+    def submit(self, item: Resolved, t0: float) -> Event:
         """Run ``item`` now on the caller's thread (a controller's decision)."""
         return self._run_one(item, t0)
 
     # ------------------------------------------------------------ end
-    def stop(self, timeout: float = 10.0) -> list[EventRecord]:
+    def stop(self, timeout: float = 10.0) -> list[Event]:
         """Stop waiting; events not run yet are recorded as not run. Returns every record."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout)
         with self._lock:
             for item in self._pending:
-                self._records.append(EventRecord(item.planned_s, None, item.action, item.target, "", None, None,
-                                                 "not run: the traffic ended first", item.source,
-                                                 detail=item.detail))
+                self._records.append(record(item, result="not run: the traffic ended first"))
             self._pending = []
             return list(self._records)
 

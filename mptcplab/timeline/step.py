@@ -16,9 +16,10 @@ from ..controllers import controller_class
 from ..controllers.runner import ControllerThread
 from ..lab.events import FlowStart, FlowStop
 from ..probes.ss import SsSampler, ss_cmd
+from ..results.model import Event
 from ..steps import Planned, Rep, Step, Traffic
 from .actions import ActionEnv, Resolved, resolve_timeline
-from .record import EVENTS_FILE, EventRecord, trace_file, write_events, write_trace
+from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor
 
 
@@ -31,9 +32,9 @@ def action_env(rep: Rep) -> ActionEnv:
 class TimelineState:
     scheduler: Scheduler
     controllers: list[ControllerThread] = field(default_factory=list)
-    records: list[EventRecord] | None = None
+    records: list[Event] | None = None
 
-    def finish(self, out: Path) -> list[EventRecord]:
+    def finish(self, out: Path) -> list[Event]:
         """Stop the threads (idempotent), write events.csv and each controller's trace."""
         if self.records is None:
             for c in self.controllers:

@@ -11,7 +11,6 @@ runner.analyse assembles the repetition from these parts.
 
 from __future__ import annotations
 
-import csv
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,8 @@ from ..analysis.labspec import backup_paths, join_ports, path_rates, retired_pat
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
-from ..results.model import UNCLASSIFIED
-from ..timeline.record import EVENTS_FILE
+from ..results.model import EVENTS_FILE, UNCLASSIFIED
+from ..results.read import read_events
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections
@@ -133,14 +132,6 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
     return parts
 
 
-def _event_rows(path: Path) -> list[dict[str, str]]:
-    """events.csv's rows; none when the repetition has no timeline or controller."""
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return list(csv.DictReader(f))
-
-
 def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
                 client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str,
                 primary: bool) -> None:
@@ -148,7 +139,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     path_of_ip = {str(net.address(ep)): lbl for lbl, ep in body.paths.items()}
     # the paths the timeline or a controller took out of use (events.csv: written before the
     # analysis, with epoch times; the analysis puts them on its own axis)
-    retired, retired_why = retired_paths(body, net, flow, _event_rows(out / EVENTS_FILE))
+    retired, retired_why = retired_paths(body, net, flow, read_events(out / EVENTS_FILE))
     spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
                         paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
                         direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),

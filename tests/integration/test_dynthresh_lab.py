@@ -125,6 +125,8 @@ def test_dynamic_threshold_demotes_the_bad_path_with_its_numbers(run: Path) -> N
     n = numbers(first)
     assert n["decision"] == "demote" and first["action"] == "endpoint_flags", first
     assert "backup" in first["commands"] and "10.0.2." in first["target"], first  # path B's address
+    # the typed columns say the same (results.model.Event; what retired_paths reads)
+    assert (first["node"], first["flags"]) == ("client", "backup") and first["address"].startswith("10.0.2."), first
     # the decision's own numbers satisfy the paper's condition
     assert float(n["total_mbps"]) < float(n["threshold_mbps"]), n
     assert n["threshold_subflow"].startswith("10.0.1."), n  # the best single path is A
@@ -155,8 +157,8 @@ def test_extended_dynamic_threshold_reprobes_within_the_run(run: Path) -> None:
     verbs = [numbers(r)["decision"] for r in rows]
     assert verbs[:2] == ["demote", "reprobe"], verbs
     demote, probe = rows[0], rows[1]
-    assert "backup" in demote["commands"] and "nobackup" in probe["commands"], (demote, probe)
-    assert demote["target"] == probe["target"]
+    assert demote["flags"] == "backup" and probe["flags"] == "nobackup", (demote, probe)
+    assert demote["target"] == probe["target"] and demote["address"] == probe["address"]
     # T after the demotion, within a step (100 ms) and the step's lateness under load
     gap = float(probe["planned_s"]) - float(demote["planned_s"])
     assert REPROBE_EVERY - 0.06 <= gap <= REPROBE_EVERY + 0.4, gap

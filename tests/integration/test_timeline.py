@@ -153,6 +153,7 @@ def test_controller_decision_is_recorded_and_takes_effect(run: Path) -> None:
     assert decision["action"] == "endpoint_flags" and "backup" in decision["commands"], decision
     # path B is the 4 Mbit/s one: its address is the one demoted
     assert "10.0.2." in decision["target"] and float(decision["planned_s"]) >= 1.5, decision
+    assert (decision["node"], decision["flags"]) == ("client", "backup"), decision  # the typed columns
     at = float(decision["capture_s"])
     b_after = path_bytes(run, "controller", "B", at + 0.5, at + 3.0)
     a_after = path_bytes(run, "controller", "A", at + 0.5, at + 3.0)
@@ -162,6 +163,7 @@ def test_controller_decision_is_recorded_and_takes_effect(run: Path) -> None:
 def test_flow_start_and_stop_from_the_timeline(run: Path) -> None:
     rows = on_time(events(run, "flows"))
     assert [r["action"] for r in rows] == ["flow_start", "flow_stop"]
+    assert [r["flow"] for r in rows] == ["bg", "bg"]
     assert [r["result"] for r in rows] == ["started", "stopped (SIGINT)"]
     bg = json.loads((rep_dir(run, "flows") / "iperf3-bg.json").read_text())
     # started at 1.5 s, stopped at 3.5 s: about 2 s of its 6 s, and its JSON written on SIGINT

@@ -11,6 +11,7 @@ from mptcplab.analysis.labspec import retired_paths
 from mptcplab.analysis.model import SubflowResult
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
+from mptcplab.results.read import event_from_row
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = FlowSpec("10.0.0.1", 5201, {"10.0.1.2": "link01", "10.0.2.2": "link02"}, ("link01", "link02"), True,
@@ -70,8 +71,14 @@ def asym(scenario: str):
 
 
 def row(epoch: float, action: str, target: str, source: str = "timeline", commands: str = "", rc: str = "0"):
-    return {"epoch_s": str(epoch), "action": action, "target": target, "source": source, "commands": commands,
-            "rc": rc}
+    """An events.csv row of the format before the typed columns (2026-11-23's full run)."""
+    return {"planned_s": "1.0", "epoch_s": str(epoch), "action": action, "target": target, "source": source,
+            "commands": commands, "rc": rc}
+
+
+def retired(body, net, flow, rows: list[dict[str, str]]):
+    """retired_paths over rows read as read_events reads them (typed columns derived)."""
+    return retired_paths(body, net, flow, [event_from_row(r) for r in rows])
 
 
 def test_retired_paths_from_the_timeline_and_the_controllers_events():
@@ -79,23 +86,23 @@ def test_retired_paths_from_the_timeline_and_the_controllers_events():
     flow = body.traffic.flows["main"]
     b_ip = str(net.address("client:eth2"))
     # events.csv rows as the run writes them (the full run's s3-linkdown, s3-epdel, s3-dt)
-    got, why = retired_paths(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)")])
+    got, why = retired(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)")])
     assert got == {"link02": 100.0} and why == {"link02": "link client:eth2 down (timeline)"}
-    got, why = retired_paths(body, net, flow, [row(100.0, "endpoint_delete", "client id 2")])
+    got, why = retired(body, net, flow, [row(100.0, "endpoint_delete", "client id 2")])
     assert got == {"link02": 100.0} and "endpoint deleted" in why["link02"]
     demote = row(100.9, "endpoint_flags", f"client {b_ip}", "controller:dynamic_threshold",
                  f"ip -n x-client mptcp endpoint change {b_ip} backup")
-    got, why = retired_paths(body, net, flow, [demote])
+    got, why = retired(body, net, flow, [demote])
     assert got == {"link02": 100.9} and "controller:dynamic_threshold" in why["link02"]
     # a re-probe that stayed (nobackup last): in use at the end, not retired
     back = {**demote, "epoch_s": "103.0", "commands": f"ip mptcp endpoint change {b_ip} nobackup"}
-    assert retired_paths(body, net, flow, [demote, back]) == ({}, {})
+    assert retired(body, net, flow, [demote, back]) == ({}, {})
     # demoted again after the re-probe: retired from the last demotion
     again = {**demote, "epoch_s": "103.5"}
-    assert retired_paths(body, net, flow, [demote, back, again])[0] == {"link02": 103.5}
+    assert retired(body, net, flow, [demote, back, again])[0] == {"link02": 103.5}
     # a link cut and put back; an action that failed or never ran
     up = row(101.0, "link_up", "client:eth2 (both)")
-    assert retired_paths(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)"), up]) == ({}, {})
-    assert retired_paths(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)", rc="1")]) == ({}, {})
+    assert retired(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)"), up]) == ({}, {})
+    assert retired(body, net, flow, [row(100.0, "link_down", "client:eth2 (both)", rc="1")]) == ({}, {})
     # nothing in the timeline: nothing retired (every lab without events is judged as before)
-    assert retired_paths(body, net, flow, []) == ({}, {})
+    assert retired(body, net, flow, []) == ({}, {})

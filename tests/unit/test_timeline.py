@@ -18,8 +18,9 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.events import Event, FlowStart, LinkChange, LinkDown
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
+from mptcplab.results.model import Event as Recorded
 from mptcplab.timeline.actions import ActionEnv, Resolved, check_timelines, resolve, resolve_timeline
-from mptcplab.timeline.record import EventRecord, add_capture_time, write_events
+from mptcplab.timeline.record import add_capture_time, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
@@ -213,8 +214,9 @@ def test_scheduler_runs_in_order_at_its_times_and_records_what_did_not_run() -> 
 
 def test_events_csv_gets_the_capture_axis(tmp_path: Path) -> None:
     path = tmp_path / "events.csv"
-    write_events(path, [EventRecord(2.0, 2.001, "link_down", "x", "cmd", 0, 3.0, "", "timeline", 1000.5),
-                        EventRecord(9.0, None, "link_up", "x", "", None, None, "not run", "timeline")])
+    write_events(path, [Recorded(planned_s=2.0, actual_s=2.001, action="link_down", target="x", commands="cmd",
+                                 rc=0, duration_ms=3.0, source="timeline", epoch_s=1000.5),
+                        Recorded(planned_s=9.0, action="link_up", target="x", result="not run")])
     add_capture_time(path, 999.0)
     rows = list(csv.DictReader(path.open()))
     assert [r["capture_s"] for r in rows] == ["1.500000", ""]
