@@ -25,8 +25,12 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("lab", help="lab directory (labs/mtu) or name (mtu)")
     r.add_argument("--quick", action="store_true", help="one repetition, short durations (what the tests use)")
     r.add_argument("--reps", type=int, help="repetitions per scenario (default: the lab's, at least 3)")
-    r.add_argument("--scenario", action="append",
-                   help="run only this scenario, or those matching a shell-style pattern ('emu1-*'; repeatable)")
+    which = r.add_mutually_exclusive_group()
+    which.add_argument("--scenario", action="append",
+                       help="run only this scenario, or those matching a shell-style pattern ('emu1-*'; repeatable)")
+    which.add_argument("--subset", metavar="NAME",
+                       help="run the lab's named subset of scenarios (experiment.yml `subsets:`, e.g. paper), "
+                            "with its repetitions unless --reps or --quick say otherwise")
     r.add_argument("--dry-run", action="store_true", help="print every command a run would execute; run none")
     r.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results/)")
     r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link-emulation backend")
@@ -131,26 +135,31 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .preflight import check as preflight
     from .preflight import reachability
     from .timeline.actions import check_timelines
+    from .walltime import estimate
 
     lab = load_lab(a.lab)
     unsupported(lab)
-    scenarios = select_scenarios(lab, a.scenario)
+    opts = RunOptions.with_subset(lab, a.subset, quick=a.quick, reps=a.reps, scenarios=a.scenario,
+                                  results_root=a.results, calibrate=not a.no_calibrate)
+    scenarios = select_scenarios(lab, opts.scenarios)
     # what only the host can answer, before anything is created (dry runs included)
     preflight(lab, scenarios, results_root=a.results, dry_run=a.dry_run)
     backend = backends.resolve(a.backend, a.dry_run)
-    opts = RunOptions(quick=a.quick, reps=a.reps, scenarios=a.scenario, results_root=a.results,
-                      calibrate=not a.no_calibrate, backend=backend.name)
+    opts.backend = backend.name
     repetitions(lab, opts)
     emulator = _rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
     # before measuring: can this machine carry the links, and at which scale (preflight.py)
-    reach = reachability(lab, a.scenario, emulator.name, a.scale)
+    reach = reachability(lab, [s.name for s in scenarios] if opts.scenarios else None, emulator.name, a.scale)
     lab = reach.lab
     opts.warnings, opts.reachability = reach.warnings, reach.record
+    est = estimate(lab, scenarios, lambda sc: repetitions(lab, opts, sc), opts.quick, a.results)
+    opts.estimate = est.record()
     check_timelines(lab.topology, scenarios, emulator, str(lab.path / "experiment.yml"))  # before anything runs
+    notes = [*reach.lines, est.line(), *(opts.subset.lines(lab, [s.name for s in scenarios]) if opts.subset else [])]
     if a.dry_run:
-        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None, notes=reach.lines)
+        dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None, notes=notes)
         return 0
-    for line in reach.lines:
+    for line in notes:
         print(line)
     problems = lab_needs(lab, checks())
     if problems:
@@ -186,6 +195,9 @@ def cmd_validate(a: argparse.Namespace) -> int:
           f"{len(lab.topology.topology.links)} links, {len(lab.scenarios)} scenarios:")
     for s in lab.scenarios:
         print(f"  {s.name}" + (f"  {s.sweep_point}" if s.sweep_point else ""))
+    for name, sub in lab.experiment.subsets.items():
+        reps = f", {sub.repetitions} repetition(s) each" if sub.repetitions else ""
+        print(f"subset {name} (run --subset {name}{reps}): {' '.join(sub.scenarios)}")
     return 0
 
 

@@ -3,7 +3,6 @@ that prints every command and creates nothing."""
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import signal
 import sys
@@ -24,6 +23,7 @@ from .errors import HostNotReady, LabInputError, RunFailed
 from .lab import scale
 from .lab.loader import unsupported
 from .lab.model import Lab, ScenarioRun
+from .lab.selection import SubsetChoice, matching, resolve_subset
 from .middlebox import rewrite
 from .plan import build_plan
 from .progress import Progress
@@ -64,6 +64,21 @@ class RunOptions:
     warnings: list[dict[str, str]] = field(default_factory=list)
     #: manifest.json's ``reachability`` (preflight.reachability's record)
     reachability: dict[str, Any] | None = None
+    #: the lab's named subset this run applies (``--subset``): its patterns are ``scenarios``
+    subset: SubsetChoice | None = None
+    #: manifest.json's ``estimate`` (walltime.Estimate.record), made before measuring
+    estimate: dict[str, Any] | None = None
+
+    @classmethod
+    def with_subset(cls, lab: Lab, subset: str | None, **kw: Any) -> RunOptions:
+        """Options for ``--subset NAME``: the subset's scenario patterns, and its repetitions
+        unless --reps or --quick decide them (the command line wins, as over a scenario's own)."""
+        if subset is None:
+            return cls(**kw)
+        choice = resolve_subset(lab, subset)
+        if kw.get("reps") is None and not kw.get("quick"):
+            kw["reps"] = choice.repetitions
+        return cls(**{**kw, "scenarios": choice.scenarios}, subset=choice)
 
 
 def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
@@ -76,7 +91,7 @@ def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
     names = [s.name for s in lab.scenarios]
     selected: set[str] = set()
     for w in wanted:
-        hits = fnmatch.filter(names, w) if any(c in w for c in "*?[") else [n for n in names if n == w]
+        hits = matching(names, w)
         if not hits:
             raise LabInputError("command line", "--scenario", f"no scenario {w!r} in {lab.path}/experiment.yml "
                                 f"(have: {', '.join(sorted(names))})")
@@ -120,7 +135,8 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     how = "" if emulation_forced else \
         f" (not probed: a dry run creates nothing; a run picks {backend_cls.emulator_rule()})"
     scaled = f"; rates scaled ×{lab.scale:g} ({lab.scale_source})" if lab.scale != 1 else ""
-    out(f"# lab {lab.name}: {len(selected)} scenario(s) x {reps} repetition(s); "
+    subset = f" (subset {opts.subset.name}: {' '.join(opts.subset.scenarios)})" if opts.subset else ""
+    out(f"# lab {lab.name}: {len(selected)} scenario(s){subset} x {reps} repetition(s); "
         f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
     for line in notes:
         out(f"# {line}")
@@ -170,6 +186,8 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
         "scale": scale.manifest_record(lab), "reachability": opts.reachability,
+        "subset": opts.subset.record(lab, [s.name for s in scenarios]) if opts.subset else None,
+        "estimate": opts.estimate,
     }
 
     def first_manifest(rid: str) -> dict[str, Any]:

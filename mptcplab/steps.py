@@ -322,12 +322,16 @@ class SysctlReadback(Step):
 
 # ------------------------------------------------------------------ traffic
 def flow_duration(ctx: RunContext, body: ExperimentBody, flow: Flow) -> float:
+    return flow_seconds(body, flow, ctx.quick)
+
+
+def flow_seconds(body: ExperimentBody, flow: Flow, quick: bool) -> float:
     """How long a flow runs: the quick duration in a quick run, else its own. A byte-count
     flow ends when its bytes are sent; its duration is the limit, kept in quick runs too
     (the byte count is the experiment)."""
     if getattr(flow, "bytes", None) is not None:
         return parse_time(flow.duration)
-    return parse_time(body.quick.duration) if ctx.quick else parse_time(flow.duration)
+    return parse_time(body.quick.duration) if quick else parse_time(flow.duration)
 
 
 def event_started(body: ExperimentBody) -> dict[str, float]:

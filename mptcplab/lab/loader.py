@@ -21,6 +21,7 @@ from .eventcheck import check_controllers, check_events
 from .metriccheck import check_metrics
 from .model import Lab, ScenarioRun
 from .schema import ClabTopology, Expectation, Experiment, ExperimentBody, Published
+from .selection import is_pattern, matching
 
 TOPOLOGY = "topology.clab.yml"
 EXPERIMENT = "experiment.yml"
@@ -176,8 +177,8 @@ def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
 
 
 def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, file: Path) -> tuple[ScenarioRun, ...]:
-    # scenarios and the run-wide scale are not part of a scenario's body
-    base = {k: v for k, v in raw.items() if k not in ("scenarios", "scale")}
+    # scenarios, the run-wide scale and the named subsets are not part of a scenario's body
+    base = {k: v for k, v in raw.items() if k not in ("scenarios", "scale", "subsets")}
     runs: list[ScenarioRun] = []
     names: set[str] = set()
     for i, sc in enumerate(exp.scenarios):
@@ -321,6 +322,15 @@ def _check_topology(topo: ClabTopology, file: Path) -> None:
             seen[ep] = i
 
 
+def _check_subsets(exp: Experiment, names: list[str], file: Path) -> None:
+    """Every scenario name or pattern of a subset selects at least one expanded scenario."""
+    for sub_name, sub in exp.subsets.items():
+        for j, wanted in enumerate(sub.scenarios):
+            if not matching(names, wanted):
+                raise LabInputError(str(file), f"subsets.{sub_name}.scenarios[{j}]",
+                                    f"no scenario {'matches' if is_pattern(wanted) else 'is named'} {wanted!r}")
+
+
 def _check_published(pub: Published, names: set[str], file: Path, flows: set[str] | None = None) -> None:
     groups: list[tuple[str, list[tuple[str, str | None]]]] = [
         ("values", [(v.id, v.scenario) for v in pub.values]),
@@ -384,6 +394,7 @@ def load_lab(path: str | Path) -> Lab:
     exp: Experiment = _validate(Experiment, raw, efile)
     check_references(exp, topo, efile)
     scenarios = expand_scenarios(raw, exp, topo, efile)
+    _check_subsets(exp, [s.name for s in scenarios], efile)
     from .limits import check_network
     from .network import build_network
 

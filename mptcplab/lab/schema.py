@@ -678,8 +678,20 @@ class ExperimentBody(Strict):
     quick: Quick = Quick()
 
 
+class Subset(Strict):
+    """A named subset of a lab's scenarios (``run --subset NAME``): the expanded scenario
+    names or shell-style patterns it runs, and optionally how many repetitions each. It
+    selects, never changes what a scenario measures: its results read like the full lab's."""
+
+    description: str = ""
+    scenarios: list[Annotated[str, Field(min_length=1, max_length=100)]] = Field(min_length=1)
+    repetitions: int | None = Field(default=None, ge=1, le=100)
+
+
 class Experiment(ExperimentBody):
     scenarios: list[Scenario] = Field(min_length=1)
+    #: named subsets (the loader checks that each pattern selects a scenario: lab/selection.py)
+    subsets: dict[Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,30}$")], Subset] = {}
     #: every rate (and queue given in bytes) times this factor, delays unchanged: a lab this
     #: machine cannot carry at full rate keeps its rate and delay ratios (lab/scale.py). Not
     #: per scenario: one run has one scale, stated next to every number it affects.

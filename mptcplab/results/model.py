@@ -553,6 +553,10 @@ class Manifest(_Model):
     scale: dict[str, Any] | None = None
     #: the reachability estimate made before measuring (preflight.reachability)
     reachability: dict[str, Any] | None = None
+    #: the lab's named subset the run applied: {"name", "scenarios", "repetitions"}; None: not one
+    subset: dict[str, Any] | None = None
+    #: the wall-time estimate made before measuring (walltime.Estimate.record)
+    estimate: dict[str, Any] | None = None
     #: False when the run had no manifest.json (the report says so)
     present: bool = Field(default=True, exclude=True)
 

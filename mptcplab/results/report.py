@@ -55,6 +55,7 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
         ("run kind", summary.run_kind),
         ("mode", "QUICK (1 repetition, short transfers)" if summary.quick
          else f"full ({reps} repetitions per scenario)"),
+        ("subset", _subset_text(manifest)),
         ("started", manifest.started),
         ("finished", manifest.finished),
         ("wall time / traffic time", f"{fmt_num(wall)} s / {fmt_num(traffic)} s" if wall is not None else None),
@@ -73,11 +74,34 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
         lines += [f"> **Functional check, not a measurement**: {functional}. No number in this report "
                   "measures the kernel or reproduces (or contradicts) the paper's numbers.", ""]
     lines += [md_table(["", ""], [(k, v) for k, v in rows if v is not None]), ""]
+    lines += _subset_note(manifest)
     if summary.quick:
         lines += ["> **Quick mode.** One repetition with shortened transfers: there is no spread, "
                   "slow-start and PMTUD transients weigh more, and the numbers are for checking "
                   "the lab works, not for comparing with the paper. Run without `--quick` for that.", ""]
     return lines
+
+
+def _subset_text(manifest: Manifest) -> str | None:
+    sub = manifest.subset
+    if not sub:
+        return None
+    total = sub.get("scenarios_in_lab")
+    of = f" ({sub.get('scenarios_run')} of {total} scenarios)" if total else ""
+    return f"`{sub.get('name')}`{of}: {' '.join(map(str, sub.get('scenarios') or []))}"
+
+
+def _subset_note(manifest: Manifest) -> list[str]:
+    """A subset run says which of the paper's findings it cannot judge (manifest ``subset``)."""
+    sub = manifest.subset
+    if not sub:
+        return []
+    not_run, partly = sub.get("findings_not_run") or [], sub.get("findings_partly_run") or []
+    text = (f"> **Subset `{sub.get('name')}` of the lab**, not the whole lab. Findings it cannot judge "
+            f"(none of their checks' scenarios ran; 'unknown' below): {', '.join(not_run) or 'none'}.")
+    if partly:
+        text += f" Judged in part (some checks' scenarios ran: 'no' is a verdict, 'yes' is not): {', '.join(partly)}."
+    return [text, ""]
 
 
 def _scale_text(summary: Summary, manifest: Manifest) -> str | None:

@@ -1,0 +1,91 @@
+"""How long a run will take, said before it starts (the dry run's header, the run's first
+lines, manifest.json ``estimate``): every repetition's traffic seconds plus an overhead
+per repetition for set-up, link checks, captures' and daemons' stops and teardown.
+
+The overhead is the lab's own when the results root has a complete run of it (its
+manifest's wall_seconds minus traffic_seconds over its repetitions: same host, same
+link checks), else DEFAULT_OVERHEAD_S. Analysis overlaps the next repetition
+(labrun.py), so it adds nothing but the last repetition's."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .lab.model import Lab, ScenarioRun
+from .lab.schema import ExperimentBody
+from .steps import background_flows, event_started, flow_seconds
+from .units import parse_time
+
+#: seconds per repetition besides its traffic, measured on the 2-core development host: the
+#: rcvbuf "paper" subset of 2026-11-23 took 28 minutes of wall time for 1320 s of traffic in 27
+#: repetitions (about 13 s each; its links need pings over a 150 ms path and rate checks)
+DEFAULT_OVERHEAD_S = 13.0
+
+
+@dataclass(frozen=True)
+class Estimate:
+    repetitions: int
+    traffic_seconds: float
+    overhead_per_rep_s: float
+    #: where the overhead comes from: "default" or the run directory it was measured in
+    overhead_source: str
+
+    @property
+    def wall_seconds(self) -> float:
+        return self.traffic_seconds + self.repetitions * self.overhead_per_rep_s
+
+    def record(self) -> dict[str, Any]:
+        return {**asdict(self), "wall_seconds": round(self.wall_seconds, 1)}
+
+    def line(self) -> str:
+        source = ("the default, measured on a 2-core host" if self.overhead_source == "default"
+                  else f"as measured in {self.overhead_source}")
+        return (f"estimated wall time: {_clock(self.wall_seconds)} = {self.traffic_seconds:.0f} s of traffic + "
+                f"{self.repetitions} repetition(s) x {self.overhead_per_rep_s:.1f} s of set-up, checks and "
+                f"teardown ({source})")
+
+
+def traffic_seconds(body: ExperimentBody, quick: bool) -> float:
+    """One repetition's traffic: until its last timed flow ends (flows run side by side; a
+    flow a timeline event starts begins at the event's time; background flows last as long
+    as the others)."""
+    by_event = event_started(body)
+    background = set(background_flows(body))
+    ends = [by_event.get(name, parse_time(f.start)) + flow_seconds(body, f, quick)
+            for name, f in body.traffic.flows.items() if name not in background]
+    return max(ends, default=0.0)
+
+
+def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | None:
+    """Overhead per repetition of the lab's latest complete run under ``results_root``:
+    (seconds, run directory), None when there is none or it lacks the numbers."""
+    from .results.read import load_manifest
+
+    latest = results_root / lab_name / "latest"
+    if not latest.is_dir():
+        return None
+    try:
+        m = load_manifest(latest)
+    except Exception:  # noqa: BLE001 - an unreadable old run only loses the estimate's source
+        return None
+    if not (m.complete and m.wall_seconds and m.traffic_seconds is not None and m.repetitions and m.scenarios):
+        return None
+    reps = m.repetitions * len(m.scenarios)
+    return max(0.0, (m.wall_seconds - m.traffic_seconds) / reps), str(latest.resolve())
+
+
+def estimate(lab: Lab, scenarios: Sequence[ScenarioRun], reps_of: Callable[[ScenarioRun], int], quick: bool,
+             results_root: Path | None = None) -> Estimate:
+    measured = measured_overhead(results_root, lab.name) if results_root is not None else None
+    overhead, source = measured if measured is not None else (DEFAULT_OVERHEAD_S, "default")
+    total_reps = sum(reps_of(sc) for sc in scenarios)
+    traffic = sum(reps_of(sc) * traffic_seconds(sc.body, quick) for sc in scenarios)
+    return Estimate(total_reps, traffic, overhead, source)
+
+
+def _clock(seconds: float) -> str:
+    minutes = round(seconds / 60)
+    return f"about {minutes} min" if minutes < 120 else f"about {minutes / 60:.1f} h"
