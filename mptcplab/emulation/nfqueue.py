@@ -43,8 +43,10 @@ table ``inet mptcplab`` for kernels built the other way round.
 
 from __future__ import annotations
 
+import os
 import re
 import zlib
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
@@ -263,17 +265,38 @@ def queue_maxlen(shape: LinkShape, mtu: int) -> int:
     return int(min(shape.delay_queue_packets(mtu) + headroom, 1_000_000))
 
 
+#: Switches of the delay line for comparing runs and for diagnosis (docs/link-emulation.md),
+#: environment variable -> option. The engine turns them into options, which reach the
+#: delay line on every backend (``docker exec`` does not pass the environment); each
+#: delay line's stats record the values it ran with (``timer``, ``offcpu_min_batch``).
+DELAYLINE_ENV_OPTIONS = {
+    "MPTCPLAB_DELAYLINE_TIMER": "--timer",                        # abs (default) | rel (before 2026-11-24)
+    "MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH": "--offcpu-min-batch",  # 1: off-CPU time of every verdict
+}
+
+
+def env_options(env: Mapping[str, str]) -> tuple[str, ...]:
+    """The delay line's options that ``DELAYLINE_ENV_OPTIONS`` set in ``env``."""
+    out: tuple[str, ...] = ()
+    for var, opt in DELAYLINE_ENV_OPTIONS.items():
+        if env.get(var):
+            out += (opt, env[var])
+    return out
+
+
 def paces(dl: DirectedLink, rate_in_delayline: bool) -> bool:
     """Whether the delay line, not tbf, does this direction's rate and queue."""
     return rate_in_delayline and needs_delayline(dl.shape) and dl.shape.rate_bps is not None
 
 
 def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Path,
-                     rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False) -> Daemon:
+                     rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False,
+                     env: Mapping[str, str] | None = None) -> Daemon:
     """The delay line for ``dl``, run in the receiving node's namespace.
     ``rt_prio`` 0 keeps normal scheduling. ``rate_in_delayline``: the delay line
     also serializes at the link rate through the link's drop-tail queue (see
-    ``NfqueueEmulator``)."""
+    ``NfqueueEmulator``). ``env`` (default: the engine's environment) may carry
+    ``DELAYLINE_ENV_OPTIONS``."""
     s = dl.shape
     stats = stats_path(dl, queue_num, workdir)
     argv: tuple[str, ...] = (
@@ -292,6 +315,7 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
     argv += ("--slot-us", str(release_slot_us(s.delay_s * 1e6)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
+    argv += env_options(os.environ if env is None else env)
     return Daemon(node=dl.dst.node, argv=argv, name=f"delayline {dl.dst}<-{dl.src}", stats_path=str(stats),
                   delay_line=True)
 

@@ -50,7 +50,14 @@
  *    verdict_mean_us / verdict_max_us / max_batch (time inside the batch
  *    verdict, where the kernel runs the receive path of the released packets
  *    and whatever softirq work is pending), verdict_offcpu_* (wall minus our
- *    CPU time there, for verdicts of >= OFFCPU_MIN_BATCH packets), wakeups.
+ *    CPU time there, for verdicts of >= --offcpu-min-batch packets), wakeups,
+ *    wake_late_us (how late timed sleeps woke up: the line waited for a CPU)
+ *    and stalls (the longest verdict calls and late wake-ups, with their
+ *    CLOCK_MONOTONIC time, so the lines of one host can be lined up).
+ *  - --timer abs (default): the sleep ends at the release time however long
+ *    the verdict before it took; rel is the older behaviour, which counted the
+ *    timeout from before that verdict and so added its duration (20-60 us on
+ *    average, ms when it stalled) to the next release.
  *
  * Limits (measured, docs/architecture.md): at 100 Mbit/s releases are on time
  * (p99 ~0.1 ms); at 400 Mbit/s on a loaded 2-core VM some verdict calls run
@@ -106,7 +113,8 @@
 #define DEFAULT_MAXLEN 8192
 #define ETH_HDR_LEN 14
 #define DEFAULT_RCVBUF (64 * 1024 * 1024)
-/* Verdicts releasing at least this many packets get the off-CPU diagnosis. */
+/* Verdicts releasing at least this many packets get the off-CPU diagnosis
+ * (default of --offcpu-min-batch). */
 #define OFFCPU_MIN_BATCH 32
 /* Longest sleep without reading the socket while packets are held: bounds the
  * messages waiting in the receive buffer (10 ms x 100k packets/s = 1000). */
@@ -125,6 +133,8 @@ struct opts {
 	uint64_t rate_bps;    /* 0: the rate is done elsewhere (tbf) */
 	uint64_t limit_bytes; /* queue limit of the rate stage */
 	uint64_t slot_us;     /* least time between two releases, 0: none */
+	uint32_t offcpu_min_batch; /* verdicts of at least this many packets get the off-CPU diagnosis */
+	int rel_timer;        /* --timer rel: the sleep counts from before the release (older behaviour) */
 	const char *stats;
 	const char *control; /* --control: run-time delay changes (dlcontrol.h) */
 };
@@ -137,6 +147,8 @@ struct ctx {
 	struct dl_sched sched;
 	struct dl_hist *hist;
 	struct dl_hist *deliv; /* read time - kernel arrival stamp */
+	struct dl_hist *wake;  /* timed sleeps: wake-up - the time asked for */
+	struct dl_worst worst; /* the longest stalls, with when */
 	/* counters reported in the stats */
 	uint64_t packets, bytes, released;
 	uint64_t enobufs, ring_full_drops, verdict_errors, truncated, bad_msgs;
@@ -202,12 +214,17 @@ static void usage(FILE *f)
 		"usage: mptcplab-delayline --queue N --delay-us D [--jitter-us J] [--seed S]\n"
 		"                          [--maxlen PKTS] [--stats FILE] [--rcvbuf BYTES] [--rt-prio P]\n"
 		"                          [--rate-bps R [--limit-bytes B]] [--slot-us Q] [--control FILE]\n"
+		"                          [--offcpu-min-batch N] [--timer abs|rel]\n"
 		"Holds every packet of NFQUEUE N for D microseconds (+/- J, never reordered),\n"
 		"then accepts it. With --rate-bps, packets are first serialized at R bit/s\n"
 		"through a drop-tail queue of B bytes (the link's rate and queue, instead of tbf).\n"
 		"--slot-us: release at most once per Q microseconds (fewer wake-ups, up to Q late).\n"
 		"Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n"
-		"--control FILE: SIGUSR1 re-reads the delay and jitter from FILE (mptcplab-delayline-ctl).\n");
+		"--control FILE: SIGUSR1 re-reads the delay and jitter from FILE (mptcplab-delayline-ctl).\n"
+		"--offcpu-min-batch N: off-CPU diagnosis for verdicts of >= N packets (default 32,\n"
+		"  or $MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH; 1: every verdict, two more system calls each).\n"
+		"--timer abs (default, or $MPTCPLAB_DELAYLINE_TIMER): sleep until the release time;\n"
+		"  rel: sleep its distance from before the previous verdict (the older behaviour).\n");
 }
 
 static int parse_u64(const char *s, const char *name, uint64_t max, uint64_t *out)
@@ -223,6 +240,29 @@ static int parse_u64(const char *s, const char *name, uint64_t max, uint64_t *ou
 	return 0;
 }
 
+static int parse_min_batch(const char *s, struct opts *o)
+{
+	uint64_t v;
+	if (parse_u64(s, "offcpu-min-batch", UINT32_MAX, &v))
+		return -1;
+	if (!v) {
+		fprintf(stderr, "mptcplab-delayline: bad value for --offcpu-min-batch: '%s' (at least 1)\n", s);
+		return -1;
+	}
+	o->offcpu_min_batch = (uint32_t)v;
+	return 0;
+}
+
+static int parse_timer(const char *s, struct opts *o)
+{
+	if (strcmp(s, "abs") && strcmp(s, "rel")) {
+		fprintf(stderr, "mptcplab-delayline: bad value for --timer: '%s' (abs or rel)\n", s);
+		return -1;
+	}
+	o->rel_timer = !strcmp(s, "rel");
+	return 0;
+}
+
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -233,6 +273,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"rate-bps", required_argument, 0, 'R'}, {"limit-bytes", required_argument, 0, 'L'},
 		{"slot-us", required_argument, 0, 'S'},
 		{"control", required_argument, 0, 'C'},
+		{"offcpu-min-batch", required_argument, 0, 'B'}, {"timer", required_argument, 0, 'T'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
 	};
 	int have_q = 0, have_d = 0, c;
@@ -241,6 +282,16 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	o->maxlen = DEFAULT_MAXLEN;
 	o->rcvbuf = DEFAULT_RCVBUF;
 	o->seed = 1;
+	/* the environment gives the defaults of the diagnosis and comparison switches,
+	 * so a whole lab can be run with them without the engine knowing (the stats
+	 * record what was used) */
+	const char *env = getenv("MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH");
+	o->offcpu_min_batch = OFFCPU_MIN_BATCH;
+	if (env && *env && parse_min_batch(env, o))
+		return -1;
+	env = getenv("MPTCPLAB_DELAYLINE_TIMER");
+	if (env && *env && parse_timer(env, o) < 0)
+		return -1;
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'q':
@@ -274,6 +325,12 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'L':
 			if (parse_u64(optarg, "limit-bytes", 1ULL << 40, &o->limit_bytes)) return -1;
+			break;
+		case 'B':
+			if (parse_min_batch(optarg, o)) return -1;
+			break;
+		case 'T':
+			if (parse_timer(optarg, o) < 0) return -1;
 			break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); return -1;
@@ -472,16 +529,19 @@ static int release_due(struct ctx *c, uint64_t now)
 	 * and it takes the runqueue lock): measured 1% of all samples at
 	 * 400 Mbit/s when read around every verdict, so the off-CPU diagnosis
 	 * looks at big batches only, the ones that follow a stall. */
-	int big = n >= OFFCPU_MIN_BATCH;
+	int big = n >= c->o.offcpu_min_batch;
 	uint64_t cpu0 = big ? thread_cpu_ns() : 0, t0 = mono_ns();
 	int r = send_verdict(c, NFQNL_MSG_VERDICT_BATCH, last, NF_ACCEPT);
 	uint64_t t1 = mono_ns(), took = t1 - now;
+	struct dl_stall st = {.at_ns = now, .dur_ns = took, .off_ns = -1, .batch = n, .kind = 'v'};
 	if (big) {
 		uint64_t cpu = thread_cpu_ns() - cpu0, off = t1 - t0 > cpu ? t1 - t0 - cpu : 0;
 		c->verdict_offcpu_ns += off;
 		if (off > c->verdict_offcpu_max_ns)
 			c->verdict_offcpu_max_ns = off;
+		st.off_ns = (int64_t)off;
 	}
+	dl_worst_add(&c->worst, &st);
 	c->verdict_calls++;
 	c->verdict_ns += took;
 	if (took > c->verdict_max_ns)
@@ -635,7 +695,7 @@ static void write_stats(struct ctx *c)
 		", \"verdict_mean_us\": %.1f, \"verdict_max_us\": %.1f, \"max_batch\": %u,\n"
 		" \"rate_bps\": %" PRIu64 ", \"limit_bytes\": %" PRIu64 ", \"rate_drops\": %" PRIu64
 		", \"slot_us\": %" PRIu64 ",\n"
-		" \"verdict_offcpu_ms\": %.1f, \"verdict_offcpu_max_us\": %.1f}\n",
+		" \"verdict_offcpu_ms\": %.1f, \"verdict_offcpu_max_us\": %.1f,\n",
 		c->o.queue, c->o.delay_us, c->o.jitter_us, c->o.seed, c->o.maxlen, c->packets, c->bytes,
 		c->released, c->sched.count, c->sched.max_held, c->enobufs, qds, uds, c->ring_full_drops,
 		c->verdict_errors, c->truncated, c->bad_msgs, c->arrival_kernel_ts, c->arrival_read_time, p50, p99,
@@ -646,6 +706,23 @@ static void write_stats(struct ctx *c)
 		(double)c->verdict_max_ns / 1000.0, c->max_batch, c->o.rate_bps, c->o.limit_bytes,
 		c->sched.rate_drops, c->o.slot_us, (double)c->verdict_offcpu_ns / 1e6,
 		(double)c->verdict_offcpu_max_ns / 1000.0);
+	fprintf(f,
+		" \"offcpu_min_batch\": %u, \"timer\": \"%s\",\n"
+		" \"wake_late_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"mean\": %.1f, \"n\": %" PRIu64 "},\n"
+		" \"stalls\": [",
+		c->o.offcpu_min_batch, c->o.rel_timer ? "rel" : "abs", dl_hist_percentile_us(c->wake, 50),
+		dl_hist_percentile_us(c->wake, 99), (double)c->wake->max_ns / 1000.0, dl_hist_mean_us(c->wake),
+		c->wake->n);
+	for (uint32_t i = 0; i < c->worst.n; i++) {
+		const struct dl_stall *s = &c->worst.s[i];
+		char off[32] = "null";
+		if (s->off_ns >= 0)
+			snprintf(off, sizeof(off), "%.1f", (double)s->off_ns / 1000.0);
+		fprintf(f, "%s{\"at_ms\": %.3f, \"kind\": \"%s\", \"us\": %.1f, \"offcpu_us\": %s, \"batch\": %u}",
+			i ? ",\n  " : "\n  ", (double)s->at_ns / 1e6, s->kind == 'v' ? "verdict" : "wake",
+			(double)s->dur_ns / 1000.0, off, s->batch);
+	}
+	fprintf(f, "]}\n");
 	if (fclose(f) != 0 || rename(tmp, c->o.stats) != 0) {
 		int e = errno;
 		unlink(tmp); /* a full file system: no half-written .tmp left beside the results */
@@ -701,8 +778,9 @@ int main(int argc, char **argv)
 
 	c.hist = malloc(sizeof(*c.hist));
 	c.deliv = malloc(sizeof(*c.deliv));
+	c.wake = malloc(sizeof(*c.wake));
 	c.bufs = malloc((size_t)RX_BATCH * RX_BUFSZ);
-	if (!c.hist || !c.deliv || !c.bufs ||
+	if (!c.hist || !c.deliv || !c.wake || !c.bufs ||
 	    dl_sched_init(&c.sched, c.o.maxlen, c.o.delay_us * 1000, c.o.jitter_us * 1000, c.o.seed) < 0) {
 		fprintf(stderr, "mptcplab-delayline: out of memory\n");
 		return 1;
@@ -711,6 +789,7 @@ int main(int argc, char **argv)
 		dl_sched_set_rate(&c.sched, c.o.rate_bps, c.o.limit_bytes);
 	dl_hist_init(c.hist);
 	dl_hist_init(c.deliv);
+	dl_hist_init(c.wake);
 	for (int i = 0; i < RX_BATCH; i++) {
 		c.iov[i].iov_base = c.bufs[i];
 		c.iov[i].iov_len = RX_BUFSZ;
@@ -789,7 +868,16 @@ int main(int argc, char **argv)
 		if (lazy && wait > (int64_t)LAZY_MAX_NS)
 			wait = LAZY_MAX_NS;
 		struct timespec ts, *tsp = NULL;
+		/* what we sleep until: the head's release (or the slot's end) */
+		uint64_t target = wait >= 0 ? now + (uint64_t)wait : 0;
+		uint64_t expires = 0; /* when the sleep's timeout runs out */
 		if (wait >= 0) {
+			/* ppoll takes a relative timeout: from now, not from before the
+			 * release_due above, whose verdict may have taken long */
+			uint64_t t = mono_ns();
+			if (!c.o.rel_timer)
+				wait = target > t ? (int64_t)(target - t) : 0;
+			expires = t + (uint64_t)wait;
 			ts.tv_sec = wait / 1000000000LL;
 			ts.tv_nsec = wait % 1000000000LL;
 			tsp = &ts;
@@ -797,6 +885,15 @@ int main(int argc, char **argv)
 		struct pollfd pfd = {.fd = c.fd, .events = POLLIN};
 		int r = ppoll(lazy ? NULL : &pfd, lazy ? 0 : 1, tsp, &waitmask);
 		c.wakeups++;
+		uint64_t woke = mono_ns();
+		if (r == 0 && tsp) {
+			/* a timed sleep that ran out: how late after its timeout did it get
+			 * the CPU back (the scheduler's part, not a verdict's before it) */
+			uint64_t over = woke > expires ? woke - expires : 0;
+			dl_hist_add(c.wake, over);
+			struct dl_stall st = {.at_ns = expires, .dur_ns = over, .off_ns = -1, .batch = 0, .kind = 'w'};
+			dl_worst_add(&c.worst, &st);
+		}
 		if (lazy && r == 0)
 			r = 1; /* woke for the head: read what arrived meanwhile */
 		if (r < 0) {
@@ -808,7 +905,7 @@ int main(int argc, char **argv)
 		}
 		/* due packets first: reading newcomers is less urgent, none of them
 		 * can be due before the packets already held */
-		if (r > 0 && (release_due(&c, mono_ns()) < 0 || drain(&c) < 0)) {
+		if (r > 0 && (release_due(&c, woke) < 0 || drain(&c) < 0)) {
 			rc = 3;
 			break;
 		}

@@ -58,3 +58,16 @@ double dl_hist_mean_us(const struct dl_hist *h)
 {
 	return h->n ? (double)h->sum_ns / (double)h->n / 1000.0 : 0.0;
 }
+
+void dl_worst_add(struct dl_worst *w, const struct dl_stall *s)
+{
+	if (w->n == DL_WORST_N && s->dur_ns <= w->s[DL_WORST_N - 1].dur_ns)
+		return;
+	uint32_t i = w->n < DL_WORST_N ? w->n++ : DL_WORST_N - 1;
+	/* insertion into the sorted array, shifting shorter ones down */
+	while (i > 0 && w->s[i - 1].dur_ns < s->dur_ns) {
+		w->s[i] = w->s[i - 1];
+		i--;
+	}
+	w->s[i] = *s;
+}

@@ -32,4 +32,29 @@ double dl_hist_percentile_us(const struct dl_hist *h, double p);
 /* Mean in microseconds; 0 when empty. */
 double dl_hist_mean_us(const struct dl_hist *h);
 
+/* The longest stalls of a run, with when they happened (CLOCK_MONOTONIC, shared
+ * by every delay line of the host: stalls of several lines at the same time
+ * were host-wide, not one line's own work). A stall is a verdict call that
+ * lasted long (kind 'v', with its off-CPU part when measured) or a timed sleep
+ * that woke up late (kind 'w'). The counters alone cannot say which came first
+ * when a long wake-up and a big verdict follow each other. */
+#define DL_WORST_N 8
+
+struct dl_stall {
+	uint64_t at_ns;  /* start of the stall */
+	uint64_t dur_ns;
+	int64_t off_ns;  /* off-CPU part of a verdict call; -1: not measured */
+	uint32_t batch;  /* packets released by the verdict call; 0 for a wake-up */
+	char kind;       /* 'v' verdict call, 'w' wake-up */
+};
+
+struct dl_worst {
+	struct dl_stall s[DL_WORST_N]; /* longest first */
+	uint32_t n;
+};
+
+/* Keeps the stall when it is among the DL_WORST_N longest so far (ties: the
+ * earlier one stays). Constant time when it is not. */
+void dl_worst_add(struct dl_worst *w, const struct dl_stall *s);
+
 #endif

@@ -1,7 +1,8 @@
 /*
  * Unit test of the delay line's scheduling core with a fake clock: release
  * order, release times, jitter bounds and clipping, no reordering, full FIFO,
- * wait times, seed reproducibility, and the lateness percentiles.
+ * wait times, seed reproducibility, the lateness percentiles and the
+ * longest-stalls log.
  * Run by `make -C native test`; exit status 0 only when every check passes.
  */
 #include <stdio.h>
@@ -187,6 +188,29 @@ static void test_hist(void)
 	free(h);
 }
 
+static void test_worst(void)
+{
+	struct dl_worst w = {0};
+	for (uint64_t i = 1; i <= 20; i++) {
+		/* durations 1..20 ms in a scrambled order, at_ns says which one */
+		uint64_t d = (i * 7) % 20 + 1;
+		struct dl_stall s = {.at_ns = d, .dur_ns = d * MS, .off_ns = -1, .batch = 0, .kind = 'w'};
+		dl_worst_add(&w, &s);
+	}
+	CHECK(w.n == DL_WORST_N, "kept %u", w.n);
+	int sorted = 1;
+	for (unsigned i = 0; i < w.n; i++)
+		sorted &= w.s[i].dur_ns == (20 - i) * MS && w.s[i].at_ns == 20 - i;
+	CHECK(sorted, "the 8 longest, longest first");
+	struct dl_stall tie = {.at_ns = 99, .dur_ns = 13 * MS, .off_ns = 5, .batch = 3, .kind = 'v'};
+	dl_worst_add(&w, &tie);
+	CHECK(w.s[DL_WORST_N - 1].at_ns == 13, "a tie with the shortest kept does not replace it");
+	struct dl_stall big = {.at_ns = 100, .dur_ns = 30 * MS, .off_ns = 5, .batch = 3, .kind = 'v'};
+	dl_worst_add(&w, &big);
+	CHECK(w.s[0].at_ns == 100 && w.s[0].kind == 'v' && w.s[DL_WORST_N - 1].dur_ns == 14 * MS,
+	      "a longer one goes first, the shortest drops out");
+}
+
 /* rate stage: 12 Mbit/s serializes 1500 bytes in 1 ms; queue limit 3000 bytes */
 static void test_rate_stage(void)
 {
@@ -227,6 +251,7 @@ int main(void)
 	test_jitter_clipped_at_zero();
 	test_seed_reproducible();
 	test_hist();
+	test_worst();
 	test_rate_stage();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;

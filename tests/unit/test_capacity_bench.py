@@ -4,25 +4,16 @@ from pass/fail rows."""
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmod import load_bench
 
 from mptcplab.emulation.capacity import DEFAULT_LIMITS
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "capacity_bench.py"
-
 
 def bench() -> Any:
-    spec = importlib.util.spec_from_file_location("capacity_bench", BENCH)
-    assert spec is not None and spec.loader is not None
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # its dataclasses look their module up there
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("capacity_bench")
 
 
 def test_each_sweep_crosses_its_thresholds_and_holds_the_others_below_theirs() -> None:

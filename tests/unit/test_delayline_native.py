@@ -36,6 +36,8 @@ def _binary() -> Path:
     ["--queue", "1", "--delay-us", "10", "extra"],
     ["--queue", "1", "--delay-us", "10", "--rate-bps", "fast"],
     ["--queue", "1", "--delay-us", "10", "--rate-bps", "100", "--limit-bytes", "-1"],
+    ["--queue", "1", "--delay-us", "10", "--timer", "soon"],
+    ["--queue", "1", "--delay-us", "10", "--offcpu-min-batch", "0"],
 ])
 def test_bad_arguments_exit_2(args: list[str]) -> None:
     p = subprocess.run([str(_binary()), *args], capture_output=True, text=True, timeout=10, check=False)

@@ -111,6 +111,16 @@ def test_daemon_description(tmp_path: Path) -> None:
     assert "--rt-prio" not in nfqueue.delayline_daemon(d, 4, tmp_path, BIN, rt_prio=0).argv
 
 
+def test_daemon_env_switches(tmp_path: Path) -> None:
+    d = dl(rate="100mbit", delay="2ms")
+    plain = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env={}).argv
+    assert "--timer" not in plain and "--offcpu-min-batch" not in plain
+    env = {"MPTCPLAB_DELAYLINE_TIMER": "rel", "MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH": "1", "OTHER": "x"}
+    argv = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env=env).argv
+    assert argv[:len(plain)] == plain and argv[len(plain):] == ("--timer", "rel", "--offcpu-min-batch", "1")
+    assert nfqueue.env_options({"MPTCPLAB_DELAYLINE_TIMER": ""}) == ()  # empty: unset
+
+
 def test_emulator_link_cmds(tmp_path: Path) -> None:
     e = NfqueueEmulator(binary=BIN, rate_in_delayline=False)
     assert e.name == "nfqueue"
