@@ -35,6 +35,7 @@ sys.path.insert(0, str(REPO))
 try:
     from mptcplab.lab.loader import EXPERIMENT, LAB_FILES, TOPOLOGY, sha256
     from mptcplab.middlebox import rewrite
+    from mptcplab.platform import FUNCTIONAL_CHECK
     from mptcplab.results.model import (
         FORMAT_VERSION,
         UNCLASSIFIED,
@@ -99,7 +100,7 @@ def check_summary(s: Summary, run_id: str) -> list[Problem]:
         bad("complete", "false")
     if s.valid is not True:
         bad("valid", f"{s.valid}: {'; '.join(s.invalid_reasons) or 'no reason given'}")
-    if s.run_kind != "functional-check":
+    if s.run_kind != FUNCTIONAL_CHECK:
         bad("run_kind", f"{s.run_kind!r}: a software-emulated CPU must be a functional check")
     out += check_warnings(SUMMARY, "warnings", s.warnings)
     if not s.scenarios:
