@@ -389,7 +389,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
-            if "died" in st:
+            if st.get("died") is not None:
                 invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,

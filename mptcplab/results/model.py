@@ -14,7 +14,16 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    TypeAdapter,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from ..errors import LabInputError
 
@@ -320,6 +329,16 @@ class Fairness(_Model):
     shares: dict[str, float | None] = Field(default_factory=dict)
 
 
+class CaptureStats(_Model):
+    """One capture point's tcpdump counters (capture.parse_tcpdump_stats); ``died``: the exit
+    status of a capture that ended before the run stopped it (the capture is incomplete)."""
+
+    captured: int | None = None
+    received: int | None = None
+    dropped: int | None = None
+    died: int | None = None
+
+
 class Repetition(Flow):
     """One repetition of one scenario: the record runner.analyse() builds, rep.json.
 
@@ -329,7 +348,7 @@ class Repetition(Flow):
     ``other_flows_goodput_mbps`` is kept for readers of the earlier records.
     """
 
-    # runner-specific extras (firewall, capture_stats, delay_line_stats, daemon_stats, ...) stay readable
+    # runner-specific extras (firewall, middlebox, probes, ...) stay readable
     model_config = ConfigDict(extra="allow", populate_by_name=True)
 
     name: str
@@ -343,6 +362,15 @@ class Repetition(Flow):
     packets: int | None = None
     flows: list[FlowResult] = Field(default_factory=list)
     fairness: Fairness | None = None
+    # The run's own evidence about itself; None: a record written before the key.
+    #: capture point ("node:iface") -> its counters
+    capture_stats: dict[str, CaptureStats] | None = None
+    #: delay line daemon name -> the stats it wrote on SIGTERM (None: it wrote none)
+    delay_line_stats: dict[str, dict[str, Any] | None] | None = None
+    #: the other daemons (rewriting middleboxes), same shape
+    daemon_stats: dict[str, dict[str, Any] | None] | None = None
+    #: flow -> exit status of a traffic server that died before the run stopped it
+    servers_died: dict[str, int] | None = None
     #: the run directory this record was read from or is written into (never serialized):
     #: what ``dir``, relative to it, is resolved against by files_dir()
     _run_dir: Path | None = PrivateAttr(default=None)
@@ -472,6 +500,9 @@ class Summary(_Model):
     """summary.json: the run's repetitions, their aggregates and the paper comparison."""
 
     format_version: int = FORMAT_VERSION
+    #: the format_version the file carried (0: it had none), set by read.parse_summary;
+    #: None for a summary made in memory. Never written: ``format_version`` says it
+    file_format_version: int | None = Field(default=None, exclude=True)
     lab: str
     run_id: str
     kernel: str | None = None
@@ -513,6 +544,32 @@ class Summary(_Model):
 class Git(_Model):
     commit: str | None = None
     dirty: bool | None = None
+
+
+class CalibrationCheck(_Model):
+    """One measured quantity of a link against its configured value (linkcheck.Check)."""
+
+    quantity: str
+    configured: float | None = None
+    measured: float | None = None
+    tolerance: str | None = None
+    ok: bool
+    #: the measured direction ("a:if->b:if"); "both" for a round trip
+    direction: str | None = None
+
+
+class LinkCalibration(_Model):
+    """One emulated link's checks in one repetition (manifest.json ``calibration``)."""
+
+    link: str
+    configured: dict[str, Any] = Field(default_factory=dict)
+    configured_reverse: dict[str, Any] | None = None
+    checks: list[CalibrationCheck] = Field(default_factory=list)
+    ok: bool
+    rate_measured_in_this_rep: bool | None = None
+
+
+_LINK_CALIBRATIONS = TypeAdapter(list[LinkCalibration])
 
 
 class Manifest(_Model):
@@ -559,6 +616,23 @@ class Manifest(_Model):
     estimate: dict[str, Any] | None = None
     #: False when the run had no manifest.json (the report says so)
     present: bool = Field(default=True, exclude=True)
+
+    def calibration_of(self, scenario: str, rep: int) -> list[LinkCalibration] | None:
+        """The link checks of one repetition; None when the manifest has none for it (not
+        calibrated, or a run before it). A bad entry: ResultsFormatError naming its field."""
+        entries = (self.calibration.get(scenario) or {}).get(f"rep{rep}")
+        try:
+            return None if entries is None else _LINK_CALIBRATIONS.validate_python(entries)
+        except ValidationError as e:
+            err = e.errors()[0]
+            where = "".join(f"[{x}]" if isinstance(x, int) else f".{x}" for x in err["loc"])
+            raise ResultsFormatError("manifest.json", f"calibration.{scenario}.rep{rep}{where}",
+                                     f"not a link check: {err['msg']}") from None
+
+    def sysctls_of(self, scenario: str) -> dict[str, dict[str, str]]:
+        """{node: {sysctl: value}} as read back in the scenario's first repetition ({}: none)."""
+        return {str(n): {str(k): str(v) for k, v in (vals or {}).items()}
+                for n, vals in (self.sysctls.get(scenario) or {}).items()}
 
 
 class Event(_Model):

@@ -60,6 +60,7 @@ def parse_summary(data: dict[str, Any], source: str = "summary.json") -> Summary
     if version == 0:
         s.aggregates = aggregates(s.scenarios)
         s.format_version = FORMAT_VERSION  # upgraded in memory; the file is left as it was
+    s.file_format_version = version
     return s
 
 

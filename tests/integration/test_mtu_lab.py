@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 from pathlib import Path
 
 import pytest
 
 from mptcplab.results.model import FORMAT_VERSION
+from mptcplab.results.read import load_manifest, load_summary
 
 from .labkit import run_notebook, run_repo_lab
 
@@ -126,6 +128,17 @@ def test_manifest_is_self_describing(quick_run: Path) -> None:
     cal = m["calibration"]["mptcp-bottleneck"]["rep1"]
     assert {c["link"] for c in cal} == {"client:eth1--ra:eth1", "client:eth2--rb1:eth1"}
     assert all(any(ch["quantity"] == "goodput_mbps" for ch in c["checks"]) for c in cal)
+
+
+def test_the_vm_check_passes_it_but_for_the_host(quick_run: Path) -> None:
+    """vagrant/check-vm-results.py (make test-vm's results stage) on a real run of the same
+    lab: a sound run here differs from the VM's only in its backend (netns), its kind (a
+    measurement, unless this CPU is emulated) and the timing problems that make a measurement
+    on a loaded host invalid. Anything else it reports, no VM run could pass either."""
+    check = runpy.run_path(str(REPO / "vagrant" / "check-vm-results.py"), run_name="check_vm_results")["check"]
+    problems = check(load_summary(quick_run), load_manifest(quick_run), os.uname().release, quick_run.name)
+    host = {("summary.json", "run_kind"), ("summary.json", "valid"), ("manifest.json", "backend")}
+    assert [p.line(str(quick_run)) for p in problems if (p.record, p.field) not in host] == []
 
 
 def test_results_files(quick_run: Path) -> None:
