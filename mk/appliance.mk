@@ -6,6 +6,8 @@
 #   make appliance-kernel-check  the kernel patches against the pinned source
 #   make kernel-deb              the patched kernel as .deb packages, for the VM's prebuilt mode
 #                                (KERNEL_DEB_ARGS=--prepare-only: the tree only; --dry-run)
+#   make kernel-boot-check       boot those packages' kernel under QEMU: uname, one MPTCP
+#                                connection, the patch's kernel-log line (a minute, no VM)
 #   make appliance-lint          ansible-lint and the playbook's syntax check
 #   make appliance-validate      vagrant validate
 #   make appliance-clean         remove the appliance images and caches
@@ -16,7 +18,7 @@ KERNEL_DEB_ARGS ?=
 
 .PHONY: test-appliance appliance-deps appliance-dockerd appliance-images \
         appliance-kernel-check appliance-lint appliance-validate appliance-containerlab \
-        appliance-clean kernel-deb
+        appliance-clean kernel-deb kernel-boot-check
 
 appliance-deps:
 	@tests/appliance/host-deps.sh
@@ -39,6 +41,9 @@ appliance-kernel-check: appliance-deps
 
 kernel-deb:
 	images/kernel/build-deb.sh $(KERNEL_DEB_ARGS)
+
+kernel-boot-check:
+	images/kernel/boot-check.sh
 
 appliance-lint: appliance-deps
 	cd ansible && ansible-lint --offline && ansible-playbook --syntax-check site.yml

@@ -12,7 +12,8 @@
 #                 (cached), handed to the VM as containerlab_local_path
 #   kernel-deb    MPTCPLAB_KERNEL=prebuilt only: `make kernel-deb`, the patched kernel's
 #                 packages (cached per patches and fragments), handed to the VM in
-#                 build/kernel-debs/ for the kernel role's prebuilt mode
+#                 build/kernel-debs/ for the kernel role's prebuilt mode, after
+#                 images/kernel/boot-check.sh booted it under QEMU (uname, MPTCP, the patch)
 #   ca-certs      this host's extra CA certificates, for the VM to trust (PyPI behind a
 #                 TLS-intercepting proxy)
 #   up            `vagrant up` (libvirt, qemu driver, rsync'd /vagrant): the project's
@@ -140,6 +141,8 @@ containerlab() {
 kernel_deb() {
   images/kernel/build-deb.sh
   cat build/kernel-debs/manifest.json
+  # a kernel that does not boot or lacks the patch fails here in a minute, not after `up`
+  images/kernel/boot-check.sh
 }
 
 up() {
