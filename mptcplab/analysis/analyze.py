@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import contribution, delivery, depth, diagnose, usefulness
+from . import contribution, delivery, departures, depth, diagnose, usefulness
 from .flows import (
     Subflow,
     dss_missing,
@@ -182,13 +182,14 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         hol_connection=dl.connection if dl else {},
         owd_unavailable=dl.owd_unavailable if dl else None,
         hol_unavailable=dl.hol_unavailable if dl else None,
+        departures=departures.departures(t, conn, paths, upload),
     )
 
 
 #: the per-flow files write_tables makes besides subflows.csv (docs/results-format.md)
 TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
                "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv",
-               "owd": "owd.csv", "hol": "hol.csv"}
+               "owd": "owd.csv", "hol": "hol.csv", "departures": "departures.csv"}
 
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:

@@ -249,6 +249,9 @@ class FlowAnalysis:
     hol_connection: dict[str, Any] = field(default_factory=dict)
     owd_unavailable: str | None = None
     hol_unavailable: str | None = None
+    #: departures.py: gaps between consecutive data segments at the sender, per ordered pair
+    #: of subflows (departures.COLUMNS)
+    departures: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def mptcp_retransmissions(self) -> int:
