@@ -105,6 +105,8 @@ def _parser() -> argparse.ArgumentParser:
     an.add_argument("--same-clock", action="store_true",
                     help="the files were captured on one host clock (one machine, e.g. network namespaces): "
                          "one-way delays between the capture points are measured; never for two machines")
+    an.add_argument("--packets", action="store_true",
+                    help="also write packets.csv: every packet's decoded TCP/MPTCP fields, one row per packet")
     return p
 
 
@@ -378,7 +380,8 @@ def cmd_analyze(a: argparse.Namespace) -> int:
                 raise LabInputError("command line", "--path", f"{item!r}: expected LABEL=ADDRESS")
             paths[addr] = label
     out = a.out or a.pcap[0].with_name(a.pcap[0].stem + "-analysis")
-    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock)
+    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
+                          packets=a.packets)
     print("\n".join(describe(fa, g)))
     print(f"tables and figures: {out}")
     return 0

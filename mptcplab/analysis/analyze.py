@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import contribution, delivery, depth, diagnose
+from . import contribution, delivery, departures, depth, diagnose, usefulness
 from .flows import (
     Subflow,
     dss_missing,
@@ -137,6 +137,12 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     if dl is not None:
         for r in results:
             r.__dict__.update(dl.per_subflow.get(r.name, {}))
+    reinj = (usefulness.qualify(deep.reinjections, dl.received if dl else {}, deep.origin, t0) if deep
+             else pd.DataFrame(columns=depth.REINJECTION_COLUMNS + usefulness.COLUMNS))
+    if dl is not None and dl.received:
+        useful = reinj.loc[reinj["useful"].eq(True), "subflow"].astype(str).value_counts()
+        for r in results:
+            r.mptcp_retrans_useful = int(useful.get(r.name, 0))
 
     add_addrs: list[str] = []
     for s in conn:
@@ -167,7 +173,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
         t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,
         dsn=deep.dsn if deep else pd.DataFrame(columns=depth.DSN_COLUMNS),
-        reinjections=deep.reinjections if deep else pd.DataFrame(columns=depth.REINJECTION_COLUMNS),
+        reinjections=reinj,
         mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
         dss_checksum=deep.dss_checksum if deep else None,
         checksum_required=deep.checksum_required if deep else None,
@@ -176,13 +182,14 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         hol_connection=dl.connection if dl else {},
         owd_unavailable=dl.owd_unavailable if dl else None,
         hol_unavailable=dl.hol_unavailable if dl else None,
+        departures=departures.departures(t, conn, paths, upload),
     )
 
 
 #: the per-flow files write_tables makes besides subflows.csv (docs/results-format.md)
 TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
                "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv",
-               "owd": "owd.csv", "hol": "hol.csv"}
+               "owd": "owd.csv", "hol": "hol.csv", "departures": "departures.csv"}
 
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:

@@ -33,12 +33,14 @@ import pandas as pd
 
 from .depth import widen
 from .flows import Subflow
+from .intervals import first_arrival
 from .packets import MP_CAPABLE
+from .usefulness import first_copies
 
 OWD_COLUMNS = ["t", "path", "subflow", "from_point", "to_point", "samples", "owd_min_ms", "owd_median_ms",
                "owd_max_ms"]
 HOL_COLUMNS = ["t", "path", "subflow", "point", "segments", "bytes", "ooo_bytes", "never", "hol_median_ms",
-               "hol_max_ms"]
+               "hol_max_ms", "first_bytes"]
 
 #: the connection's HoL numbers (Delivery.connection, MptcpVerdict)
 HOL_KEYS = ("hol_segments", "ooo_share", "hol_never", "hol_p50_ms", "hol_p95_ms", "hol_p99_ms", "hol_max_ms")
@@ -61,6 +63,9 @@ class Delivery:
     owd_unavailable: str | None = None
     #: why the HoL analysis is missing, when it is
     hol_unavailable: str | None = None
+    #: subflow name -> its data segments at its receiver point: (64-bit DSN of the first
+    #: byte, length, arrival time in epoch s); empty when the HoL analysis is missing
+    received: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
 
 
 def _ms(x: np.ndarray, q: float) -> float | None:
@@ -154,16 +159,7 @@ def hol_delays(start: np.ndarray, length: np.ndarray, arrival: np.ndarray) -> np
     can read up to interval k once all intervals up to k have arrived (running maximum)."""
     if len(start) == 0:
         return np.zeros(0)
-    end = start + length
-    bounds = np.sort(np.concatenate((start, end)))
-    bounds = bounds[np.r_[True, bounds[1:] != bounds[:-1]]]     # unique (faster than np.unique here)
-    si = np.searchsorted(bounds, start)
-    ei = np.searchsorted(bounds, end)
-    n = ei - si
-    total = int(n.sum())
-    cover = np.repeat(si - np.cumsum(n) + n, n) + np.arange(total)
-    first = np.full(len(bounds), np.inf)
-    np.minimum.at(first, cover, np.repeat(arrival, n))
+    _, si, first = first_arrival(start, length, arrival)
     ready = np.maximum.accumulate(first[:-1])          # all data up to interval k has arrived
     before = np.where(si > 0, ready[np.maximum(si - 1, 0)], -np.inf)
     return np.maximum(before - arrival, 0.0)
@@ -242,18 +238,23 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
         lo = min(int(r.min()) for r in rel if len(r))
         hol = hol_delays(np.concatenate(rel) - lo, np.concatenate([s[4] for s in segs]),
                          np.concatenate([s[2] for s in segs]))
+        # which subflow delivered each byte first, and when (usefulness.py): goodput per subflow
+        names, owner, when, width = first_copies({s[0]: (s[3], s[4], s[2]) for s in segs}, base)
         k = 0
         for (name, path, ts_, _, ln), pt in zip(segs, [per[s[0]]["hol_point"] for s in segs], strict=True):
             h = hol[k:k + len(ts_)]
             k += len(ts_)
             per[name].update(_hol_numbers(h, ln))
+            mine = owner == (names.index(name) if name in names else -1)
+            per[name]["first_bytes"] = int(width[mine].sum())
             if len(ts_):
-                hol_rows.append(_hol_bins(h, ln, ts_, t0, bin_s, path or None, name, str(pt)))
+                hol_rows.append(_hol_bins(h, ln, ts_, t0, bin_s, path or None, name, str(pt),
+                                          (when[mine], width[mine])))
         conn_nums = _hol_numbers(hol, np.concatenate([s[4] for s in segs]))
     owd = pd.concat(owd_rows, ignore_index=True) if owd_rows else pd.DataFrame(columns=OWD_COLUMNS)
     holt = pd.concat(hol_rows, ignore_index=True) if hol_rows else pd.DataFrame(columns=HOL_COLUMNS)
     return Delivery(owd=owd, hol=holt, per_subflow=per, connection=conn_nums, owd_unavailable=why,
-                    hol_unavailable=hol_why)
+                    hol_unavailable=hol_why, received={s[0]: (s[3], s[4], s[2]) for s in segs})
 
 
 def _hol_numbers(h: np.ndarray, ln: np.ndarray) -> dict[str, float | int | None]:
@@ -267,7 +268,9 @@ def _hol_numbers(h: np.ndarray, ln: np.ndarray) -> dict[str, float | int | None]
 
 
 def _hol_bins(h: np.ndarray, ln: np.ndarray, ts: np.ndarray, t0: float, bin_s: float, path: str | None,
-              name: str, point: str) -> pd.DataFrame:
+              name: str, point: str, firsts: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
+    """One subflow's HOL_COLUMNS per bin; ``firsts``: (arrival, bytes) of the data it delivered
+    first (the arrivals are some of ``ts``, so their bins are among the subflow's)."""
     k = _bin_index(ts, t0, bin_s)
     lo = int(k.min())
     cnt = np.bincount(k - lo)
@@ -285,4 +288,6 @@ def _hol_bins(h: np.ndarray, ln: np.ndarray, ts: np.ndarray, t0: float, bin_s: f
         "ooo_bytes": np.bincount(k - lo, np.where(ooo, ln, 0))[used].astype(np.int64),
         "never": np.bincount(k - lo, np.isinf(h))[used].astype(np.int64),
         "hol_median_ms": med[used].round(3), "hol_max_ms": mx[used].round(3),
+        "first_bytes": np.bincount(_bin_index(firsts[0], t0, bin_s) - lo, firsts[1],
+                                   minlength=len(cnt))[used].astype(np.int64),
     })[HOL_COLUMNS]

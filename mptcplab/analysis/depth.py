@@ -89,6 +89,9 @@ class Depth:
     checksum_required: bool | None = None
     #: the data sender's IDSN (None: its key was not captured)
     idsn: int | None = None
+    #: the 64-bit DSN that ``dsn`` 0 stands for (the IDSN, else the lowest mapped DSN - 1;
+    #: None: nothing mapped)
+    origin: int | None = None
 
 
 def _empty(cols: list[str]) -> pd.DataFrame:
@@ -212,10 +215,11 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
 
     dsn = pd.concat(maps + acks, ignore_index=True) if maps or acks else None
     reinj = _empty(REINJECTION_COLUMNS)
+    origin: int | None = None
     if dsn is not None:
         m = dsn["kind"] == "map"
         lo = int(dsn.loc[m, "dsn64"].min()) if m.any() else 0
-        origin = base if base is not None else (lo - 1 if m.any() else 0)
+        origin = base if base is not None else (lo - 1 if m.any() else 0) % 2**64
         # modulo 2^64, then signed: a data ACK just below the origin stays a small negative
         dsn["dsn"] = (dsn["dsn64"].to_numpy(dtype=np.uint64) - np.uint64(origin)).view(np.int64)
         dsn = dsn.drop(columns="dsn64").sort_values("t", kind="stable").reset_index(drop=True)
@@ -228,7 +232,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
     return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
                  per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required,
-                 idsn=base)
+                 idsn=base, origin=origin)
 
 
 def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:

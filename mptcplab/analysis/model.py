@@ -164,6 +164,11 @@ class SubflowResult:
     hol_p95_ms: float | None = None
     hol_p99_ms: float | None = None
     hol_max_ms: float | None = None
+    #: which copy arrived first at the receiver points (usefulness.py; None: no receiver
+    #: points): the data bytes this subflow delivered first, each byte counted on one subflow
+    #: only, and its MPTCP-level re-sends that arrived before the first carrier's copy
+    first_bytes: int | None = None
+    mptcp_retrans_useful: int | None = None
     #: first SYN -> first SYN without MPTCP option (the client's fallback), s; None: none
     syn_fallback_s: float | None = None
     #: MP_TCPRST reason of the server side's first RST (None: no RST or no MP_TCPRST)
@@ -225,7 +230,8 @@ class FlowAnalysis:
     #: the diagnostics with their stable codes and evidence (diagnostics = their messages)
     findings: list[Finding] = field(default_factory=list)
     #: MPTCP depth (depth.py), empty for plain TCP: DSN mappings and data ACKs per subflow
-    #: over time (depth.DSN_COLUMNS), MPTCP-level retransmissions (REINJECTION_COLUMNS),
+    #: over time (depth.DSN_COLUMNS), MPTCP-level retransmissions (REINJECTION_COLUMNS and
+    #: usefulness.COLUMNS: which copy reached the receiver first),
     #: MPTCP signalling events (EVENT_COLUMNS)
     dsn: pd.DataFrame = field(default_factory=pd.DataFrame)
     reinjections: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -243,6 +249,9 @@ class FlowAnalysis:
     hol_connection: dict[str, Any] = field(default_factory=dict)
     owd_unavailable: str | None = None
     hol_unavailable: str | None = None
+    #: departures.py: gaps between consecutive data segments at the sender, per ordered pair
+    #: of subflows (departures.COLUMNS)
+    departures: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def mptcp_retransmissions(self) -> int:

@@ -26,6 +26,7 @@ from mptcplab.errors import LabInputError
 
 from . import pcapread
 from .analyze import analyze_packets, write_tables
+from .connlist import list_connections
 from .model import CaptureFile, FlowAnalysis, FlowSpec
 from .packets import MP_CAPABLE, MP_JOIN, SYN
 
@@ -39,6 +40,9 @@ class Guess:
     how: list[str]
     #: other ports MP_JOIN SYNs went to (FlowSpec.join_ports)
     join_ports: tuple[int, ...] = ()
+    #: every connection in the capture (connlist.py): how many, how many of them MPTCP
+    connections: int = 0
+    mptcp_connections: int = 0
 
 
 def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str, str] | None = None,
@@ -87,11 +91,14 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
 
 def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = None,
                   paths: dict[str, str] | None = None, direction: str | None = None,
-                  same_clock: bool = False) -> tuple[FlowAnalysis, Guess]:
+                  same_clock: bool = False, packets: bool = False) -> tuple[FlowAnalysis, Guess]:
     """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
-    subflows.csv, the tables of write_tables, figures/dsn.png, delivery.png and throughput.png.
+    subflows.csv, the tables of write_tables, capture_connections.csv (every connection in the
+    files, connlist.py), figures/dsn.png, delivery.png, resends.png and throughput.png.
     ``same_clock``: the user says the files share one clock (one machine), so one-way delays
-    between them mean something; files from elsewhere cannot show it, so it is never guessed."""
+    between them mean something; files from elsewhere cannot show it, so it is never guessed.
+    ``packets``: also packets.csv, the packet table itself (packets.py: one row per packet and
+    capture point, one column per decoded field), for one's own analysis."""
     caps = [CaptureFile(Path(f), Path(f).stem) for f in files]
     pk = pcapread.extract(caps)
     g = guess_spec(pk, server_port, paths, direction)
@@ -103,7 +110,15 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
     write_tables(fa, out)
+    listing = list_connections(pk, [c.point for c in caps])
+    listing.to_csv(out / "capture_connections.csv", index=False)
+    if packets:
+        pk.to_csv(out / "packets.csv", index=False)
+    g.connections = int(listing["connection"].nunique())
+    g.mptcp_connections = int(listing.loc[listing["mptcp"].astype(bool), "connection"].nunique())
     (out / "summary.json").write_text(json.dumps({"files": [str(f) for f in files], "guessed": g.how,
+                                                  "capture_connections": {"connections": g.connections,
+                                                                          "mptcp": g.mptcp_connections},
                                                   **fa.to_dict()}, indent=2, default=str))
     _figures(fa, out / "figures")
     return fa, g
@@ -115,6 +130,7 @@ def _figures(fa: FlowAnalysis, figdir: Path) -> None:
     figdir.mkdir(exist_ok=True)
     F.plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
     F.plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
+    F.plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
     ts = fa.timeseries.assign(scenario="capture", rep=1)
     F.plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
 
@@ -124,6 +140,9 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
     lines = [f"guessed: {h}" for h in g.how]
     lines.append(f"{fa.packets} packets, {fa.connections} connection(s) to port {g.server_port}; "
                  f"data connection {fa.data_connection}")
+    if g.connections:
+        lines.append(f"{g.connections} connection(s) in the capture, {g.mptcp_connections} of them MPTCP: "
+                     "capture_connections.csv")
     lines.append(f"MPTCP negotiated={fa.mptcp_negotiated} fallback={fa.fallback} verified={fa.verified}; "
                  f"MPTCP-level retransmissions {fa.mptcp_retransmissions} ({fa.mptcp_retrans_bytes} bytes); "
                  f"DSS checksum {fa.dss_checksum}")

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
@@ -420,23 +421,47 @@ def plot_dsn(dsn: pd.DataFrame, events: pd.DataFrame | None = None, title: str =
         ax.axvline(float(ev["t"]), color="gray", ls="--", lw=0.8)
         ax.annotate(str(ev["event"]), (float(ev["t"]), 1.0), xycoords=("data", "axes fraction"),
                     rotation=90, fontsize=7, va="top", ha="right")
-    ax.set_xlabel("time since first SYN (s)")
-    ax.set_ylabel("data sequence number (bytes, relative)")
-    ax.set_title(title or "Data sequence numbers per subflow", fontsize=10)
+    return _finish(fig, ax, "time since first SYN (s)", "data sequence number (bytes, relative)",
+                   title or "Data sequence numbers per subflow")
+
+
+def _finish(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) -> Figure:
+    """A one-panel figure's labels, grid and legend (upper left, small: several subflows)."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, fontsize=10)
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7, loc="upper left")
     return fig
 
 
 def plot_delivery(hol: pd.DataFrame, owd: pd.DataFrame | None = None, title: str = "") -> Figure:
-    """One repetition's delivery per subflow and 100 ms bin (hol.csv, owd.csv): the share of
-    bytes arriving out of data-sequence order at the receiver and the largest head-of-line
-    delay among them; below, the median one-way delay when two capture points shared a clock."""
+    """One repetition's delivery per subflow and 100 ms bin (hol.csv, owd.csv): the goodput each
+    subflow gave the receiver (the data it delivered first, each byte counted once, and their
+    sum; hol.csv's ``first_bytes``, absent in runs before it), the share of bytes arriving out
+    of data-sequence order at the receiver and the largest head-of-line delay among them;
+    below, the median one-way delay when two capture points shared a clock."""
     if hol is None or hol.empty:
         return _empty("No data segments at a receiver point (plain TCP, or MPTCP not negotiated).")
     has_owd = owd is not None and not owd.empty
-    fig = Figure(figsize=(10, 7 if has_owd else 5), layout="constrained")
-    axes = fig.subplots(3 if has_owd else 2, 1, sharex=True)
+    has_gput = "first_bytes" in hol.columns
+    n = 2 + int(has_owd) + int(has_gput)
+    fig = Figure(figsize=(10, 2.4 * n + 0.2), layout="constrained")
+    axes = list(fig.subplots(n, 1, sharex=True))
+    if has_gput:
+        gax = axes.pop(0)
+        ts = np.sort(hol["t"].unique())
+        steps = np.diff(ts)
+        bin_s = float(steps[steps > 0].min()) if (steps > 0).any() else 0.1
+        for (path, sub), g in hol.groupby(["path", "subflow"], sort=False, dropna=False):
+            gax.plot(g["t"], g["first_bytes"] * 8 / bin_s / 1e6, color=path_color(str(path)), lw=1,
+                     label=f"path {path} {sub}")
+        total = hol.groupby("t")["first_bytes"].sum()
+        gax.plot(total.index, total * 8 / bin_s / 1e6, color="black", lw=1, label="connection")
+        gax.set_ylabel("goodput (Mbit/s)")
+        gax.set_title(title or "Goodput, reordering and head-of-line delay at the receiver", fontsize=10)
+        gax.legend(fontsize=7, loc="upper left")
+        gax.grid(alpha=0.3)
     for (path, sub), g in hol.groupby(["path", "subflow"], sort=False, dropna=False):
         c = path_color(str(path))
         axes[0].plot(g["t"], g["ooo_bytes"] / g["bytes"].where(g["bytes"] > 0), color=c, lw=1,
@@ -449,8 +474,28 @@ def plot_delivery(hol: pd.DataFrame, owd: pd.DataFrame | None = None, title: str
             axes[2].plot(g["t"], g["owd_median_ms"], color=path_color(str(path)), lw=1)
         axes[2].set_ylabel("one-way delay, median (ms)")
     axes[-1].set_xlabel("time since first SYN (s)")
-    axes[0].set_title(title or "Receiver reordering and head-of-line delay", fontsize=10)
-    axes[0].legend(fontsize=7, loc="upper left")
+    if not has_gput:
+        axes[0].set_title(title or "Receiver reordering and head-of-line delay", fontsize=10)
+        axes[0].legend(fontsize=7, loc="upper left")
     for ax in axes:
         ax.grid(alpha=0.3)
     return fig
+
+
+def plot_resend_gain(reinj: pd.DataFrame, title: str = "") -> Figure:
+    """CDF of how much earlier each MPTCP-level re-send's copy reached the receiver than the
+    first carrier's (mptcp_retransmissions.csv ``gain_ms``, analysis/usefulness.py), one line
+    per re-sending subflow: right of 0 useful re-sends, left of it redundant ones
+    (mptcpanalyzer's reinjection CDF)."""
+    d = reinj.dropna(subset=["gain_ms"]) if "gain_ms" in reinj.columns else reinj.iloc[0:0]
+    if d.empty:
+        return _empty("No re-send qualified: none on another subflow, or no capture at the receiver.")
+    fig = Figure(figsize=(8, 4), layout="constrained")
+    ax = fig.add_subplot()
+    for (path, sub), g in d.groupby(["path", "subflow"], sort=False, dropna=False):
+        x = np.sort(g["gain_ms"].to_numpy(dtype=float))
+        ax.step(x, np.arange(1, len(x) + 1) / len(x), where="post", color=path_color(str(path)),
+                label=f"path {path} {sub} ({len(x)} re-sends)")
+    ax.axvline(0.0, color="gray", ls="--", lw=0.8)
+    return _finish(fig, ax, "first carrier's arrival - re-send's arrival (ms); > 0: the re-send was useful",
+                   "fraction of re-sends", title or "MPTCP-level re-sends: gain at the receiver")

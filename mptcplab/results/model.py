@@ -140,6 +140,10 @@ class Subflow(HolNumbers):
     owd_points: str | None = None
     #: reordering and head-of-line delay at this receiver point (HolNumbers' fields), ms
     hol_point: str | None = None
+    #: data bytes this subflow delivered first at the receiver points, and its MPTCP-level
+    #: re-sends that arrived before the first carrier's copy (analysis/usefulness.py)
+    first_bytes: int | None = None
+    mptcp_retrans_useful: int | None = None
 
     @property
     def ends(self) -> str:
