@@ -291,6 +291,12 @@ declare("syn_fallback_s", "median",
         "first SYN (MP_CAPABLE) -> first SYN without MPTCP option on the initial subflow (capture)", unit="s")
 declare("middlebox_packets", "min",
         "packets the routers' middlebox rules counted (nft counters after the traffic)", unit="packets")
+declare("mbox_split", "min",
+        "data segments the rewriting middleboxes split in two (mptcplab-mbox's counters after the traffic)",
+        unit="segments")
+declare("mbox_merged", "min",
+        "pairs of data segments the rewriting middleboxes merged into one (mptcplab-mbox's counters)",
+        unit="segments")
 
 for _side in SIDES:
     for _counter in COUNTERS:

@@ -171,7 +171,7 @@ class ContainerlabBackend(Backend):
                                "is not in the lab images); use netem (the appliance VM's kernel has it) or "
                                "--backend netns")
         if any(rewrite.boxes(sc.body) for sc in scenarios):
-            raise HostNotReady("the rewriting middleboxes (rewrite-isn, modify-payload) run mptcplab-mbox, which is "
+            raise HostNotReady(f"the rewriting middleboxes ({', '.join(rewrite.KINDS)}) run mptcplab-mbox, which is "
                                "not in the lab images: use --backend netns")
         needs_netem = any(link.delay or link.jitter or link.loss for sc in scenarios for link in sc.body.links.values())
         if dry_run or not needs_netem or hostprobe.netem_available():

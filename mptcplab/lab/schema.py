@@ -269,9 +269,34 @@ class ModifyPayload(_MiddleboxBase):
     byte_offset: int = Field(default=100, ge=0, le=65535, description="payload byte inverted (the last if shorter)")
 
 
+class SplitSegments(_MiddleboxBase):
+    """Splits forwarded data segments in two, every TCP option copied into both pieces, as
+    TSO NICs do (NSDI 2012 row j, MB13; mptcplab-mbox): per connection after its first
+    ``after`` data segments, then every ``every``-th."""
+
+    kind: Literal["split-segments"]
+    after: int = Field(default=200, ge=0, le=10_000_000)
+    every: int = Field(default=1, ge=1, le=10_000_000)
+
+
+class CoalesceSegments(_MiddleboxBase):
+    """Merges a forwarded data segment with the next one of its connection into one segment
+    with the first's header and options (row k; mptcplab-mbox): per connection after its
+    first ``after`` data segments, then every ``every``-th, when both fit ``max_len``
+    bytes (the router's egress MTU: a bigger one would be dropped, DF set)."""
+
+    kind: Literal["coalesce-segments"]
+    after: int = Field(default=200, ge=0, le=10_000_000)
+    every: int = Field(default=50, ge=1, le=10_000_000)
+    max_len: int = Field(default=1500, ge=576, le=65535, description="the longest merged IPv4 packet")
+
+
+#: the kinds mptcplab-mbox runs (middlebox/rewrite.py); the others are nftables rules
+REWRITING_KINDS = ("rewrite-isn", "modify-payload", "split-segments", "coalesce-segments")
+
 Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData | StripMptcpSynOnly | StripMptcpSynAck
                       | StripMptcpThirdAck | StripMptcpMid | DropMpCapableSyn | Nat | StrictFirewall
-                      | RewriteIsn | ModifyPayload,
+                      | RewriteIsn | ModifyPayload | SplitSegments | CoalesceSegments,
                       Field(discriminator="kind")]
 
 
@@ -307,9 +332,9 @@ class NodeSpec(Strict):
     def _middlebox_on_router(self) -> NodeSpec:
         if self.middlebox and self.role != "router":
             raise ValueError("middlebox: only a router forwards segments (role: router)")
-        if sum(b.kind in ("rewrite-isn", "modify-payload") for b in self.middlebox) > 1:
+        if sum(b.kind in REWRITING_KINDS for b in self.middlebox) > 1:
             # an NFQUEUE accept verdict leaves the hook: a second queue rule would never see the packet
-            raise ValueError("middlebox: at most one rewriting box (rewrite-isn, modify-payload) per router")
+            raise ValueError(f"middlebox: at most one rewriting box ({', '.join(REWRITING_KINDS)}) per router")
         if self.balance_rr and self.role != "host":
             raise ValueError("balance_rr: a host stripes the packets it sends (role: host)")
         return self

@@ -10,6 +10,8 @@ middlebox rules matched.
 * ``syn_fallback_s``: first SYN -> first SYN without MPTCP option on the initial subflow, from
   the capture (analysis/flows.py).
 * ``middlebox_packets``: packets the routers' middlebox rules counted (the run's nft counters).
+* ``mbox_split``, ``mbox_merged``: segments the rewriting middleboxes (mptcplab-mbox) split or
+  merged, summed over the repetition's boxes (rep.json ``daemon_stats``).
 """
 
 from __future__ import annotations
@@ -61,7 +63,20 @@ def _middlebox_packets(r: Repetition, _sel: Select) -> float | None:
     return float(sum(int(v) for v in counts.values() if isinstance(v, int) and v >= 0))
 
 
+def _mbox(counter: str) -> Callable[[Repetition, Select], float | None]:
+    def per_rep(r: Repetition, _sel: Select) -> float | None:
+        stats = (r.model_extra or {}).get("daemon_stats")
+        boxes = [st for st in stats.values() if isinstance(st, dict) and "mbox" in st] \
+            if isinstance(stats, dict) else []
+        if not boxes:  # no rewriting box ran: nothing to count, not zero
+            return None
+        return float(sum(int(st.get(counter) or 0) for st in boxes))
+    return per_rep
+
+
 register("transfer_intact", _intact)
+register("mbox_split", _mbox("split"))
+register("mbox_merged", _mbox("merged"))
 register("syn_fallback_s", _syn_fallback)
 register("middlebox_packets", _middlebox_packets)
 for _side in SIDES:

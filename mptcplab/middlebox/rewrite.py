@@ -1,4 +1,5 @@
-"""The rewriting middleboxes (``rewrite-isn``, ``modify-payload``): a router's forwarded
+"""The rewriting middleboxes (``rewrite-isn``, ``modify-payload``, ``split-segments``,
+``coalesce-segments``): a router's forwarded
 IPv4 TCP is steered to NFQUEUE and rewritten by ``mptcplab-mbox`` (native/mbox/, which
 says why it is hand-written), one daemon per box, run in the router's namespace.
 
@@ -26,11 +27,11 @@ from typing import Any
 from ..commands import Cmd, cmd
 from ..emulation.base import repo_root
 from ..errors import HostNotReady
-from ..lab.schema import ExperimentBody, ModifyPayload, RewriteIsn
+from ..lab.schema import REWRITING_KINDS, CoalesceSegments, ExperimentBody, ModifyPayload, RewriteIsn, SplitSegments
 from ..supervise import Daemon
 
-KINDS = ("rewrite-isn", "modify-payload")
-Box = RewriteIsn | ModifyPayload
+KINDS = REWRITING_KINDS
+Box = RewriteIsn | ModifyPayload | SplitSegments | CoalesceSegments
 
 
 def binary(must_exist: bool = True) -> Path:
@@ -51,6 +52,10 @@ def mode_argv(box: Box) -> tuple[str, ...]:
     """The program's mode and its parameters, from the lab's box."""
     if isinstance(box, RewriteIsn):
         return ("isn-offset", str(box.offset))
+    if isinstance(box, SplitSegments):
+        return ("--after", str(box.after), "--every", str(box.every), "split")
+    if isinstance(box, CoalesceSegments):
+        return ("--after", str(box.after), "--every", str(box.every), "--max-len", str(box.max_len), "merge")
     return ("--after", str(box.after), "--every", str(box.every), "--byte-offset", str(box.byte_offset),
             "payload-flip")
 
@@ -73,7 +78,7 @@ def rule_cmds(node: str, box: Box, queue: int) -> list[Cmd]:
 
 def boxes(body: ExperimentBody) -> list[tuple[str, Box]]:
     return [(name, b) for name, spec in body.nodes.items() for b in spec.middlebox
-            if isinstance(b, RewriteIsn | ModifyPayload)]
+            if isinstance(b, RewriteIsn | ModifyPayload | SplitSegments | CoalesceSegments)]
 
 
 def plan(body: ExperimentBody, first_queue: int, workdir: Path,
@@ -100,10 +105,17 @@ def problems(stats: dict[str, Any]) -> list[str]:
         return []
     out = [f"{stats[k]} {what}" for k, what in (
         ("enobufs", "netlink overflows (packets lost)"), ("verdict_errors", "verdicts the kernel rejected"),
-        ("table_full", "connections not tracked (table full)")) if stats.get(k)]
+        ("table_full", "connections not tracked (table full)"),
+        ("raw_errors", "second halves of split segments not sent (lost)")) if stats.get(k)]
     if mode == "isn-offset" and not stats.get("seq_rewritten"):
         out.append("rewrote no sequence number (no SYN crossed it?)")
     if mode == "payload-flip" and not stats.get("flipped"):
         out.append(f"modified no segment ({stats.get('data_segments', 0)} data segments, "
                    f"first {stats.get('after')} left alone)")
+    if mode == "split" and not stats.get("split"):
+        out.append(f"split no segment ({stats.get('data_segments', 0)} data segments, first {stats.get('after')} "
+                   "left alone)")
+    if mode == "merge" and not stats.get("merged"):
+        out.append(f"merged no segment ({stats.get('picked', 0)} held for a merge, {stats.get('merge_released', 0)} "
+                   "released unmerged: none was followed in time by a continuation that fit max_len)")
     return out

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .aggregate import scenario_value
+from .fmt import fmt_num
 from .model import Summary
 
 _NAME = re.compile(r"^(?P<family>[a-z0-9]+)-(?P<kb>\d+)k$")
@@ -92,3 +93,39 @@ def compared_pairs(summary: Summary) -> list[tuple[str, str]]:
     pairs = [("mptcp", f) for f in rest] if "mptcp" in sizes else []
     pairs += [(later, first) for i, first in enumerate(rest) for later in rest[i + 1:]]
     return [(a, b) for a, b in pairs if len(sizes[a] & sizes[b]) >= 2]
+
+
+CROSSOVER_COLUMNS = ["families compared", "metric", "ratio per size", "crossover"]
+
+
+def _kb(x: float) -> str:
+    return f"{x:.0f} KB" if x >= 10 or x == int(x) else f"{x:.1f} KB"
+
+
+def crossover_text(c: Crossover) -> str:
+    """The crossover in words: a size, none in the range, ahead everywhere, or unknown."""
+    span = f"{_kb(c.sizes_kb[0])}-{_kb(c.sizes_kb[-1])}"
+    gaps = [_kb(s) for s, r in zip(c.sizes_kb, c.ratios, strict=True) if r is None]
+    if gaps:
+        return f"unknown: no value at {', '.join(gaps)}"
+    if c.crossover_kb is None:
+        return f"none in the measured range ({span})"
+    if all(r is not None and r >= 1 for r in c.ratios):
+        return f"ahead at every size ({span})"
+    return f"≈ {_kb(c.crossover_kb)}"
+
+
+def crossover_rows(summary: Summary) -> list[list[str]]:
+    """One display row (CROSSOVER_COLUMNS) per compared pair of the run: what report.md and
+    notebooks/deployability.ipynb print; empty for a run without scenario families."""
+    pairs = compared_pairs(summary)
+    fams = {f for pair in pairs for f in pair}
+    # wrk's requests/s for a web lab (labs/http); a sweep of bulk transfers compares goodput
+    metric = ("requests_per_s" if any(v is not None for f in fams for v in family_values(summary, f).values())
+              else "goodput_mbps")
+    rows = []
+    for fam, other in pairs:
+        c = family_crossover(summary, fam, other, metric)
+        ratios = ", ".join(f"{_kb(s)} {fmt_num(r)}" for s, r in zip(c.sizes_kb, c.ratios, strict=True))
+        rows.append([f"{fam} over {other}", metric, ratios, crossover_text(c)])
+    return rows

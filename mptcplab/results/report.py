@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 
 from ..lab.scale import fmt_factor, rate_unit
 from . import figures as F
-from .crossover import Crossover, compared_pairs, family_crossover, family_values
+from .crossover import CROSSOVER_COLUMNS, crossover_rows
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .handshake import load_syn_synack, plot_syn_synack_cdf
 from .model import Manifest, Summary, Warning
@@ -238,42 +238,17 @@ def _findings_section(summary: Summary) -> list[str]:
     return lines + [df_to_md(table), ""]
 
 
-def _kb(x: float) -> str:
-    return f"{x:.0f} KB" if x >= 10 or x == int(x) else f"{x:.1f} KB"
-
-
-def _crossover_text(c: Crossover) -> str:
-    span = f"{_kb(c.sizes_kb[0])}-{_kb(c.sizes_kb[-1])}"
-    gaps = [_kb(s) for s, r in zip(c.sizes_kb, c.ratios, strict=True) if r is None]
-    if gaps:
-        return f"unknown: no value at {', '.join(gaps)}"
-    if c.crossover_kb is None:
-        return f"none in the measured range ({span})"
-    if all(r is not None and r >= 1 for r in c.ratios):
-        return f"ahead at every size ({span})"
-    return f"≈ {_kb(c.crossover_kb)}"
-
-
 def _crossover_section(summary: Summary) -> list[str]:
     """The size sweep's crossovers (crossover.py): nothing for a lab without scenario families."""
-    pairs = compared_pairs(summary)
-    if not pairs:
+    rows = crossover_rows(summary)
+    if not rows:
         return []
-    fams = {f for pair in pairs for f in pair}
-    # wrk's requests/s for a web lab (labs/http); a sweep of bulk transfers compares goodput
-    metric = ("requests_per_s" if any(v is not None for f in fams for v in family_values(summary, f).values())
-              else "goodput_mbps")
-    rows = []
-    for fam, other in pairs:
-        c = family_crossover(summary, fam, other, metric)
-        ratios = ", ".join(f"{_kb(s)} {fmt_num(r)}" for s, r in zip(c.sizes_kb, c.ratios, strict=True))
-        rows.append([f"{fam} over {other}", metric, ratios, _crossover_text(c)])
     lines = ["## Crossovers of the size sweep", "",
              "The size from which one family of scenarios (`<family>-<size>k`) does better than another: "
              "where the ratio of this run's aggregates (family / other, per size) last rises through 1, "
              "interpolated on log size (mptcplab/results/crossover.py). A result of this run, never "
              "written in the lab files: it moves with rate × RTT and the CPU.", "",
-             md_table(["families compared", "metric", "ratio per size", "crossover"], rows), ""]
+             md_table(CROSSOVER_COLUMNS, rows), ""]
     if functional_check_reason(summary):
         lines += ["*Functional check: these ratios do not measure the kernel.*", ""]
     return lines

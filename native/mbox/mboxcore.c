@@ -29,6 +29,21 @@ uint16_t mb_tcp_checksum(const uint8_t *pkt, size_t len)
 	return (uint16_t)~acc;
 }
 
+static uint16_t ip_checksum(const uint8_t *pkt)
+{
+	size_t ihl = (size_t)(pkt[0] & 0x0f) * 4;
+	uint32_t acc = sum16(pkt, 10, 0) + sum16(pkt + 12, ihl - 12, 0);
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return (uint16_t)~acc;
+}
+
+static void fix_checksums(uint8_t *pkt, size_t tot)
+{
+	wr16(pkt + 10, ip_checksum(pkt));
+	wr16(pkt + (size_t)(pkt[0] & 0x0f) * 4 + 16, mb_tcp_checksum(pkt, tot));
+}
+
 static uint32_t hash(uint32_t a, uint16_t ap, uint32_t b, uint16_t bp)
 {
 	/* symmetric in the two ends: both directions find the same slot chain */
@@ -98,6 +113,96 @@ static int shift_acks(struct mb_state *s, uint8_t *tcp, size_t doff)
 		i += olen;
 	}
 	return changed;
+}
+
+/* An IPv4 TCP segment's header and payload lengths; 0 when pkt is none (or a fragment). */
+static int parse(const uint8_t *pkt, size_t len, size_t *ihl, size_t *doff, size_t *plen)
+{
+	if (len < 40 || (pkt[0] >> 4) != 4 || pkt[9] != 6)
+		return 0;
+	size_t tot = rd16(pkt + 2);
+	*ihl = (size_t)(pkt[0] & 0x0f) * 4;
+	if (*ihl < 20 || tot > len || tot < *ihl + 20 || (rd16(pkt + 6) & 0x3fff))
+		return 0;
+	*doff = (size_t)(pkt[*ihl + 12] >> 4) * 4;
+	if (*doff < 20 || *ihl + *doff > tot)
+		return 0;
+	*plen = tot - *ihl - *doff;
+	return 1;
+}
+
+int mb_pick(struct mb_state *s, const uint8_t *pkt, size_t len)
+{
+	s->st.packets++;
+	size_t ihl, doff, plen;
+	if (!parse(pkt, len, &ihl, &doff, &plen)) {
+		s->st.not_ipv4_tcp++;
+		return 0;
+	}
+	const uint8_t *tcp = pkt + ihl;
+	if (plen == 0 || (tcp[13] & 0x07)) /* SYN, FIN, RST: never split or merged */
+		return 0;
+	uint32_t src, dst;
+	memcpy(&src, pkt + 12, 4);
+	memcpy(&dst, pkt + 16, 4);
+	int from_client = 0;
+	struct mb_conn *c = lookup(s, src, rd16(tcp), dst, rd16(tcp + 2), 1, &from_client);
+	if (!c) {
+		s->st.untracked++;
+		return 0;
+	}
+	uint64_t n = ++c->data_segs;
+	s->st.data_segments++;
+	if (n > s->cfg.after && (n - s->cfg.after) % s->cfg.every == 0) {
+		s->st.picked++;
+		return 1;
+	}
+	return 0;
+}
+
+size_t mb_split(uint8_t *pkt, size_t len, size_t *first_len, uint8_t *second)
+{
+	size_t ihl, doff, plen;
+	*first_len = len;
+	if (!parse(pkt, len, &ihl, &doff, &plen) || plen < 2)
+		return 0;
+	size_t h = plen / 2, hdr = ihl + doff, tot2 = hdr + plen - h;
+	memcpy(second, pkt, hdr);
+	memcpy(second + hdr, pkt + hdr + h, plen - h);
+	wr16(second + 2, (uint16_t)tot2);
+	wr16(second + 4, (uint16_t)(rd16(pkt + 4) + 1)); /* the next IP ID, as TSO numbers them */
+	wr32(second + ihl + 4, rd32(pkt + ihl + 4) + (uint32_t)h);
+	second[ihl + 13] &= (uint8_t)~0x80; /* CWR: the first piece only */
+	pkt[ihl + 13] &= (uint8_t)~0x09;    /* FIN, PSH: the last piece only */
+	*first_len = hdr + h;
+	wr16(pkt + 2, (uint16_t)*first_len);
+	fix_checksums(pkt, *first_len);
+	fix_checksums(second, tot2);
+	return tot2;
+}
+
+int mb_can_append(const uint8_t *first, size_t flen, const uint8_t *next, size_t nlen, size_t max_len)
+{
+	size_t i1, d1, p1, i2, d2, p2;
+	if (!parse(first, flen, &i1, &d1, &p1) || !parse(next, nlen, &i2, &d2, &p2) || !p1 || !p2)
+		return 0;
+	const uint8_t *t1 = first + i1, *t2 = next + i2;
+	if ((t1[13] | t2[13]) & 0x07 || memcmp(first + 12, next + 12, 8) || memcmp(t1, t2, 4))
+		return 0;
+	return rd32(t2 + 4) == rd32(t1 + 4) + (uint32_t)p1 && i1 + d1 + p1 + p2 <= max_len;
+}
+
+size_t mb_append(uint8_t *first, size_t flen, const uint8_t *next, size_t nlen)
+{
+	size_t i1, d1, p1, i2, d2, p2;
+	if (!parse(first, flen, &i1, &d1, &p1) || !parse(next, nlen, &i2, &d2, &p2))
+		return flen;
+	memcpy(first + i1 + d1 + p1, next + i2 + d2, p2);
+	first[i1 + 13] |= next[i2 + 13] & 0x08; /* PSH */
+	size_t tot = i1 + d1 + p1 + p2;
+	wr16(first + 2, (uint16_t)tot);
+	fix_checksums(first, tot);
+	return tot;
 }
 
 int mb_process(struct mb_state *s, uint8_t *pkt, size_t len)

@@ -1,5 +1,6 @@
 /* Unit test of mboxcore.c: ISN offset on seq / ack / SACK edges, the payload flip's
- * schedule, and checksums that a receiver (sum over pseudo header + segment) accepts. */
+ * schedule, splitting and merging segments (options copied / the first's kept), and
+ * checksums that a receiver (sum over pseudo header + segment, IPv4 header) accepts. */
 #include <assert.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,6 +45,16 @@ static int csum_ok(const uint8_t *p, size_t tot)
 	return acc == 0xffff;
 }
 
+static int ip_ok(const uint8_t *p)
+{
+	uint32_t acc = 0;
+	for (int i = 0; i < 20; i += 2)
+		acc += (uint32_t)(p[i] << 8 | p[i + 1]);
+	while (acc >> 16)
+		acc = (acc & 0xffff) + (acc >> 16);
+	return acc == 0xffff;
+}
+
 int main(void)
 {
 	static struct mb_state s;
@@ -75,6 +86,36 @@ int main(void)
 	assert(!memcmp(flipped, want, sizeof(want)) && f.st.flipped == 3 && f.st.data_segments == 10);
 	n = mk(p, c, v, 40000, 5201, 1, 1, 0x10, 0, 0); /* a pure ACK is no data segment */
 	assert(mb_process(&f, p, n) == 0 && f.st.data_segments == 10);
+
+	/* split: two pieces, the options (here a SACK block standing for the DSS) in both */
+	static struct mb_state sp;
+	static uint8_t q[1600];
+	sp.cfg.mode = MB_SPLIT, sp.cfg.after = 1, sp.cfg.every = 1;
+	n = mk(p, c, v, 40000, 5201, 1000, 1, 0x18, 1, 1);
+	assert(!mb_pick(&sp, p, n)); /* the first data segment is left alone */
+	n = mk(p, c, v, 40000, 5201, 1001, 1, 0x18 | 0x80, 1, 101); /* ACK PSH CWR, 101 bytes */
+	p[4] = 0x12, p[5] = 0x34, p[10] = p[11] = 0;
+	assert(mb_pick(&sp, p, n) && sp.st.picked == 1);
+	size_t first, n2 = mb_split(p, n, &first, q);
+	assert(first == 20 + 32 + 50 && n2 == 20 + 32 + 51);
+	assert(csum_ok(p, first) && csum_ok(q, n2) && ip_ok(p) && ip_ok(q));
+	assert(be32(p + 24) == 1001 && be32(q + 24) == 1051);
+	assert(p[33] == 0x90 && q[33] == 0x18); /* PSH on the last piece, CWR on the first */
+	assert(!memcmp(p + 40, q + 40, 12) && q[52] == 50 && p[51 + 1] == 0); /* options; payload */
+	assert(q[4] == 0x12 && q[5] == 0x35);
+	n = mk(p, c, v, 40000, 5201, 1, 1, 0x10, 0, 1);
+	assert(mb_split(p, n, &first, q) == 0 && first == n); /* one byte: not split */
+
+	/* merge: the next segment of the same direction continuing the first */
+	size_t n1 = mk(p, c, v, 40000, 5201, 5000, 1, 0x10, 1, 100);
+	n2 = mk(q, c, v, 40000, 5201, 5100, 9, 0x18, 0, 60);
+	assert(mb_can_append(p, n1, q, n2, 1500) && !mb_can_append(p, n1, q, n2, n1 + 59));
+	assert(!mb_can_append(q, n2, p, n1, 1500)); /* not in sequence */
+	size_t m = mb_append(p, n1, q, n2);
+	assert(m == n1 + 60 && csum_ok(p, m) && ip_ok(p) && (p[20 + 13] & 0x08) && p[20 + 12] >> 4 == 8);
+	assert(p[20 + 32 + 100] == 0 && p[20 + 32 + 159] == 59 && be32(p + 28) == 1); /* first's ack kept */
+	n2 = mk(q, v, c, 5201, 40000, 5100, 1, 0x10, 0, 60);
+	assert(!mb_can_append(p, m, q, n2, 3000)); /* the other direction */
 	printf("test_mboxcore: ok\n");
 	return 0;
 }

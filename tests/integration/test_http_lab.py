@@ -20,7 +20,7 @@ import pytest
 from mptcplab.results.crossover import family_crossover
 from mptcplab.results.read import load_summary
 
-from .labkit import by_name, run_repo_lab
+from .labkit import by_name, run_notebook, run_repo_lab
 
 pytestmark = [pytest.mark.netns]
 
@@ -97,3 +97,13 @@ def test_findings_evaluated_and_crossovers_computed(quick_run: Path, summary: di
     s = load_summary(quick_run)
     x = family_crossover(s, "mptcp", "tcp")
     assert x.sizes_kb == [100] and x.ratios[0] is not None and x.ratios[0] > 0
+
+
+def test_notebook_section(quick_run: Path) -> None:
+    """notebooks/deployability.ipynb's http section on this run: Fig 11's and Fig 8's findings
+    beside this run's (one file size here: no crossover table, which needs two); the labs
+    without a run here said so."""
+    out = run_notebook("deployability", quick_run.parent.parent, timeout=300)
+    assert quick_run.name in out and "F8.1" in out and "F11.lab-mptcp" in out
+    for lab in ("middlebox", "setup"):
+        assert f"**{lab}:** no run yet" in out, lab

@@ -62,3 +62,14 @@ def test_capture_gives_the_time_of_the_first_plain_syn() -> None:
     fa = analyze_packets(packets.table(rows), ["p"], SPEC)
     (sf,) = [s for s in fa.subflows if s.initial]
     assert sf.syn_attempts == 3 and sf.syn_fallback_s == pytest.approx(3.0)
+
+
+def test_rewriting_box_counters() -> None:
+    """mbox_split / mbox_merged sum the mptcplab-mbox counters of the repetition's boxes; the
+    delay lines' stats (no ``mbox`` key) are not boxes; no box, no value."""
+    rep = Repetition.model_validate({"name": "j", "subflows": [], "daemon_stats": {
+        "mbox split-segments rb q3": {"mbox": "split", "split": 40, "merged": 0},
+        "mbox coalesce-segments ra q4": {"mbox": "merge", "merged": 2},
+        "delay rs": {"split": 99}}})
+    assert value("mbox_split", rep) == 40 and value("mbox_merged", rep) == 2
+    assert value("mbox_split", REP) is None and value("mbox_merged", BARE) is None

@@ -183,3 +183,17 @@ def test_index_notebook_lists_labs_and_runs(tmp_path: Path) -> None:
     assert "[mtu.ipynb](mtu.ipynb)" in text and "19990101T000000Z-old" in text
     assert "no run yet" in text  # sndbuf has none under tmp_path
     assert "**MISSING** `findings`" in text
+
+
+def test_deployability_notebook_says_which_lab_has_no_run(tmp_path: Path) -> None:
+    """Each of its three sections in one sentence when its lab has no run, or an unreadable
+    one; the notebook runs to the end (the sections with runs: the labs' integration tests)."""
+    run = tmp_path / "setup" / "20260101T000000Z-bad"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text("{not json")
+    (run.parent / "latest").symlink_to(run.name)
+    text = _execute("deployability.ipynb", f"results_dir = {str(tmp_path)!r}\nrun_lab = False\n")
+    assert '"output_type": "error"' not in text
+    for lab in ("middlebox", "http"):
+        assert f"**{lab}:** no run yet" in text, lab
+    assert "**setup:** unreadable" in text

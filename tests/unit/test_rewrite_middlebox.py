@@ -63,6 +63,25 @@ def test_defaults_and_no_box(tmp_path: Path) -> None:
     assert rewrite.plan(body, 0, tmp_path, EXE) == ([], [])
 
 
+def test_split_and_coalesce_boxes_argv(tmp_path: Path) -> None:
+    body = body_with("rb1", {"role": "router", "middlebox": [{"kind": "split-segments", "after": 5}]})
+    _, (d,) = rewrite.plan(body, 2, tmp_path, EXE)
+    assert d.argv[-5:] == ("--after", "5", "--every", "1", "split")
+    assert middlebox_cmds(body, "rb1") == []  # no nft table for a rewriting box alone
+    body = body_with("rb1", {"role": "router", "middlebox": [{"kind": "coalesce-segments", "max_len": 1400}]})
+    _, (d,) = rewrite.plan(body, 2, tmp_path, EXE)
+    assert d.argv[-7:] == ("--after", "200", "--every", "50", "--max-len", "1400", "merge")
+
+
+def test_split_and_merge_problems() -> None:
+    assert rewrite.problems({"mbox": "split", "split": 3}) == []
+    assert rewrite.problems({"mbox": "split", "split": 0, "data_segments": 9, "after": 200})[0].startswith(
+        "split no segment")
+    assert rewrite.problems({"mbox": "split", "split": 3, "raw_errors": 1}) == [
+        "1 second halves of split segments not sent (lost)"]
+    assert "merged no segment" in rewrite.problems({"mbox": "merge", "merged": 0, "picked": 4})[0]
+
+
 @pytest.mark.parametrize("spec", [
     {"role": "host", "middlebox": [{"kind": "rewrite-isn"}]},
     {"role": "router", "middlebox": [{"kind": "rewrite-isn", "offset": 0}]},
@@ -70,6 +89,8 @@ def test_defaults_and_no_box(tmp_path: Path) -> None:
     {"role": "router", "middlebox": [{"kind": "modify-payload", "every": 0}]},
     {"role": "router", "middlebox": [{"kind": "modify-payload", "flip": 1}]},
     {"role": "router", "middlebox": [{"kind": "rewrite-isn"}, {"kind": "modify-payload"}]},
+    {"role": "router", "middlebox": [{"kind": "split-segments"}, {"kind": "coalesce-segments"}]},
+    {"role": "router", "middlebox": [{"kind": "coalesce-segments", "max_len": 100}]},
 ])
 def test_bad_boxes_are_refused(spec: dict[str, Any]) -> None:
     with pytest.raises(ValidationError):
