@@ -84,7 +84,7 @@ def line_of(scenario: str, rep: int, name: str, s: dict[str, Any]) -> Line:
 def read_lines(run_dir: Path) -> list[Line]:
     out = []
     for r in load_summary(run_dir).scenarios:
-        for name, s in ((r.model_extra or {}).get("delay_line_stats") or {}).items():
+        for name, s in (r.delay_line_stats or {}).items():
             if s:
                 out.append(line_of(r.name, r.rep, name, s))
     return out

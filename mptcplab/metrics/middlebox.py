@@ -65,7 +65,7 @@ def _middlebox_packets(r: Repetition, _sel: Select) -> float | None:
 
 def _mbox(counter: str) -> Callable[[Repetition, Select], float | None]:
     def per_rep(r: Repetition, _sel: Select) -> float | None:
-        stats = (r.model_extra or {}).get("daemon_stats")
+        stats = r.daemon_stats
         boxes = [st for st in stats.values() if isinstance(st, dict) and "mbox" in st] \
             if isinstance(stats, dict) else []
         if not boxes:  # no rewriting box ran: nothing to count, not zero
