@@ -372,7 +372,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
             if "died" in st:
-                invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
+                invalid.append(f"{tag}: capture at {pt} did not end as the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
                          run_warnings=opts.warnings, run_dir=run_dir)

@@ -351,6 +351,18 @@ class Capture(Step):
                 raise RuntimeError(f"tcpdump on {cc.node}:{cc.iface} failed: {err.read_text().strip()}")
 
 
+def capture_died(before_stop: int | None, after_stop: int | None, killed_by_us: bool) -> int | None:
+    """The exit status of a capture that did not end as told, else None: ended before the
+    run stopped it, or ended with a failure after SIGINT (tcpdump exits 0 on SIGINT, so a
+    kill from outside that lands between the check above and tcpdump's handling of the
+    signal shows here); a capture this run had to SIGKILL itself says so in a warning."""
+    if before_stop is not None:
+        return before_stop
+    if after_stop not in (0, None) and not killed_by_us:
+        return after_stop
+    return None
+
+
 class StopCaptures(Step):
     title = "stop captures (SIGINT: tcpdump flushes and prints its counters)"
 
@@ -365,16 +377,18 @@ class StopCaptures(Step):
         for _, p, _ in rep.captures:
             rep.backend.signal(p, signal.SIGINT)
         for cc, p, err in rep.captures:
+            killed = False
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 rep.backend.signal(p, signal.SIGKILL)
                 p.wait(timeout=5)
+                killed = True
             s = parse_tcpdump_stats(err.read_text(errors="replace"))
-            exit_status = died[cc.path]
+            exit_status = capture_died(died[cc.path], p.returncode, killed)
             if exit_status is not None:
                 s["died"] = exit_status
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
+                rep.warnings.append(f"capture {cc.node}:{cc.iface} did not end as the run stopped it "
                                     f"(exit status {exit_status}): the capture is incomplete")
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):

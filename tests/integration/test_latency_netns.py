@@ -11,6 +11,7 @@ Timing bounds above the minimum are loose on purpose (2 shared cores).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -144,6 +145,19 @@ def test_tcp_with_tiny_sndbuf_is_blocked(line: TwoNodeLine, binaries: tuple[Path
     assert 0 < r.blocked.blocked_blocks < r.blocked.blocks, r.blocked
 
 
+def _wait_receiving(line: TwoNodeLine, node: str, port: int, least: int, client: subprocess.Popen[str],
+                    timeout: float = 30) -> None:
+    """Until the listener's side of the connection on `port` in `node` has received `least` bytes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = line.sh(node, "ss", "-Htin", "state", "established", f"( sport = :{port} )", check=False).stdout
+        if sum(int(n) for n in re.findall(r"bytes_received:(\d+)", out)) >= least:
+            return
+        assert client.poll() is None, f"the client exited (rc {client.returncode}) before sending"
+        assert time.monotonic() < deadline, f"no {least} bytes received on port {port} in {timeout:g} s: {out}"
+        time.sleep(0.1)
+
+
 def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tuple[Path, Path],
                                                tmp_path: Path) -> None:
     """SIGINT (how the engine stops a flow early) ends both sides cleanly, on a block boundary."""
@@ -156,7 +170,9 @@ def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tupl
         assert server.stdout is not None and server.stdout.readline().strip() == "ready"
         client = subprocess.Popen(line.host_argv("a", client_argv(p, files, binaries[1])), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        # SIGINT once blocks flow, not after a fixed sleep: before the connection is up it
+        # interrupts connect() and the server waits for a client that never comes
+        _wait_receiving(line, "b", p.port, p.block_bytes, client)
         client.send_signal(signal.SIGINT)  # ip netns exec passes it on (exec, same process)
         assert client.wait(timeout=15) == 0, client.communicate()[1]
         assert server.wait(timeout=15) == 0, server.communicate()[1]
