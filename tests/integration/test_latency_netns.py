@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -79,6 +80,14 @@ def _in(line: TwoNodeLine, node: str) -> Prefix:
     def prefix(argv: Sequence[str]) -> list[str]:
         return line.host_argv(node, argv)
     return prefix
+
+
+def _free_port() -> int:
+    """A port free on the host's loopback now: the tests without namespaces share the root
+    namespace with every other run on the machine, where a fixed port may be taken."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def _wmem_max(line: TwoNodeLine) -> int:
@@ -190,7 +199,7 @@ def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tupl
 def test_loopback_without_shaping_counts_every_block(binaries: tuple[Path, Path], tmp_path: Path) -> None:
     """The binary on its own (no namespaces): a byte count rounds up to whole blocks,
     odd block sizes reassemble, and records match the summaries."""
-    p = LatencyParams(server_address="127.0.0.1", port=5414, block_bytes=1000, bytes_total=1_000_500)
+    p = LatencyParams(server_address="127.0.0.1", port=_free_port(), block_bytes=1000, bytes_total=1_000_500)
     files = LatencyFiles.in_dir(tmp_path, "lo")
 
     def same(argv: Sequence[str]) -> list[str]:
@@ -236,8 +245,9 @@ def test_fallback_to_tcp_is_visible(binaries: tuple[Path, Path], tmp_path: Path)
     """An MPTCP client against a plain-TCP server falls back: the data still arrives, and
     the client's summary says it was not MPTCP (what a lab must not count as MPTCP)."""
     files = LatencyFiles.in_dir(tmp_path, "fb")
-    srv = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=False, blocks=50)
-    cli = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=True, blocks=50)
+    port = _free_port()
+    srv = LatencyParams(server_address="127.0.0.1", port=port, mptcp=False, blocks=50)
+    cli = LatencyParams(server_address="127.0.0.1", port=port, mptcp=True, blocks=50)
     server = subprocess.Popen(server_argv(srv, files, binaries[1]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     try:
