@@ -21,6 +21,7 @@ from faults_harness import (
     descendants,
     finished_complete,
     leftovers,
+    new_capture_bytes,
     output,
     phase,
     results_problems,
@@ -84,19 +85,6 @@ def _run_procs(runner: int, namespaces: set[str]) -> list[tuple[int, int | None,
     return out
 
 
-def _new_capture_bytes(results: Path, known: set[str]) -> int:
-    """Bytes the captures of the run under way have written (runs in `known` are earlier)."""
-    total = 0
-    for f in results.rglob("*.pcap"):
-        if str(f.relative_to(results)).split("/scenarios/")[0] in known:
-            continue
-        try:
-            total += f.stat().st_size
-        except OSError:
-            continue
-    return total
-
-
 #: captured bytes that say data segments flow (the control exchange writes a few hundred)
 DATA_FLOWS = 64 * 1024
 #: how long after that the kill comes: past iperf3's first one-second report interval, so
@@ -128,7 +116,7 @@ def test_process_of_the_run_dies(faults: Session, victim: tuple[str, str]) -> No
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and p.poll() is None and not killed:
-            if data_since is None and _new_capture_bytes(faults.results, known) >= DATA_FLOWS:
+            if data_since is None and new_capture_bytes(faults.results, known) >= DATA_FLOWS:
                 data_since = time.monotonic()
             if data_since is not None and time.monotonic() - data_since >= KILL_AFTER_DATA_S:
                 namespaces = {n for n in w.seen.namespaces if not n.startswith("mplt")}  # not host probes
