@@ -167,18 +167,22 @@ def cmd_run(a: argparse.Namespace) -> int:
     if problems:
         raise HostNotReady(f"lab {lab.name} cannot run here: " + "; ".join(problems))
     run_dir, summary = run_lab(lab, emulator, opts)
+    # the run is over and marked (its signal handling too): a Ctrl-C from here on interrupts
+    # only this printing, and main() exits with the run's own status (a fault at a random
+    # moment hit this window and read as an interrupted run that was complete)
+    status = 130 if not summary["complete"] else 1 if not summary["valid"] else 0
+    invalid = "RUN INVALID: " + "; ".join(summary["invalid_reasons"]) if status == 1 else None
+    a.finished = (status, invalid)
     from .results.report import print_table
 
     print()
     print(print_table(summary))
     print(f"\nresults: {run_dir}")
     print(f"report:  {run_dir / 'report.md'}" if summary["complete"] else "run INCOMPLETE: not marked latest")
-    if not summary["complete"]:
-        return 130
-    if not summary["valid"]:
-        print("RUN INVALID: " + "; ".join(summary["invalid_reasons"]), file=sys.stderr)
-        return 1
-    return 0
+    if invalid:
+        print(invalid, file=sys.stderr)
+        a.finished = (status, None)
+    return status
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
@@ -404,6 +408,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mptcplab: run failed: {e}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:
+        finished: tuple[int, str | None] | None = getattr(a, "finished", None)
+        if finished is not None:  # after the run was marked: its status stands (cmd_run)
+            status, unsaid = finished
+            print(unsaid or "mptcplab: interrupted after the run finished", file=sys.stderr)
+            return status
         # Ctrl-C outside a run's own handling (e.g. while its report is written): the run
         # directory keeps its owner record, so `mptcplab clean` or the next run marks it
         print("mptcplab: interrupted", file=sys.stderr)

@@ -194,25 +194,19 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         manifest["run_id"] = rid
         return manifest
 
-    # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
-    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
-    run_dir = _run_dir_form(run_dir, backend_cls)
-    # on a terminal a live status line; every line of the run goes above it (progress.log)
-    progress = Progress.for_run(sum(planned.values()), log)
-    log = progress.log
-    ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
-                     make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog), progress=progress)
     records: list[dict[str, Any]] = []
     complete = False
     interrupted: str | None = None
-    previous_handlers = install_signal_handlers()
-    t_start = time.monotonic()
-    # Analysis of repetition k (tshark, CPU-heavy) runs in one niced worker process
-    # while repetition k+1 is measured, so analysing does not add to a run's wall time.
-    # The measurement is protected: kernel packet processing and the real-time delay
-    # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
-    pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init, initargs=(os.getpid(),))
+    progress: Progress | None = None
+    pool: ProcessPoolExecutor | None = None
     pending: deque[tuple[Measured, Future[dict[str, Any]]]] = deque()
+    t_start = time.monotonic()
+    # the directory appears with its manifest, or not at all (a kill leaves no empty run directory)
+    run_id, run_dir = store.create_run_dir(opts.results_root, lab.name, first_manifest)
+    # at once, and the set-up below inside the handling: a signal landing between the run
+    # directory and the handlers left the directory unmarked (exit 130, no reason; found by
+    # the faults suite's SIGINT at a random moment)
+    previous_handlers = install_signal_handlers()
 
     def collect(block: bool) -> None:
         while pending and (block or pending[0][1].done()):
@@ -236,6 +230,17 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         return final
 
     try:
+        run_dir = _run_dir_form(run_dir, backend_cls)
+        # on a terminal a live status line; every line of the run goes above it (progress.log)
+        progress = Progress.for_run(sum(planned.values()), log)
+        log = progress.log
+        ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
+                         make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog), progress=progress)
+        # Analysis of repetition k (tshark, CPU-heavy) runs in one niced worker process
+        # while repetition k+1 is measured, so analysing does not add to a run's wall time.
+        # The measurement is protected: kernel packet processing and the real-time delay
+        # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
+        pool = ProcessPoolExecutor(max_workers=1, initializer=_analysis_worker_init, initargs=(os.getpid(),))
         for sc in scenarios:
             sc_reps = planned[sc.name]
             for rep in range(1, sc_reps + 1):
@@ -280,8 +285,10 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
                     collect(block=True)
                 except Exception as e:  # noqa: BLE001 - the run is failing already; say so, keep going
                     log(f"analysis of a measured repetition failed: {e}")
-            pool.shutdown(wait=True, cancel_futures=True)
-            progress.close()
+            if pool is not None:
+                pool.shutdown(wait=True, cancel_futures=True)
+            if progress is not None:
+                progress.close()
             manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
             manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in records)
@@ -390,7 +397,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")
             if st.get("died") is not None:
-                invalid.append(f"{tag}: capture at {pt} ended before the run stopped it (exit status {st['died']})")
+                invalid.append(f"{tag}: capture at {pt} did not end as the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
                          run_warnings=opts.warnings, run_dir=run_dir)

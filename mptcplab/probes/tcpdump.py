@@ -45,6 +45,18 @@ def _file_has(path: Path, text: str) -> bool:
         return False
 
 
+def capture_died(before_stop: int | None, after_stop: int | None, killed_by_us: bool) -> int | None:
+    """The exit status of a capture that did not end as told, else None: ended before the
+    run stopped it, or ended with a failure after SIGINT (tcpdump exits 0 on SIGINT, so a
+    kill from outside that lands between the poll before the stop and tcpdump's handling of
+    the signal shows here); a capture this run had to SIGKILL itself is not counted."""
+    if before_stop is not None:
+        return before_stop
+    if after_stop not in (0, None) and not killed_by_us:
+        return after_stop
+    return None
+
+
 class TcpdumpCapture(Probe):
     """tcpdump per capture point (``capture:`` of experiment.yml): started in the background
     and waited for until it is listening; stopped with SIGINT (it flushes and prints its
@@ -92,16 +104,18 @@ class TcpdumpCapture(Probe):
         for _, p, _ in self._running:
             rep.backend.signal(p, signal.SIGINT)
         for cc, p, err in self._running:
+            killed = False
             try:
                 p.wait(timeout=10)
             except subprocess.TimeoutExpired:
                 rep.backend.signal(p, signal.SIGKILL)
                 p.wait(timeout=5)
+                killed = True
             s = parse_tcpdump_stats(err.read_text(errors="replace"))
-            exit_status = died[cc.path]
+            exit_status = capture_died(died[cc.path], p.returncode, killed)
             if exit_status is not None:
                 s["died"] = exit_status
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} ended before the run stopped it "
+                rep.warnings.append(f"capture {cc.node}:{cc.iface} did not end as the run stopped it "
                                     f"(exit status {exit_status}): the capture is incomplete")
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):

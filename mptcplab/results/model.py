@@ -335,7 +335,7 @@ class Fairness(_Model):
 
 class CaptureStats(_Model):
     """One capture point's tcpdump counters (capture.parse_tcpdump_stats); ``died``: the exit
-    status of a capture that ended before the run stopped it (the capture is incomplete)."""
+    status of a capture that did not end as the run stopped it (the capture is incomplete)."""
 
     captured: int | None = None
     received: int | None = None

@@ -52,6 +52,9 @@ class Outcome:
     cpu_remote: float | None = None
     error: str | None = None
     metrics: dict[str, Any] = field(default_factory=dict)
+    #: bytes the client's completed report intervals counted: evidence that data went out
+    #: even when an error left no end summary (a server killed mid-transfer)
+    interval_bytes: int | None = None
 
 
 class TrafficKind(ABC, Generic[F]):
@@ -85,6 +88,8 @@ class TrafficKind(ABC, Generic[F]):
 
     def setup_failure(self, outcome: Outcome) -> str | None:
         """The client's error when it is one of ``setup_errors`` and no data was counted."""
+        if outcome.interval_bytes:
+            return None  # data went out before the error: a transfer that failed, not one never started
         if outcome.error and not outcome.goodput_mbps and any(e in outcome.error for e in self.setup_errors):
             return outcome.error
         return None

@@ -101,7 +101,7 @@ class Iperf3Kind(TrafficKind[IperfFlow]):
         r = read_iperf3(path)
         return Outcome(goodput_mbps=r.goodput_mbps, sender_mbps=r.sender_mbps, retransmits=r.retransmits,
                        seconds=r.seconds, cpu_host=r.cpu_host, cpu_remote=r.cpu_remote, error=r.error,
-                       metrics={"bytes_received": r.bytes_received})
+                       metrics={"bytes_received": r.bytes_received}, interval_bytes=r.interval_bytes)
 
 
 # ------------------------------------------------------------------ compatibility
@@ -134,6 +134,17 @@ class IperfResult:
     cpu_remote: float | None
     error: str | None
     bytes_received: int | None = None
+    interval_bytes: int = 0
+
+
+def interval_bytes(data: dict[str, Any]) -> int:
+    """Bytes of the completed report intervals (each second by default): kept in the JSON
+    when an error (a server gone mid-transfer) leaves ``end`` empty."""
+    total = 0
+    for iv in data.get("intervals") or []:
+        b = (iv.get("sum") or {}).get("bytes") if isinstance(iv, dict) else None
+        total += int(b) if isinstance(b, (int, float)) else 0
+    return total
 
 
 def load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
@@ -174,7 +185,7 @@ def read_iperf3(path: Path) -> IperfResult:
     if data is None:
         return IperfResult(0.0, 0.0, None, 0.0, None, None, err)
     if "error" in data and not data.get("end", {}).get("sum_received"):
-        return IperfResult(0.0, 0.0, None, 0.0, None, None, str(data["error"]))
+        return IperfResult(0.0, 0.0, None, 0.0, None, None, str(data["error"]), interval_bytes=interval_bytes(data))
     end = data.get("end", {})
     recv = end.get("sum_received", {})
     sent = end.get("sum_sent", {})
@@ -188,4 +199,5 @@ def read_iperf3(path: Path) -> IperfResult:
         cpu_remote=cpu.get("remote_total"),
         error=data.get("error"),
         bytes_received=recv.get("bytes"),
+        interval_bytes=interval_bytes(data),
     )

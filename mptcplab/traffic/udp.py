@@ -9,7 +9,7 @@ from pathlib import Path
 from ..lab.schema import UdpFlow
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
-from .iperf3 import IPERF3_SETUP_ERRORS, client_common, load_json, server_argv
+from .iperf3 import IPERF3_SETUP_ERRORS, client_common, interval_bytes, load_json, server_argv
 
 
 class UdpKind(TrafficKind[UdpFlow]):
@@ -52,4 +52,5 @@ class UdpKind(TrafficKind[UdpFlow]):
             metrics={"packets": recv.get("packets"), "lost_packets": recv.get("lost_packets"),
                      "lost_percent": recv.get("lost_percent"), "jitter_ms": recv.get("jitter_ms"),
                      "sent_packets": sent.get("packets")},
+            interval_bytes=interval_bytes(data),
         )

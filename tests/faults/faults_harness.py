@@ -323,6 +323,19 @@ def results_problems(results: Path, complete_runs: dict[str, dict[str, str]]) ->
     return problems
 
 
+def new_capture_bytes(results: Path, known: set[str]) -> int:
+    """Bytes the captures of the run under way have written (runs in `known` are earlier)."""
+    total = 0
+    for f in results.rglob("*.pcap"):
+        if str(f.relative_to(results)).split("/scenarios/")[0] in known:
+            continue
+        try:
+            total += f.stat().st_size
+        except OSError:
+            continue
+    return total
+
+
 def phase(results: Path, known: set[str]) -> str:
     """How far the newest run got, from its files (for the printed kill table)."""
     new = [d for d in run_dirs(results) if str(d.relative_to(results)) not in known]

@@ -24,6 +24,7 @@ from faults_harness import (
     finished_complete,
     leftovers,
     netns,
+    new_capture_bytes,
     phase,
     prefixes_in_results,
     results_problems,
@@ -80,10 +81,10 @@ def test_kill9_mid_traffic_then_next_run_marks_and_cleans(faults: Session) -> No
     w.start()
     try:
         deadline = time.monotonic() + 120
-        # traffic: the run's capture files exist and its iperf3 client runs
+        # traffic: this run's capture files exist (not an earlier run's) and its iperf3 runs
         while time.monotonic() < deadline and p.poll() is None:
             if any(comm == "iperf3" for _, comm in w.seen.processes.values()) and \
-                    any(faults.results.rglob("*.pcap")):
+                    new_capture_bytes(faults.results, known) > 0:
                 break
             time.sleep(0.05)
         assert p.poll() is None, "the run ended before its traffic could be interrupted"

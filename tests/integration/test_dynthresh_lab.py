@@ -159,9 +159,15 @@ def test_extended_dynamic_threshold_reprobes_within_the_run(run: Path) -> None:
     demote, probe = rows[0], rows[1]
     assert demote["flags"] == "backup" and probe["flags"] == "nobackup", (demote, probe)
     assert demote["target"] == probe["target"] and demote["address"] == probe["address"]
-    # T after the demotion, within a step (100 ms) and the step's lateness under load
+    # T after the demotion: at the first step due then (half a step early at most). Judged
+    # against the steps the trace shows, not a fixed lateness: under load one step's `ss`
+    # alone can take longer than the 0.4 s once allowed here
     gap = float(probe["planned_s"]) - float(demote["planned_s"])
-    assert REPROBE_EVERY - 0.06 <= gap <= REPROBE_EVERY + 0.4, gap
+    assert gap >= REPROBE_EVERY - 0.06, gap
+    steps = sorted(set(pd.read_csv(rep_dir(run, "dt-ext") / "controller-dynamic_threshold_ext-client.csv")["t"]))
+    due = float(demote["planned_s"]) + REPROBE_EVERY - 0.05 - 1e-6
+    assert float(probe["planned_s"]) == pytest.approx(min(t for t in steps if t >= due), abs=1e-6), \
+        (gap, [t for t in steps if due - 0.3 <= t <= due + 1.0])
     # every probe is judged W later (unless the run ended first): restored or demoted again
     for k, r in enumerate(rows):
         if numbers(r)["decision"] != "reprobe" or k + 1 >= len(rows):

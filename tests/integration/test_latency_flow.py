@@ -100,8 +100,13 @@ def test_memory_probe_samples_this_flows_connection_at_both_ends(run: tuple[Path
         assert g["conn"].nunique() == 1, (role, g["conn"].unique())
         assert set(g["socket"]) == {"msk", "subflow"} and g[g["socket"] == "subflow"]["lport"].nunique() >= 1
     assert ss[ss["socket"] == "subflow"].groupby("role")["local"].nunique()["client"] == 2  # both paths
-    # about every 100 ms over the 3 s transfer (loose: the machine is shared)
-    assert ss["t"].nunique() >= 10 and ss["t_run"].min() < 0.5 < 2.5 < ss["t_run"].max()
+    # sampled over the whole 3 s transfer: from within one sampling step of its start to within
+    # one of its end. The step is the one achieved (every 100 ms asked; `ss` in a node takes
+    # longer than that on a loaded host), measured from the samples, not a fixed 0.5 s margin
+    step = max(0.1, float(ss.groupby("node")["t"].apply(lambda t: t.drop_duplicates().sort_values().diff().median())
+                          .max()))
+    assert ss["t"].nunique() >= 10 and ss["t_run"].min() < 0.4 + step and ss["t_run"].max() > 2.6 - step, \
+        (step, ss["t_run"].min(), ss["t_run"].max())
     # the client's msk reports the locked buffer the tool read back, and queues at most about it
     lat = _flow(rec)["latency"]
     client_msk = ss[(ss["role"] == "client") & (ss["socket"] == "msk")]

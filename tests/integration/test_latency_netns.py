@@ -11,8 +11,10 @@ Timing bounds above the minimum are loose on purpose (2 shared cores).
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import signal
+import socket
 import subprocess
 import time
 from collections.abc import Iterator, Sequence
@@ -80,6 +82,14 @@ def _in(line: TwoNodeLine, node: str) -> Prefix:
     return prefix
 
 
+def _free_port() -> int:
+    """A port free on the host's loopback now: the tests without namespaces share the root
+    namespace with every other run on the machine, where a fixed port may be taken."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 def _wmem_max(line: TwoNodeLine) -> int:
     return int(line.sh("a", "cat", "/proc/sys/net/core/wmem_max").stdout)
 
@@ -144,6 +154,19 @@ def test_tcp_with_tiny_sndbuf_is_blocked(line: TwoNodeLine, binaries: tuple[Path
     assert 0 < r.blocked.blocked_blocks < r.blocked.blocks, r.blocked
 
 
+def _wait_receiving(line: TwoNodeLine, node: str, port: int, least: int, client: subprocess.Popen[str],
+                    timeout: float = 30) -> None:
+    """Until the listener's side of the connection on `port` in `node` has received `least` bytes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        out = line.sh(node, "ss", "-Htin", "state", "established", f"( sport = :{port} )", check=False).stdout
+        if sum(int(n) for n in re.findall(r"bytes_received:(\d+)", out)) >= least:
+            return
+        assert client.poll() is None, f"the client exited (rc {client.returncode}) before sending"
+        assert time.monotonic() < deadline, f"no {least} bytes received on port {port} in {timeout:g} s: {out}"
+        time.sleep(0.1)
+
+
 def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tuple[Path, Path],
                                                tmp_path: Path) -> None:
     """SIGINT (how the engine stops a flow early) ends both sides cleanly, on a block boundary."""
@@ -156,7 +179,9 @@ def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tupl
         assert server.stdout is not None and server.stdout.readline().strip() == "ready"
         client = subprocess.Popen(line.host_argv("a", client_argv(p, files, binaries[1])), stdout=subprocess.PIPE,
                                   stderr=subprocess.PIPE, text=True)
-        time.sleep(1.5)
+        # SIGINT once blocks flow, not after a fixed sleep: before the connection is up it
+        # interrupts connect() and the server waits for a client that never comes
+        _wait_receiving(line, "b", p.port, p.block_bytes, client)
         client.send_signal(signal.SIGINT)  # ip netns exec passes it on (exec, same process)
         assert client.wait(timeout=15) == 0, client.communicate()[1]
         assert server.wait(timeout=15) == 0, server.communicate()[1]
@@ -174,7 +199,7 @@ def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tupl
 def test_loopback_without_shaping_counts_every_block(binaries: tuple[Path, Path], tmp_path: Path) -> None:
     """The binary on its own (no namespaces): a byte count rounds up to whole blocks,
     odd block sizes reassemble, and records match the summaries."""
-    p = LatencyParams(server_address="127.0.0.1", port=5414, block_bytes=1000, bytes_total=1_000_500)
+    p = LatencyParams(server_address="127.0.0.1", port=_free_port(), block_bytes=1000, bytes_total=1_000_500)
     files = LatencyFiles.in_dir(tmp_path, "lo")
 
     def same(argv: Sequence[str]) -> list[str]:
@@ -220,8 +245,9 @@ def test_fallback_to_tcp_is_visible(binaries: tuple[Path, Path], tmp_path: Path)
     """An MPTCP client against a plain-TCP server falls back: the data still arrives, and
     the client's summary says it was not MPTCP (what a lab must not count as MPTCP)."""
     files = LatencyFiles.in_dir(tmp_path, "fb")
-    srv = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=False, blocks=50)
-    cli = LatencyParams(server_address="127.0.0.1", port=5416, mptcp=True, blocks=50)
+    port = _free_port()
+    srv = LatencyParams(server_address="127.0.0.1", port=port, mptcp=False, blocks=50)
+    cli = LatencyParams(server_address="127.0.0.1", port=port, mptcp=True, blocks=50)
     server = subprocess.Popen(server_argv(srv, files, binaries[1]), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                               text=True)
     try:

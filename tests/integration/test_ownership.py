@@ -4,12 +4,15 @@ an `mpltprobe<hex>` namespace that clean never removed)."""
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import textwrap
 from pathlib import Path
 
 import pytest
+
+from mptcplab import runstate
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -34,12 +37,26 @@ def netns() -> set[str]:
     return {line.split()[0] for line in out.splitlines() if line.strip()}
 
 
+def _probe_namespaces_of(pid: int) -> set[str]:
+    """The probe namespaces whose ownership record names `pid`."""
+    out: set[str] = set()
+    for f in runstate.STATE_DIR.glob("mpl*.json"):
+        try:
+            data = json.loads(f.read_text())
+        except (OSError, ValueError):
+            continue
+        if data.get("pid") == pid and data.get("probe"):
+            out.update(data.get("namespaces", []))
+    return out
+
+
 def test_clean_removes_the_namespace_of_a_killed_probe() -> None:
-    before = netns()
-    p = subprocess.run([sys.executable, "-c", KILLED_PROBE], cwd=REPO, timeout=60)
-    assert p.returncode == -9
-    # only probe namespaces: other runs on a shared host create namespaces meanwhile
-    leaked = {ns for ns in netns() - before if ns.endswith("-probe") or ns.startswith("mpltprobe")}
+    p = subprocess.Popen([sys.executable, "-c", KILLED_PROBE], cwd=REPO)
+    assert p.wait(timeout=60) == -9
+    # the killed probe's own namespaces, by its ownership record: a before/after listing
+    # would also take a concurrent run's live probe, which clean rightly spares (and the
+    # cleanup below would delete it under its owner)
+    leaked = _probe_namespaces_of(p.pid) & netns()
     try:
         assert leaked, "the killed probe should have left its namespace (else this test tests nothing)"
         c = subprocess.run([sys.executable, "-m", "mptcplab.cli", "clean"], cwd=REPO, capture_output=True,

@@ -79,7 +79,7 @@ def test_a_tcpdump_that_ended_before_the_stop_is_recorded_as_died(tmp_path: Path
     cap.stop(rep)
     assert rep.extra["capture_stats"]["client:eth1"] == {"died": -9}
     assert "died" not in rep.extra["capture_stats"]["server:eth1"]
-    assert rep.warnings == ["capture client:eth1 ended before the run stopped it (exit status -9): "
+    assert rep.warnings == ["capture client:eth1 did not end as the run stopped it (exit status -9): "
                             "the capture is incomplete"]
 
 

@@ -4,6 +4,7 @@ record; and the run's log line copes with a repetition that has no goodput."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any, cast
@@ -24,6 +25,8 @@ def test_only_a_control_failure_without_data_is_a_setup_failure(kind: Any) -> No
     assert kind.setup_failure(Outcome(goodput_mbps=None, error="error - unable to receive parameters from client"))
     # data was counted: a measurement that went wrong later, analysed as it is
     assert kind.setup_failure(Outcome(goodput_mbps=12.5, error=NEVER_STARTED)) is None
+    # the server died mid-transfer: no end summary, but completed intervals counted data
+    assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=NEVER_STARTED, interval_bytes=1_250_000)) is None
     # the network refused the connection: that is a result (a middlebox, a dead path)
     refused = "unable to connect to server: Connection refused"
     assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=refused)) is None
@@ -82,3 +85,17 @@ def test_log_line_of_a_repetition_without_goodput() -> None:
            "mptcp": {"requested": True, "verified": True}}
     labrun._log_rep(lines.append, rec, 1, 3.2)
     assert lines == ["apps rep 1/1: no goodput, MPTCP verified, measured in 3.2 s"]
+
+
+@pytest.mark.parametrize("kind", [Iperf3Kind(), UdpKind()])
+def test_a_server_gone_mid_transfer_is_not_retried(kind: Any, tmp_path: Path) -> None:
+    """iperf3's JSON when its server died after the first interval: an error, no end
+    summary, one interval of data (the faults suite's kill of the server mid-traffic)."""
+    f = tmp_path / "client.json"
+    f.write_text(json.dumps({"start": {}, "intervals": [{"sum": {"bytes": 4_000_000, "seconds": 1.0}}],
+                             "end": {}, "error": "error - control socket has closed unexpectedly"}))
+    o = kind.read(f)
+    assert o.interval_bytes == 4_000_000 and kind.setup_failure(o) is None
+    f.write_text(json.dumps({"start": {}, "intervals": [], "end": {},
+                             "error": "error - control socket has closed unexpectedly"}))
+    assert kind.setup_failure(kind.read(f)) == "error - control socket has closed unexpectedly"
