@@ -28,7 +28,11 @@ class _Proc:
         return self.status
 
     def wait(self, timeout: float | None = None) -> int:
-        self.status = 0 if self.status is None else self.status
+        self.status = 0 if self.status is None else self.status  # tcpdump exits 0 on SIGINT
+        return self.status
+
+    @property
+    def returncode(self) -> int | None:
         return self.status
 
 
