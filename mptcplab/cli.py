@@ -321,6 +321,7 @@ def cmd_campaign(a: argparse.Namespace) -> int:
             done = executor.finished(out, i)
             print(f"\n## [{n}] {i.id}: lab {i.lab} round {i.round} on {i.target.name} ({i.target.kind})"
                   + (f": finished earlier ({done}), skipped" if done else ""))
+            print(f"# runs {i.selection}")
             if i.target.kind == "ansible":
                 import json
 

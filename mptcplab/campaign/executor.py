@@ -89,8 +89,8 @@ def read_state(out: Path) -> dict[str, Any] | None:
 def item_record(i: WorkItem) -> dict[str, Any]:
     return {"target": i.target.name, "kind": i.target.kind,
             "host": i.target.inventory_host if i.target.kind == "ansible" else None,
-            "lab": i.lab, "lab_dir": str(i.lab_dir), "round": i.round, "scenarios": list(i.scenarios),
-            "run": i.run.model_dump()}
+            "lab": i.lab, "lab_dir": str(i.lab_dir), "round": i.round, "subset": i.subset,
+            "scenarios": list(i.scenarios), "run": i.run.model_dump()}
 
 
 @contextmanager
@@ -171,7 +171,7 @@ def execute(out: Path, order: list[WorkItem], inventory: Path | None,
             outcomes.append(Outcome(i, "skipped", done))
             continue
         n = sum(1 for o in outcomes if o.status != "skipped") + 1
-        log(f"[{n}/{len(todo)}] {i.lab} round {i.round} on {i.target.name}: {' '.join(i.scenarios)}")
+        log(f"[{n}/{len(todo)}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
         t0 = time.monotonic()
         rc, run = run_item(out, i, inventory)
         secs = time.monotonic() - t0

@@ -1,11 +1,12 @@
 """A campaign as work items, in the order they run.
 
-A work item is one lab's scenario set run once (`mptcplab run LAB --reps 1 --scenario ...`)
-on one target: repetition k of that lab there. Items are independent (each has its own
-results root), so a campaign resumes by skipping the items whose result directory holds a
-complete run. The order is shuffled by default (Flent's batch default: slow drifts of the
-host do not line up with one lab or one target) with a seed recorded in campaign.json, so
-a resumed campaign keeps its order and a rerun with the same seed reproduces it.
+A work item is one lab's scenario set run once (`mptcplab run LAB --reps 1 --scenario ...`,
+or `--subset NAME` for a lab entry that names one of the lab's subsets) on one target:
+repetition k of that lab there. Items are independent (each has its own results root), so
+a campaign resumes by skipping the items whose result directory holds a complete run. The
+order is shuffled by default (Flent's batch default: slow drifts of the host do not line up
+with one lab or one target) with a seed recorded in campaign.json, so a resumed campaign
+keeps its order and a rerun with the same seed reproduces it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from pathlib import Path
 
 from ..errors import LabInputError
 from ..lab.loader import load_lab
-from .schema import Campaign, RunSettings, Target, resolve_lab_dir
+from ..lab.selection import resolve_subset, subset_names
+from .schema import Campaign, LabEntry, RunSettings, Target, resolve_lab_dir
 
 
 @dataclass(frozen=True)
@@ -29,6 +31,8 @@ class WorkItem:
     scenarios: tuple[str, ...]
     round: int
     run: RunSettings
+    #: the lab's named subset the item runs (``--subset``; ``scenarios`` are what it selects)
+    subset: str | None = None
 
     @property
     def key(self) -> str:
@@ -36,7 +40,14 @@ class WorkItem:
         scenario set) gives other items, so a quick result never counts as a full one."""
         what = {"target": self.target.name, "kind": self.target.kind, "host": self.target.inventory_host,
                 "lab": self.lab, "scenarios": list(self.scenarios), "run": self.run.model_dump()}
+        if self.subset is not None:  # only then: the ids of campaigns without subsets stay as they were
+            what["subset"] = self.subset
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]
+
+    @property
+    def selection(self) -> str:
+        """What the item runs, as the dry run and the progress lines say it."""
+        return (f"subset {self.subset}: " if self.subset else "") + " ".join(self.scenarios)
 
     @property
     def id(self) -> str:
@@ -56,18 +67,25 @@ class Overrides:
     labs: list[str] = field(default_factory=list)
 
 
-def _scenarios(campaign_file: str, lab_dir: Path, listed: list[str] | None, only: list[str] | None,
-               index: int) -> tuple[str, tuple[str, ...]]:
+def _scenarios(campaign_file: str, lab_dir: Path, entry: LabEntry, only: list[str] | None,
+               index: int) -> tuple[str, tuple[str, ...], str | None]:
+    """The lab's name, the scenarios an entry's items run, and its subset (None when the
+    entry names none, or when --scenario narrows it: the items then run those scenarios,
+    not the subset, and their manifests say so)."""
     lab = load_lab(lab_dir)
     names = [s.name for s in lab.scenarios]
+    listed = entry.scenarios
     for s in listed or []:
         if s not in names:
             raise LabInputError(campaign_file, f"labs.{index}.scenarios",
                                 f"no scenario {s!r} in {lab.path} (have: {', '.join(names)})")
+    if entry.subset is not None:
+        listed = subset_names(lab, resolve_subset(lab, entry.subset, campaign_file, f"labs.{index}.subset"))
     chosen = [n for n in names if listed is None or n in listed]
+    whole = len(chosen)
     if only:
         chosen = [n for n in chosen if n in only]
-    return lab.name, tuple(chosen)
+    return lab.name, tuple(chosen), entry.subset if len(chosen) == whole else None
 
 
 def plan(c: Campaign, base: Path, campaign_file: str, o: Overrides | None = None) -> list[WorkItem]:
@@ -88,14 +106,14 @@ def plan(c: Campaign, base: Path, campaign_file: str, o: Overrides | None = None
     seen: set[str] = set()
     for i, entry in enumerate(c.labs):
         lab_dir = resolve_lab_dir(entry, base)
-        name, scen = _scenarios(campaign_file, lab_dir, entry.scenarios, o.scenarios, i)
+        name, scen, subset = _scenarios(campaign_file, lab_dir, entry, o.scenarios, i)
         if o.labs and name not in o.labs:
             continue
         seen.update(scen)
         if not scen:
             continue  # the scenario filter leaves this lab nothing
         for t in targets:
-            items.extend(WorkItem(t, name, lab_dir, scen, k, run) for k in range(1, reps + 1))
+            items.extend(WorkItem(t, name, lab_dir, scen, k, run, subset) for k in range(1, reps + 1))
     if o.scenarios:
         missing = [s for s in o.scenarios if s not in seen]
         if missing:

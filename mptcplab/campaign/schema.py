@@ -31,6 +31,9 @@ class LabEntry(_Strict):
     lab: str
     #: the scenarios to run (default: all of the lab's)
     scenarios: list[str] | None = None
+    #: or the lab's named subset (experiment.yml ``subsets:``): each item runs
+    #: ``mptcplab run LAB --subset NAME``, the same selection and manifest record
+    subset: str | None = None
 
     @field_validator("scenarios")
     @classmethod
@@ -38,6 +41,12 @@ class LabEntry(_Strict):
         if v is not None and not v:
             raise ValueError("an empty list runs nothing; leave it out to run every scenario")
         return v
+
+    @model_validator(mode="after")
+    def _one_selection(self) -> LabEntry:
+        if self.subset is not None and self.scenarios is not None:
+            raise ValueError("scenarios and subset exclude each other (as run --scenario and --subset do)")
+        return self
 
 
 class Target(_Strict):

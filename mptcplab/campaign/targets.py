@@ -24,7 +24,11 @@ RESULTS = "results"
 def engine_args(item: WorkItem, lab_arg: str, results_arg: str) -> list[str]:
     """`mptcplab run` arguments of an item (after the program)."""
     args = ["run", lab_arg, "--reps", "1", "--backend", "netns", "--results", results_arg]
-    for s in item.scenarios:
+    if item.subset is not None:
+        # the engine selects the subset's scenarios itself and records the subset (manifest
+        # `subset`); --reps 1 overrides its repetitions: the campaign's rounds repeat it
+        args += ["--subset", item.subset]
+    for s in item.scenarios if item.subset is None else ():
         args += ["--scenario", s]
     if item.run.quick:
         args.append("--quick")

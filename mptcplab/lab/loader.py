@@ -211,8 +211,19 @@ def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, f
             names.add(name)
             body = _validate(ExperimentBody, data, file, prefix=f"scenarios[{i}] ({name}): ")
             check_references(body, topo, file, prefix=f"scenarios[{i}] ({name}): ")
+            # named at the top level unless this scenario's override or sweep emptied it
+            _check_capture(body, file, "" if not base.get("capture") else f"scenarios[{i}] ({name}): ")
             runs.append(ScenarioRun(name, sc.description, body, point))
     return tuple(runs)
+
+
+def _check_capture(body: ExperimentBody, file: Path, prefix: str) -> None:
+    """Every scenario captures somewhere: MPTCP is proven from the capture (probes/tcpdump.py),
+    so a run without one could not say whether it measured MPTCP at all."""
+    if not body.capture:
+        raise LabInputError(str(file), prefix + "capture",
+                            "no capture point: a run is analysed from its capture (MPTCP is proven there); "
+                            "give at least one, e.g. [{point: client:eth1}]")
 
 
 def endpoints_of(topo: ClabTopology) -> set[str]:

@@ -57,16 +57,23 @@ class SubsetChoice:
         return out
 
 
-def resolve_subset(lab: Lab, name: str) -> SubsetChoice:
-    """``run --subset NAME``: the lab's subset of that name, or a one-line error naming
-    the subsets the lab has."""
+def resolve_subset(lab: Lab, name: str, file: str = "command line", field: str = "--subset") -> SubsetChoice:
+    """``run --subset NAME`` (or a campaign's ``subset:``, which names its own file and
+    field): the lab's subset of that name, or a one-line error naming the subsets it has."""
     subsets = lab.experiment.subsets
     sub = subsets.get(name)
     if sub is None:
         have = ", ".join(sorted(subsets)) or "none"
-        raise LabInputError("command line", "--subset",
-                            f"no subset {name!r} in {lab.path}/experiment.yml (have: {have})")
+        raise LabInputError(file, field, f"no subset {name!r} in {lab.path}/experiment.yml (have: {have})")
     return SubsetChoice(name, list(sub.scenarios), sub.repetitions)
+
+
+def subset_names(lab: Lab, choice: SubsetChoice) -> list[str]:
+    """The expanded scenarios a subset selects, in the lab's order (the loader has checked
+    that each of its names and patterns selects one)."""
+    names = [s.name for s in lab.scenarios]
+    picked = {n for w in choice.scenarios for n in matching(names, w)}
+    return [n for n in names if n in picked]
 
 
 @dataclass(frozen=True)

@@ -30,6 +30,7 @@ def experiment() -> dict[str, object]:
         "links": {"client:eth1": {"rate": "40mbit", "delay": "15ms", "queue": "50ms",
                                   "egress": {"rate": "4mbit", "delay": "5ms"}}},
         "traffic": {"flows": {"main": flow}},
+        "capture": [{"point": "client:eth1"}],
         "calibration": {"rate_seconds": "2s"},
         "quick": {"duration": "3s", "repetitions": 1},
         "scenarios": [{"name": "up"},

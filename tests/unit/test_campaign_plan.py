@@ -94,3 +94,63 @@ def test_dry_run_lists_items_and_exact_commands(campaign_file: Path, tmp_path: P
     # the same seed, the same order
     assert main(argv) == 0
     assert capsys.readouterr().out == text
+
+
+SUBSET_CAMPAIGN = f"""name: c3
+labs:
+  - lab: {REPO / 'labs/rcvbuf'}
+    subset: paper
+targets:
+  - name: here
+repetitions: 2
+"""
+
+
+def test_subset_entry_runs_the_labs_subset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from mptcplab.lab.loader import load_lab
+    from mptcplab.labrun import RunOptions, select_scenarios
+
+    f = tmp_path / "c.yml"
+    f.write_text(SUBSET_CAMPAIGN)
+    c, base = load_campaign(f)
+    items = plan(c, base, str(f))
+    lab = load_lab(REPO / "labs/rcvbuf")
+    # the same selection as `run --subset paper`
+    run_opts = RunOptions.with_subset(lab, "paper", quick=False, reps=1, scenarios=None, results_root=tmp_path)
+    want = tuple(s.name for s in select_scenarios(lab, run_opts.scenarios))
+    assert len(items) == 2 and {(i.subset, i.scenarios) for i in items} == {("paper", want)}
+    assert 0 < len(want) < len(lab.scenarios)
+    # a subset is another measurement than the same scenarios named one by one
+    listed = f.read_text().replace("subset: paper", f"scenarios: [{', '.join(want)}]")
+    f.write_text(listed)
+    c2, _ = load_campaign(f)
+    assert not {i.id for i in items} & {i.id for i in plan(c2, base, str(f))}
+    # --scenario narrows a subset entry to plain scenarios: no longer the subset
+    f.write_text(SUBSET_CAMPAIGN)
+    narrowed = plan(c, base, str(f), Overrides(scenarios=[want[0]], repetitions=1))
+    assert [(i.subset, i.scenarios) for i in narrowed] == [(None, (want[0],))]
+
+    out = tmp_path / "out"
+    assert main(["campaign", str(f), "--out", str(out), "--dry-run", "--seed", "3"]) == 0
+    text = capsys.readouterr().out
+    assert text.count(f"# runs subset paper: {' '.join(want)}") == 2, text
+    cmds = [shlex.split(line) for line in text.splitlines() if line and not line.startswith("#")]
+    assert len(cmds) == 2
+    for cmd in cmds:
+        # the engine applies the subset itself (selection, manifest `subset`); rounds are --reps 1
+        assert cmd[cmd.index("--subset") + 1] == "paper" and "--scenario" not in cmd
+        assert cmd[cmd.index("--reps") + 1] == "1"
+
+
+def test_work_item_record_names_the_subset(tmp_path: Path) -> None:
+    from mptcplab.campaign.executor import item_record
+    from mptcplab.campaign.targets import ansible_vars
+
+    f = tmp_path / "c.yml"
+    f.write_text(SUBSET_CAMPAIGN)
+    c, base = load_campaign(f)
+    item = plan(c, base, str(f))[0]
+    assert item_record(item)["subset"] == "paper"
+    assert item.id.startswith("rcvbuf__here__r1__")
+    args = ansible_vars(item, tmp_path)["campaign_engine_args"]
+    assert args[args.index("--subset") + 1] == "paper"

@@ -109,6 +109,7 @@ def _disjoint(tmp_path: Path, signal: bool) -> Path:
                   "server": {"role": "host", "mptcp": server}, "ra": {"role": "router"}, "rb": {"role": "router"}},
         "traffic": {"flows": {"main": {"client": "client", "server": "server", "server_address": "server:eth1",
                                        "bind": "client:eth1"}}},
+        "capture": [{"point": "client:eth1"}],
         "scenarios": [{"name": "mptcp"}]}))
     return d
 
