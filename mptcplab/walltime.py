@@ -65,9 +65,10 @@ def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | 
     from .results.read import load_manifest
 
     latest = results_root / lab_name / "latest"
-    if not latest.is_dir():
-        return None
     try:
+        # is_dir raises on a directory this user may not search (a dry run as nobody)
+        if not latest.is_dir():
+            return None
         m = load_manifest(latest)
     except Exception:  # noqa: BLE001 - an unreadable old run only loses the estimate's source
         return None
