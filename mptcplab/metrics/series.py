@@ -27,7 +27,8 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..results.model import EVENTS_FILE
+from ..results.events import read_events
+from ..results.model import EVENTS_FILE, ResultsFormatError
 from .base import Select, register
 
 if TYPE_CHECKING:
@@ -60,10 +61,6 @@ def _csv(r: Repetition, name: str) -> pd.DataFrame | None:
 
 @lru_cache(maxsize=256)
 def _offset(path: str, mtime_ns: int) -> float:
-    # imported here: results/read stands above the metrics (its aggregates import them)
-    from ..results.model import ResultsFormatError
-    from ..results.read import read_events
-
     try:
         both = [e.capture_s - e.actual_s for e in read_events(path)
                 if e.capture_s is not None and e.actual_s is not None]

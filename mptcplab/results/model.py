@@ -41,6 +41,12 @@ class ResultsFormatError(LabInputError):
     problem; the CLI exits 2 with it, like any other bad input."""
 
 
+def validation_where(e: ValidationError) -> str:
+    """The first bad field of a validation error, as a dotted path (scenarios.3.mptcp): the
+    field of a ResultsFormatError."""
+    return ".".join(str(x) for x in e.errors()[0]["loc"])
+
+
 class _Model(BaseModel):
     # Readers ignore what they do not know (a newer minor addition); the runner's extra
     # per-repetition facts (firewall counters, capture stats) are kept, see Repetition.
@@ -641,7 +647,7 @@ class Manifest(_Model):
 
 class Event(_Model):
     """One action a repetition executed, or planned and did not run: a row of events.csv
-    (timeline/record.py writes it; results/read.read_events reads it, older files too).
+    (timeline/record.py writes it; results/events.read_events reads it, older files too).
 
     The first eleven fields are the columns of every events.csv; ``target`` and ``commands``
     are for people. The typed fields after them say what the action acted on, so readers

@@ -8,9 +8,7 @@ with today's metric definitions (results/aggregate.py), which stand above the mo
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -18,18 +16,18 @@ import pandas as pd
 from pydantic import ValidationError
 
 from .aggregate import aggregates
+from .events import read_events
 from .model import (
     EVENT_COLUMNS,
-    EVENT_TYPED_COLUMNS,
     EVENTS_FILE,
     FORMAT_VERSION,
     ICMP_COLUMNS,
     TIMESERIES_COLUMNS,
-    Event,
     Manifest,
     Repetition,
     ResultsFormatError,
     Summary,
+    validation_where,
 )
 
 
@@ -56,17 +54,13 @@ def parse_summary(data: dict[str, Any], source: str = "summary.json") -> Summary
     try:
         s = Summary.model_validate({k: v for k, v in data.items() if k != "aggregates"} if version == 0 else data)
     except ValidationError as e:
-        raise ResultsFormatError(source, _where(e), f"not a readable summary: {e.errors()[0]['msg']}") from None
+        raise ResultsFormatError(source, validation_where(e),
+                                 f"not a readable summary: {e.errors()[0]['msg']}") from None
     if version == 0:
         s.aggregates = aggregates(s.scenarios)
         s.format_version = FORMAT_VERSION  # upgraded in memory; the file is left as it was
     s.file_format_version = version
     return s
-
-
-def _where(e: ValidationError) -> str:
-    """The first bad field of a validation error, as a dotted path (scenarios.3.mptcp)."""
-    return ".".join(str(x) for x in e.errors()[0]["loc"])
 
 
 def load_summary(run_dir: str | Path) -> Summary:
@@ -97,7 +91,8 @@ def load_manifest(run_dir: str | Path) -> Manifest:
     except json.JSONDecodeError as e:
         raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
     except ValidationError as e:
-        raise ResultsFormatError(str(path), _where(e), f"not a readable manifest: {e.errors()[0]['msg']}") from None
+        raise ResultsFormatError(str(path), validation_where(e),
+                                 f"not a readable manifest: {e.errors()[0]['msg']}") from None
 
 
 def flow_file(r: Repetition, flow: str | None, filename: str) -> str:
@@ -183,66 +178,6 @@ def load_dsn(run_dir: str | Path, summary: Summary | None = None, flow: str | No
     if not df.empty:
         df["path"] = df["path"].fillna("?").astype(str)
     return df
-
-
-#: flags of ``ip mptcp endpoint`` that an old events.csv's commands can carry
-_ENDPOINT_FLAGS = ("subflow", "signal", "backup", "fullmesh", "nobackup")
-
-
-def _old_event_fields(action: str, target: str, commands: str) -> dict[str, Any]:
-    """The typed columns of a row written before they existed, from its text: ``target``
-    as timeline/actions._target wrote it ('node:iface (both)', 'node address', 'node id N',
-    'node key', a flow's name) and, for endpoint flags and ids, the commands' words after
-    ``endpoint`` (the rendered ``ip mptcp endpoint ...``)."""
-    words = target.split()
-    if not words:
-        return {}
-    if action in ("link_down", "link_up", "link_change"):
-        direction = words[1].strip("()") if len(words) > 1 else None
-        return {"node": words[0].split(":", 1)[0], "link": words[0], "direction": direction}
-    if action in ("flow_start", "flow_stop"):
-        return {"flow": target}
-    if action == "endpoint_delete":
-        ok = len(words) == 3 and words[1] == "id" and words[2].isdigit()
-        return {"node": words[0], "endpoint_id": int(words[2]) if ok else None}
-    if action in ("endpoint_add", "endpoint_flags"):
-        cmd = commands.split()
-        cmd = cmd[cmd.index("endpoint") + 1:] if "endpoint" in cmd else []
-        flags = [w for w in cmd if w in _ENDPOINT_FLAGS]
-        out: dict[str, Any] = {"node": words[0], "address": words[1] if len(words) > 1 else None}
-        if action == "endpoint_flags":
-            out["flags"] = flags[-1] if flags else None
-        else:
-            out["flags"] = " ".join(flags) or None
-            at = cmd.index("id") + 1 if "id" in cmd else len(cmd)
-            out["endpoint_id"] = int(cmd[at]) if at < len(cmd) and cmd[at].isdigit() else None
-        return out
-    if action == "sysctl":
-        return {"node": words[0]}
-    return {}
-
-
-def event_from_row(row: Mapping[str, str | None], source: str = EVENTS_FILE) -> Event:
-    """One events.csv row as an Event: empty cells are None (or the field's default); a
-    row without the typed columns (written before 2026-11-24) gets them from its text."""
-    data: dict[str, Any] = {k: v for k, v in row.items() if k is not None and v not in (None, "")}
-    if not any(c in row for c in EVENT_TYPED_COLUMNS):
-        derived = _old_event_fields(data.get("action", ""), data.get("target", ""), data.get("commands", ""))
-        data.update({k: v for k, v in derived.items() if v is not None})
-    try:
-        return Event.model_validate(data)
-    except ValidationError as e:
-        raise ResultsFormatError(source, _where(e), f"not a readable event: {e.errors()[0]['msg']}") from None
-
-
-def read_events(path: str | Path) -> list[Event]:
-    """A repetition's events.csv in file order, any version (the only parser of its text);
-    none when the repetition had no timeline or controller (no file)."""
-    path = Path(path)
-    if not path.is_file():
-        return []
-    with path.open(newline="") as f:
-        return [event_from_row(row, f"{path}, row {i}") for i, row in enumerate(csv.DictReader(f), 1)]
 
 
 def load_events(run_dir: str | Path, summary: Summary | None = None) -> pd.DataFrame:

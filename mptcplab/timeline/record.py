@@ -2,7 +2,7 @@
 each controller's own trace (controller-<name>-<node>.csv: what it saw at each step).
 
 A row is results.model.Event, one typed record for the writers and the readers (read back
-by results/read.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
+by results/events.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
 the measured flow's client spawn, time.time(), the clock tcpdump stamps packets with). ``capture_s`` is
 added by the analysis: the same instant on the time-series axis (seconds since the
 data connection's first SYN), so figures can mark events on timeseries.csv.

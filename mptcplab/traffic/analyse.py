@@ -23,8 +23,8 @@ from ..analysis.labspec import backup_paths, join_ports, path_rates, retired_pat
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
+from ..results.events import read_events
 from ..results.model import EVENTS_FILE, UNCLASSIFIED
-from ..results.read import read_events
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections

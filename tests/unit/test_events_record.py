@@ -15,8 +15,8 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.events import Event as LabEvent
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
+from mptcplab.results.events import read_events
 from mptcplab.results.model import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, Event, ResultsFormatError
-from mptcplab.results.read import read_events
 from mptcplab.timeline.actions import ActionEnv, Resolved, resolve
 from mptcplab.timeline.record import record, write_events
 
