@@ -20,7 +20,8 @@
 #   /                 the host's / over virtio-9p, read-only
 #   /tmp /run /var/tmp /dev/shm   tmpfs
 #   the --out DIR     the host's directory over virtio-9p, writable
-# and runs COMMAND as root, in the directory qemu-run.sh was started from, with the kernel's
+# and runs COMMAND as root, in the directory qemu-run.sh was started from (a clean environment
+# but for the caller's MPTCPLAB_* variables; stdin is /dev/null), with the kernel's
 # modules from the .deb: 9p and virtio are loaded by the initramfs, the netns labs' modules
 # (veth, qdiscs, nftables, NFQUEUE...) before COMMAND, and any other the kernel asks for
 # (kernel.modprobe) from the package's /lib/modules/<release>. What that kernel lacks, the
@@ -158,20 +159,23 @@ mkdir -p /dev/pts /dev/shm
 mount -t devpts devpts /dev/pts
 mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 mount -t cgroup2 cgroup2 /sys/fs/cgroup 2>/dev/null
+mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null  # the labs' probes read tracepoints
 # modules on demand (tc's qdiscs, nft's expressions...) from the package, not the host's /lib/modules
 echo "$ctl/modprobe" >/proc/sys/kernel/modprobe
 missing=
 for m in $(cat "$ctl/preload"); do
-  "$ctl/modprobe" -q "$m" 2>/dev/null || grep -q "/$m.ko" "/lib/modules/$(uname -r)/modules.builtin" 2>/dev/null \
-    || missing="$missing $m"
+  "$ctl/modprobe" -q "$m" 2>/dev/null || missing="$missing $m"  # built in: modprobe says 0
 done
 [ -z "$missing" ] || echo "qemu-run: not in this kernel (neither built in nor a module):$missing" >/dev/console
 ip link set lo up
 hostname qemu-run
 mapfile -d '' -t argv <"$ctl/argv"
+mapfile -d '' -t passenv <"$ctl/env"
 cd "$(cat "$ctl/cwd")" || { echo 125 >"$ctl/status"; busybox poweroff -f; }
 echo "qemu-run: running ${argv[*]} on $(uname -r) ($(cut -d' ' -f1 /proc/uptime) s after boot)" >/dev/console
+# HOME is the host's, read-only: caches go to the tmpfs (matplotlib's would warn)
 env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=dumb \
+  XDG_CACHE_HOME=/tmp/cache MPLCONFIGDIR=/tmp/matplotlib "${passenv[@]}" \
   "${argv[@]}" </dev/null >"$ctl/stdout" 2>"$ctl/stderr"
 echo $? >"$ctl/status"
 sync
@@ -188,15 +192,21 @@ echo veth ifb sch_tbf sch_htb sch_netem sch_ingress cls_u32 cls_bpf act_mirred \
   nf_tables nft_ct nft_nat nft_masq nft_reject_inet nft_numgen nft_queue nfnetlink_queue nft_compat \
   xt_statistic xt_NFQUEUE xt_mark tcp_bbr >"$ctl/preload"
 printf '%s\0' "$@" >"$ctl/argv"
+# the engine's own settings (MPTCPLAB_DELAYLINE...) go along; the rest of the environment stays here
+env -0 | { grep -z '^MPTCPLAB_' || true; } >"$ctl/env"
 printf '%s\n' "$cwd" >"$ctl/cwd"
 printf '%s\n' "$out" >"$ctl/out"
 : >"$ctl/stdout"
 : >"$ctl/stderr"
 
 fs=security_model=none,multidevs=remap
+# the host's binaries (Python's wheels: numpy...) use what the host CPU has; QEMU's default
+# CPU model (qemu64) lacks SSE4/AVX and they die of SIGILL
+cpu=max
+[ "$accel" = kvm ] && cpu=host
 echo "qemu-run.sh: $krel under QEMU ($accel, 2 CPUs, ${mem} MB), at most ${timeout_s} s: $*" >&2
 t0=$(date +%s)
-timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -m "$mem" -smp 2 -display none -no-reboot \
+timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$mem" -smp 2 -display none -no-reboot \
   -monitor none -serial "file:$work/console.log" -nic none \
   -kernel "$vmlinuz" -initrd "$work/initramfs.gz" -append "console=ttyS0 panic=-1 loglevel=4" \
   -fsdev "local,id=hostroot,path=/,readonly=on,$fs" -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
