@@ -6,7 +6,7 @@
 # kernel changes.
 #
 #   images/kernel/qemu-run.sh --debs DIR [--timeout SECONDS] [--mem MB] [--out DIR]
-#                             [--accel tcg|kvm] [--keep] -- COMMAND [ARG...]
+#                             [--accel tcg|kvm] [--cpu MODEL] [--keep] -- COMMAND [ARG...]
 #
 #   --debs     manifest.json {"release": ...} and linux-image-<release>_*.deb (required)
 #   --timeout  the boot and the command, at most (default 3600 s); then exit 124
@@ -14,6 +14,7 @@
 #   --out      the one host directory the guest may write (default the repository's results/),
 #              mounted at the same path in the guest; created when missing
 #   --accel    QEMU's accelerator (default tcg: this host's /dev/kvm does not run guests)
+#   --cpu      QEMU's CPU model (default max,-avx2 under TCG, host under KVM)
 #   --keep     keep the work directory (unpacked package, initramfs, console log); print its path
 #
 # The guest (-smp 2) sees:
@@ -40,6 +41,7 @@ timeout_s=3600
 mem=2048
 out=$repo/results
 accel=tcg
+cpu=
 keep=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -48,6 +50,7 @@ while [ $# -gt 0 ]; do
     --mem) mem=${2-}; shift ;;
     --out) out=${2-}; shift ;;
     --accel) accel=${2-}; shift ;;
+    --cpu) cpu=${2-}; shift ;;
     --keep) keep=1 ;;
     --) shift; break ;;
     -h|--help) awk 'NR > 1 && /^set /{exit} NR > 1' "$0"; exit 0 ;;
@@ -200,11 +203,11 @@ printf '%s\n' "$out" >"$ctl/out"
 : >"$ctl/stderr"
 
 fs=security_model=none,multidevs=remap
-# the host's binaries (Python's wheels: numpy...) use what the host CPU has; QEMU's default
-# CPU model (qemu64) lacks SSE4/AVX and they die of SIGILL
-cpu=max
-[ "$accel" = kvm ] && cpu=host
-echo "qemu-run.sh: $krel under QEMU ($accel, 2 CPUs, ${mem} MB), at most ${timeout_s} s: $*" >&2
+# the host's binaries (Python's wheels: numpy...) use what the host CPU has: under QEMU's
+# default model (qemu64, no SSE4) they die of SIGILL. AVX2 off: with it (QEMU 7.2's TCG)
+# lab-mtu's figures segfaulted in pandas/numpy sorting in 3 of 4 runs; without it, none
+if [ -z "$cpu" ]; then cpu=max,-avx2; [ "$accel" = kvm ] && cpu=host; fi
+echo "qemu-run.sh: $krel under QEMU ($accel, -cpu $cpu, 2 CPUs, ${mem} MB), at most ${timeout_s} s: $*" >&2
 t0=$(date +%s)
 timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$mem" -smp 2 -display none -no-reboot \
   -monitor none -serial "file:$work/console.log" -nic none \
