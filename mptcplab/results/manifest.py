@@ -54,7 +54,8 @@ def git_state(repo: Path) -> dict[str, Any]:
             # this read; never rewrite its index (--no-optional-locks)
             p = subprocess.run(["git", "-C", str(repo), "-c", f"safe.directory={repo}", "--no-optional-locks", *args],
                                capture_output=True, text=True, timeout=10)
-        except OSError:
+        except (OSError, subprocess.TimeoutExpired):
+            # no git, or a checkout too slow to read (over 9p in a QEMU guest): unknown, not fatal
             return None
         return p.stdout.strip() if p.returncode == 0 else None
 

@@ -2,12 +2,15 @@
 resources. Kept out of conftest.py so that test modules import them by a unique name."""
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("MPTCPLAB_CACHE", "/var/cache/mptcplab"))
@@ -129,3 +132,34 @@ def remove_stale() -> None:
             run(["docker", "network", "rm", line], check=False)
 
 
+#: the distributions' kernel metapackages (Debian, Ubuntu): each depends on one linux-image-<release>
+METAPACKAGES = ("linux-image-amd64", "linux-image-generic")
+
+
+def stock_kernel_debs(tmp_path: Path) -> tuple[Path, str]:
+    """A packages directory as `make kernel-deb` leaves one (manifest.json with the release,
+    linux-image-<release>_*.deb), holding the distribution's current kernel; the .deb is
+    cached under the appliance cache (apt downloads it once)."""
+    for meta in METAPACKAGES:
+        deps = subprocess.run(["apt-cache", "depends", meta], capture_output=True, text=True).stdout
+        images = [w.split(":", 1)[1].strip() for w in deps.splitlines()
+                  if w.strip().startswith("Depends: linux-image-")]
+        if images:
+            package = images[0]
+            break
+    else:
+        pytest.skip(f"no kernel metapackage known to apt here ({', '.join(METAPACKAGES)})")
+    cache = CACHE / "kernel-stock"
+    cache.mkdir(parents=True, exist_ok=True)
+    debs = sorted(cache.glob(f"{package}_*.deb"))
+    if not debs:
+        run(["apt-get", "download", "-q", package], cwd=cache, timeout=900)
+        debs = sorted(cache.glob(f"{package}_*.deb"))
+    assert debs, f"apt-get download {package} left no .deb in {cache}"
+    release = package.removeprefix("linux-image-").removeprefix("unsigned-")
+    out = tmp_path / "debs"
+    out.mkdir()
+    version = debs[-1].name.split("_")[1]
+    shutil.copy(debs[-1], out / f"linux-image-{release}_{version}_amd64.deb")
+    (out / "manifest.json").write_text(json.dumps({"release": release}))
+    return out, release

@@ -9,45 +9,11 @@ this suite; the test says so when it skips).
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-from pathlib import Path
 
 import pytest
-from appliance_support import CACHE, REPO, run
+from appliance_support import REPO, run, stock_kernel_debs
 
 CHECK = str(REPO / "images/kernel/boot-check.sh")
-#: the distributions' kernel metapackages (Debian, Ubuntu): each depends on one linux-image-<release>
-METAPACKAGES = ("linux-image-amd64", "linux-image-generic")
-
-
-def stock_kernel_debs(tmp_path: Path) -> tuple[Path, str]:
-    """A packages directory as `make kernel-deb` leaves one (manifest.json with the release,
-    linux-image-<release>_*.deb), holding the distribution's current kernel; the .deb is
-    cached under the appliance cache (apt downloads it once)."""
-    for meta in METAPACKAGES:
-        deps = subprocess.run(["apt-cache", "depends", meta], capture_output=True, text=True).stdout
-        images = [w.split(":", 1)[1].strip() for w in deps.splitlines()
-                  if w.strip().startswith("Depends: linux-image-")]
-        if images:
-            package = images[0]
-            break
-    else:
-        pytest.skip(f"no kernel metapackage known to apt here ({', '.join(METAPACKAGES)})")
-    cache = CACHE / "kernel-stock"
-    cache.mkdir(parents=True, exist_ok=True)
-    debs = sorted(cache.glob(f"{package}_*.deb"))
-    if not debs:
-        run(["apt-get", "download", "-q", package], cwd=cache, timeout=900)
-        debs = sorted(cache.glob(f"{package}_*.deb"))
-    assert debs, f"apt-get download {package} left no .deb in {cache}"
-    release = package.removeprefix("linux-image-").removeprefix("unsigned-")
-    out = tmp_path / "debs"
-    out.mkdir()
-    version = debs[-1].name.split("_")[1]
-    shutil.copy(debs[-1], out / f"linux-image-{release}_{version}_amd64.deb")
-    (out / "manifest.json").write_text(json.dumps({"release": release}))
-    return out, release
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path):

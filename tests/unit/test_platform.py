@@ -118,3 +118,17 @@ def test_git_state_reads_a_checkout_another_user_owns(tmp_path):
     state = git_state(repo)
     assert state == {"commit": head, "dirty": False}
     assert (repo / ".git" / "index").stat().st_mtime_ns == index_mtime  # read only
+
+
+def test_git_state_is_unknown_when_git_is_too_slow(tmp_path, monkeypatch):
+    """git status over a QEMU guest's 9p root took more than its 10 s: the run goes on, the
+    manifest says the state is unknown."""
+    import subprocess
+
+    from mptcplab.results import manifest
+
+    def slow(cmd, **kw):
+        raise subprocess.TimeoutExpired(cmd, kw.get("timeout", 0))
+
+    monkeypatch.setattr(manifest.subprocess, "run", slow)
+    assert manifest.git_state(tmp_path) == {"commit": None, "dirty": None}
