@@ -44,14 +44,10 @@ done
 case "$accel" in tcg|kvm) ;; *) echo "boot-check.sh: --accel: tcg or kvm, not $accel" >&2; exit 2 ;; esac
 case "$timeout_s" in ''|*[!0-9]*) echo "boot-check.sh: --timeout: not a number of seconds: $timeout_s" >&2; exit 2 ;; esac
 
-shopt -s nullglob
-[ -e "$debs/manifest.json" ] || { echo "boot-check.sh: $debs/manifest.json: missing; run 'make kernel-deb' first" >&2; exit 2; }
-expected=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("release", ""))' "$debs/manifest.json")
-[ -n "$expected" ] || { echo "boot-check.sh: $debs/manifest.json: no release" >&2; exit 2; }
-images=("$debs/linux-image-${expected}_"*.deb)
-[ "${#images[@]}" = 1 ] || {
-  echo "boot-check.sh: $debs: expected one linux-image-${expected}_*.deb, found ${#images[@]}; run 'make kernel-deb'" >&2; exit 2; }
-image=${images[0]}
+# shellcheck source=images/kernel/debs.sh
+. "$here/debs.sh"
+kernel_image boot-check.sh "$debs"
+expected=$release
 
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)

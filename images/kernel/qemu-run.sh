@@ -65,13 +65,9 @@ case "$timeout_s" in ''|*[!0-9]*) echo "qemu-run.sh: --timeout: not a number of 
 case "$mem" in ''|*[!0-9]*) echo "qemu-run.sh: --mem: not a number of MB: $mem" >&2; exit 2 ;; esac
 [ -n "$out" ] || { echo "qemu-run.sh: --out: empty" >&2; exit 2; }
 
-shopt -s nullglob
-[ -e "$debs/manifest.json" ] || { echo "qemu-run.sh: $debs/manifest.json: missing" >&2; exit 2; }
-release=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get("release", ""))' "$debs/manifest.json")
-[ -n "$release" ] || { echo "qemu-run.sh: $debs/manifest.json: no release" >&2; exit 2; }
-images=("$debs/linux-image-${release}_"*.deb)
-[ "${#images[@]}" = 1 ] || {
-  echo "qemu-run.sh: $debs: expected one linux-image-${release}_*.deb, found ${#images[@]}" >&2; exit 2; }
+# shellcheck source=images/kernel/debs.sh
+. "$here/debs.sh"
+kernel_image qemu-run.sh "$debs"
 
 need=()
 command -v qemu-system-x86_64 >/dev/null || need+=(qemu-system-x86)
@@ -102,12 +98,12 @@ trap 'exit 130' INT TERM
 # second-stage script, and what comes back (stdout, stderr, status)
 ctl=$work/ctl
 mkdir -p "$ctl"
-dpkg-deb -x "${images[0]}" "$ctl/pkg"
+dpkg-deb -x "$image" "$ctl/pkg"
 kernels=("$ctl"/pkg/boot/vmlinuz-*)
-[ "${#kernels[@]}" = 1 ] || { echo "qemu-run.sh: ${images[0]}: expected one boot/vmlinuz-*, found ${#kernels[@]}" >&2; exit 2; }
+[ "${#kernels[@]}" = 1 ] || { echo "qemu-run.sh: $image: expected one boot/vmlinuz-*, found ${#kernels[@]}" >&2; exit 2; }
 vmlinuz=${kernels[0]}
 krel=${vmlinuz##*/vmlinuz-}
-[ -d "$ctl/pkg/lib/modules/$krel" ] || { echo "qemu-run.sh: ${images[0]}: no lib/modules/$krel" >&2; exit 2; }
+[ -d "$ctl/pkg/lib/modules/$krel" ] || { echo "qemu-run.sh: $image: no lib/modules/$krel" >&2; exit 2; }
 # a .deb carries no modules.dep (its postinst makes it)
 depmod -b "$ctl/pkg" "$krel" 2>/dev/null
 
