@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from . import backends
+from .analysis.verdict import exit_text
 from .backends.base import Backend
 from .emulation.base import Emulator
 from .emulation.nfqueue import delayline_problems
@@ -391,8 +392,7 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
         if r.get("iperf3_error"):
             invalid.append(f"{tag}: iperf3 error: {r['iperf3_error']}")
         for flow, rc in (r.get("servers_died") or {}).items():
-            how = f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
-            invalid.append(f"{tag}: the server of flow {flow} died before the run stopped it ({how})")
+            invalid.append(f"{tag}: the server of flow {flow} died before the run stopped it ({exit_text(rc)})")
         for pt, st in (r.get("capture_stats") or {}).items():
             if st.get("dropped"):
                 invalid.append(f"{tag}: capture at {pt} dropped {st['dropped']} packets")

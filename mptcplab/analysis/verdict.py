@@ -9,6 +9,11 @@ from __future__ import annotations
 from .model import Finding
 
 
+def exit_text(rc: int) -> str:
+    """A process's non-zero exit status in words (a negative one: killed by that signal)."""
+    return f"killed by signal {-rc}" if rc < 0 else f"exit status {rc}"
+
+
 def transfer_failure(error: str | None, goodput_mbps: float, rc: int | None,
                      server_rc: int | None = None) -> Finding | None:
     """A ``transfer-failed`` finding when the measured client reported an error, counted no
@@ -22,7 +27,7 @@ def transfer_failure(error: str | None, goodput_mbps: float, rc: int | None,
     if rc not in (0, None):
         why.append(f"iperf3 exit status {rc}")
     if server_rc is not None and server_rc != 0:
-        why.append(f"server killed by signal {-server_rc}" if server_rc < 0 else f"server exit status {server_rc}")
+        why.append(f"server {exit_text(server_rc)}")
     if not why:
         return None
     return Finding("transfer-failed", "transfer failed (" + "; ".join(why) + "): not verified",
