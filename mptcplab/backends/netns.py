@@ -35,6 +35,12 @@ DRY_RUN_PREFIX = "mpl000000-"
 #: older than any probe takes
 LEGACY_PROBE_RE = re.compile(r"^(mpltprobe[0-9a-f]{8}|mpltdoc[0-9a-f]{6})$")
 LEGACY_PROBE_MAX_AGE_S = 60.0
+#: Aborts every TCP socket of a namespace (MPTCP subflows included; their MPTCP sockets
+#: then close) before the namespace is deleted. Without it, a socket the run's processes
+#: left behind (an orphan in FIN-WAIT-1 with unacknowledged data, say) keeps the dying
+#: namespace and its kernel state until its backed-off retransmission timer fires, minutes
+#: later: the BPF mptcp_lia connection map kept such a connection's entry for over 60 s.
+ABORT_SOCKETS: tuple[str, ...] = ("ss", "-K", "-a", "-t", "-n")
 
 
 def new_prefix() -> str:
@@ -116,8 +122,10 @@ class NetnsBackend(Backend):
 
     def teardown_cmds(self, net: Network) -> list[Cmd]:
         # the processes still in a namespace are killed first (destroy): a namespace
-        # with a live process would outlive `ip netns del`
+        # with a live process would outlive `ip netns del`; then its sockets are aborted
+        # (ABORT_SOCKETS)
         return [c for n in net.nodes for c in (cmd("ip", "netns", "pids", self.ns(n), check=False),
+                                               cmd(*ABORT_SOCKETS, node=n, check=False),
                                                cmd("ip", "netns", "del", self.ns(n), check=False))]
 
     def signal(self, p: subprocess.Popen[bytes], sig: int) -> None:
@@ -134,7 +142,8 @@ class NetnsBackend(Backend):
             _stop(p)
         self._procs.clear()
         for n in self._nodes:
-            for c in (cmd("ip", "netns", "pids", self.ns(n)), cmd("ip", "netns", "del", self.ns(n))):
+            for c in (cmd("ip", "netns", "pids", self.ns(n)), cmd(*ABORT_SOCKETS, node=n),
+                      cmd("ip", "netns", "del", self.ns(n))):
                 self.log(self.render(c))
             _delete_namespace(self.ns(n))
         self._nodes = []
@@ -171,6 +180,7 @@ def _delete_namespace(ns: str) -> None:
             os.kill(int(pid), signal.SIGKILL)
         except (ProcessLookupError, ValueError):
             pass
+    subprocess.run(["ip", "netns", "exec", ns, *ABORT_SOCKETS], capture_output=True, timeout=30, check=False)
     subprocess.run(["ip", "netns", "del", ns], capture_output=True)
 
 
