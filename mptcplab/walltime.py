@@ -19,10 +19,12 @@ from .lab.schema import ExperimentBody
 from .steps import background_flows, event_started, flow_seconds
 from .units import parse_time
 
-#: seconds per repetition besides its traffic, measured on the 2-core development host: the
-#: rcvbuf "paper" subset of 2026-11-23 took 28 minutes of wall time for 1320 s of traffic in 27
-#: repetitions (about 13 s each; its links need pings over a 150 ms path and rate checks)
-DEFAULT_OVERHEAD_S = 13.0
+#: seconds per repetition besides its traffic, measured on the 2-core development host with
+#: nothing else running: the rcvbuf "paper" subset took 1386 s of wall time for 1320 s of
+#: traffic in 27 repetitions (2.4 s each; its links need pings over a 150 ms path and rate
+#: checks), labs/cc 342 s for 301 s in 30 (1.4 s). A loaded host took 13 s per rcvbuf
+#: repetition, so the default leans to the slower side of the idle measurements.
+DEFAULT_OVERHEAD_S = 3.0
 
 
 @dataclass(frozen=True)
