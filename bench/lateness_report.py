@@ -23,6 +23,13 @@ much of the verdict calls was off-CPU (``--offcpu-min-batch 1`` measures every c
 "stalled" lines had a stall >= ``--stall-ms``: when they stall together, the stall was
 host-wide (both CPUs unavailable), not one line's own work.
 
+With the repetitions' ``host_cpu`` (the host's /proc/stat and PSI over the traffic, since
+2026-11-24) a table puts each repetition's worst lateness beside the CPU time the hypervisor
+stole (steal), softirq and CPU pressure, and a Spearman rank correlation across the run's
+repetitions says whether the repetitions with more steal were the late ones. A line is over
+tolerance as the run judges it (``nfqueue.lateness_problem``: p99, or p50 for a line of
+<= 100 packets).
+
 Usage:
   .venv/bin/python bench/lateness_report.py results/<lab>/<run-id> [--stall-ms 2] [--busy 1000]
 """
@@ -36,8 +43,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mptcplab.emulation.nfqueue import max_lateness_p99_us
+import pandas as pd
+
+from mptcplab.emulation.nfqueue import lateness_problem
 from mptcplab.results.fmt import md_table
+from mptcplab.results.model import HostCpu
 from mptcplab.results.read import load_summary
 
 #: a verdict call at least this share of the worst stall explains it
@@ -62,10 +72,8 @@ class Line:
     wake_late_max: float | None
     slot_us: float
     stalls: tuple[dict[str, Any], ...] = ()
-
-    @property
-    def over(self) -> bool:
-        return self.p99 > max_lateness_p99_us(self.delay_us)
+    #: over tolerance, as the run judges it
+    over: bool = False
 
     @property
     def where(self) -> str:
@@ -78,16 +86,27 @@ def line_of(scenario: str, rep: int, name: str, s: dict[str, Any]) -> Line:
                 int(s.get("packets") or 0), float(late.get("p50") or 0), float(late.get("p99") or 0),
                 float(late.get("max") or 0), float(s.get("verdict_max_us") or 0),
                 s.get("verdict_offcpu_max_us"), wake.get("max"), float(s.get("slot_us") or 0),
-                tuple(s.get("stalls") or ()))
+                tuple(s.get("stalls") or ()), lateness_problem(s) is not None)
+
+
+def rep_key(scenario: str, rep: int) -> str:
+    return f"{scenario}#{rep}"
+
+
+def read_run(run_dir: Path) -> tuple[list[Line], dict[str, HostCpu | None]]:
+    """The run's delay lines, and each repetition's host CPU accounting (None: not recorded)."""
+    lines: list[Line] = []
+    host: dict[str, HostCpu | None] = {}
+    for r in load_summary(run_dir).scenarios:
+        host[rep_key(r.name, r.rep)] = r.host_cpu
+        for name, s in (r.delay_line_stats or {}).items():
+            if s:
+                lines.append(line_of(r.name, r.rep, name, s))
+    return lines, host
 
 
 def read_lines(run_dir: Path) -> list[Line]:
-    out = []
-    for r in load_summary(run_dir).scenarios:
-        for name, s in (r.delay_line_stats or {}).items():
-            if s:
-                out.append(line_of(r.name, r.rep, name, s))
-    return out
+    return read_run(run_dir)[0]
 
 
 def _med(xs: list[float]) -> str:
@@ -123,7 +142,7 @@ def by(lines: list[Line], key: Any, sort: bool = True) -> dict[str, list[Line]]:
 
 def rep_table(lines: list[Line], stall_us: float, busy: int) -> str:
     """Per repetition: busy lines, stalled lines; then how stalls co-occur."""
-    reps = by(lines, lambda x: f"{x.scenario}#{x.rep}")
+    reps = by(lines, lambda x: rep_key(x.scenario, x.rep))
     rows: dict[tuple[int, int], list[int]] = defaultdict(lambda: [0, 0])
     for ls in reps.values():
         k = (sum(x.packets >= busy for x in ls), sum(x.late_max >= stall_us for x in ls))
@@ -144,7 +163,7 @@ def stall_log_table(lines: list[Line], stall_us: float) -> str | None:
     if not any(x.stalls for x in lines):
         return None
     rows: dict[str, list[Any]] = {}
-    for ls in by(lines, lambda x: f"{x.scenario}#{x.rep}").values():
+    for ls in by(lines, lambda x: rep_key(x.scenario, x.rep)).values():
         for x in ls:
             for s in x.stalls:
                 if float(s["us"]) < stall_us:
@@ -162,8 +181,64 @@ def stall_log_table(lines: list[Line], stall_us: float) -> str | None:
                      for k, (us, shared, off) in sorted(rows.items())])
 
 
-def report(lines: list[Line], stall_us: float, busy: int) -> str:
-    reps = by(lines, lambda x: f"{x.scenario}#{x.rep}")
+def host_frame(lines: list[Line], host: dict[str, HostCpu | None]) -> pd.DataFrame:
+    """One row per repetition with delay lines: its worst p99 and stall (us), lines over
+    tolerance, and over its traffic the stolen, softirq and CPU-pressure milliseconds
+    (NaN where the record has no ``host_cpu``)."""
+    rows: list[dict[str, Any]] = []
+    for key, ls in by(lines, lambda x: rep_key(x.scenario, x.rep), sort=False).items():
+        hc = host.get(key)
+        share = hc.steal_share if hc is not None else None
+        rows.append({"rep": key, "lines": len(ls), "over": sum(x.over for x in ls),
+                     "p99_max_us": max(x.p99 for x in ls), "stall_max_us": max(x.late_max for x in ls),
+                     "steal_ms": hc.total.steal_ms if hc else None,
+                     "steal_pct": share * 100 if share is not None else None,
+                     "softirq_ms": hc.total.softirq_ms if hc else None,
+                     "psi_some_ms": hc.psi_cpu_some_us / 1000 if hc and hc.psi_cpu_some_us is not None else None,
+                     "interval_s": hc.interval_s if hc else None})
+    return pd.DataFrame(rows, columns=["rep", "lines", "over", "p99_max_us", "stall_max_us", "steal_ms",
+                                       "steal_pct", "softirq_ms", "psi_some_ms", "interval_s"], dtype=object)
+
+
+def spearman(x: pd.Series, y: pd.Series) -> float | None:
+    """Spearman's rank correlation (Pearson's on average ranks) of the pairs where both are
+    known; None with fewer than 3 pairs or a constant side (steal in 10 ms ticks is often 0)."""
+    both = pd.DataFrame({"x": pd.to_numeric(x), "y": pd.to_numeric(y)}).dropna()
+    if len(both) < 3 or both["x"].nunique() < 2 or both["y"].nunique() < 2:
+        return None
+    ranks = both.rank()
+    return float(ranks["x"].corr(ranks["y"]))
+
+
+def _num(v: Any, fmt: str) -> str:
+    return "-" if v is None or pd.isna(v) else format(v, fmt)
+
+
+def host_cpu_table(lines: list[Line], host: dict[str, HostCpu | None]) -> str | None:
+    """Per repetition, in run order: its lateness beside the host's CPU accounting over its
+    traffic; then the rank correlations across repetitions. None: no record has ``host_cpu``."""
+    df = host_frame(lines, host)
+    known = df[df["steal_ms"].notna()]
+    if known.empty:
+        return None
+    table = md_table(["repetition", "lines", "over tol.", "p99 max us", "worst stall us", "steal ms",
+                      "steal % of CPUs", "softirq ms", "PSI cpu some ms", "traffic s"],
+                     [[r.rep, r.lines, r.over, _num(r.p99_max_us, ".0f"), _num(r.stall_max_us, ".0f"),
+                       _num(r.steal_ms, ".0f"), _num(r.steal_pct, ".2f"), _num(r.softirq_ms, ".0f"),
+                       _num(r.psi_some_ms, ".0f"), _num(r.interval_s, ".1f")] for r in df.itertuples()])
+
+    def rho(a: str, b: str) -> str:
+        v = spearman(known[a], known[b])
+        return "undefined (fewer than 3 repetitions, or one side constant)" if v is None else f"{v:+.2f}"
+
+    return "\n".join([table, "", f"Spearman rank correlation over the {len(known)} repetitions with host_cpu: "
+                      f"steal vs p99 max {rho('steal_ms', 'p99_max_us')}; steal vs worst stall "
+                      f"{rho('steal_ms', 'stall_max_us')}; PSI cpu some vs worst stall "
+                      f"{rho('psi_some_ms', 'stall_max_us')}"])
+
+
+def report(lines: list[Line], stall_us: float, busy: int, host: dict[str, HostCpu | None] | None = None) -> str:
+    reps = by(lines, lambda x: rep_key(x.scenario, x.rep))
     bad = sum(any(x.over for x in ls) for ls in reps.values())
     parts = [f"{len(lines)} delay lines in {len(reps)} repetitions; {sum(x.over for x in lines)} over "
              f"tolerance in {bad} repetitions; lateness in us",
@@ -184,6 +259,10 @@ def report(lines: list[Line], stall_us: float, busy: int) -> str:
     log = stall_log_table(lines, stall_us)
     if log:
         parts += ["", f"Stall logs (stalls >= {stall_us / 1000:g} ms):", log]
+    cpu = host_cpu_table(lines, host or {})
+    if cpu:
+        parts += ["", "Per repetition, in run order: lateness and the host's CPU over the traffic "
+                  "(/proc/stat steal and softirq, summed over CPUs; PSI):", cpu]
     return "\n".join(parts)
 
 
@@ -193,7 +272,8 @@ def main() -> None:
     ap.add_argument("--stall-ms", type=float, default=2.0, help="a lateness max at least this is a stall")
     ap.add_argument("--busy", type=int, default=1000, help="packets that make a line busy")
     a = ap.parse_args()
-    print(report(read_lines(a.run_dir), a.stall_ms * 1000, a.busy))
+    lines, host = read_run(a.run_dir)
+    print(report(lines, a.stall_ms * 1000, a.busy, host))
 
 
 if __name__ == "__main__":

@@ -22,7 +22,7 @@ from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
 from .emulation.base import Emulator
 from .emulation.linkmodel import LinkShape, QueueLimit
-from .emulation.nfqueue import delayline_problems, max_lateness_p99_us
+from .emulation.nfqueue import delayline_losses, max_lateness_p99_us
 from .emulation.supervise import Supervisor
 from .errors import LabInputError
 from .lab.limits import tbf_problem
@@ -162,7 +162,7 @@ def delayline_checks(name: str, st: dict[str, Any]) -> list[Check]:
     p99 = st.get("lateness_us", {}).get("p99")
     out = [Check(f"late_p99_us {direction.split(':')[0]}", allowed, p99, f"<= {allowed:.0f} us",
                  p99 is not None and p99 <= allowed)]
-    drops = [p for p in delayline_problems(st) if "lateness" not in p]
+    drops = delayline_losses(st)
     if drops:
         out.append(Check(f"dl_drops {direction.split(':')[0]}", 0, len(drops), "0: " + "; ".join(drops), False))
     return out

@@ -19,7 +19,7 @@ from . import backends
 from .analysis.verdict import exit_text
 from .backends.base import Backend
 from .emulation.base import Emulator
-from .emulation.nfqueue import delayline_problems
+from .emulation.nfqueue import delayline_losses, lateness_problem
 from .errors import HostNotReady, LabInputError, RunFailed
 from .lab import scale
 from .lab.loader import unsupported
@@ -27,9 +27,11 @@ from .lab.model import Lab, ScenarioRun
 from .lab.selection import SubsetChoice, matching, resolve_subset
 from .middlebox import rewrite
 from .plan import build_plan
+from .probes.procstat import steal_clause
 from .progress import Progress
 from .results import store
 from .results.manifest import git_state, host_facts, tool_versions
+from .results.model import HostCpu
 from .results.summary import build_summary, summary_rows
 from .runner import (
     DeferredSignals,
@@ -367,9 +369,17 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
 
 def daemon_problems(rec: dict[str, Any]) -> tuple[list[str], list[str]]:
     """What a repetition's daemons' stats say is wrong: (delay lines that did not keep time or
-    lost packets: timing; rewriting middleboxes that rewrote nothing or lost packets: invalid)."""
-    timing = [f"{name}: {problem}" for name, st in (rec.get("delay_line_stats") or {}).items()
-              for problem in delayline_problems(st or {})]
+    lost packets: timing; rewriting middleboxes that rewrote nothing or lost packets: invalid).
+    A delay line that did not keep time is told with the hypervisor's steal over the traffic
+    (``host_cpu``, when recorded), so a reader sees whether steal came with the stalls."""
+    host_cpu = rec.get("host_cpu")
+    steal = f"; {steal_clause(HostCpu.model_validate(host_cpu))}" if host_cpu else ""
+    timing: list[str] = []
+    for name, st in (rec.get("delay_line_stats") or {}).items():
+        timing += [f"{name}: {p}" for p in delayline_losses(st or {})]
+        late = lateness_problem(st or {})
+        if late:
+            timing.append(f"{name}: {late}{steal}")
     invalid = [f"{name}: {problem}" for name, st in (rec.get("daemon_stats") or {}).items()
                for problem in rewrite.problems(st or {})]
     return timing, invalid

@@ -325,12 +325,44 @@ def ctl_binary(binary: Path | None = None) -> Path:
     return (binary or delayline_binary(must_exist=False)).with_name("mptcplab-delayline-ctl")
 
 
-def delayline_problems(stats: dict[str, Any]) -> list[str]:
-    """Why a delay line's run cannot be trusted, from its stats JSON; empty when
-    it kept time and lost nothing it was not asked to lose. Packets lost here are
-    losses the link model did not configure, so a run with any is invalid.
-    Keeping time: release lateness p99 within ``max_lateness_p99_us`` of the
-    configured delay, which the stats carry as ``delay_us``."""
+#: Fewest released packets for which a delay line is judged on its lateness p99; below, on its p50.
+#: The delay line's p99 is nearest-rank (rank ceil(0.99 n), native/delayline/dlstats.c): with
+#: n <= 100 packets that is the worst packet, so one host stall of a few ms (issue 13: they
+#: come host-wide, whatever a line carries) would alone decide a sparse direction (a 1 Mbit/s
+#: line, the ACKs of a slow flow, an idle backup path); from 101 packets on the p99 is at
+#: least the second worst, and one stall no longer suffices. The p50 still catches a sparse
+#: line that delays its packets systematically; its few late ones are not held against it.
+P99_MIN_PACKETS = 101
+
+
+def lateness_judged(stats: dict[str, Any]) -> tuple[str, float | None, int | None]:
+    """(the lateness statistic a delay line is judged on, its value in us, the released packets
+    counted), by ``P99_MIN_PACKETS``: ("p50", ...) for a sparse line, else ("p99", ...). The
+    count is the lateness histogram's ``n``, else ``released``, else ``packets``; unknown
+    (stats of an older delay line): the p99."""
+    late = stats.get("lateness_us") or {}
+    n = next((int(v) for v in (late.get("n"), stats.get("released"), stats.get("packets")) if v is not None), None)
+    stat = "p50" if n is not None and n < P99_MIN_PACKETS else "p99"
+    return stat, late.get(stat), n
+
+
+def lateness_problem(stats: dict[str, Any]) -> str | None:
+    """Why a delay line did not keep time, or None: its judged lateness (``lateness_judged``)
+    beyond ``max_lateness_p99_us`` of the configured delay, which the stats carry as
+    ``delay_us``."""
+    stat, value, n = lateness_judged(stats)
+    allowed = max_lateness_p99_us(stats.get("delay_us"))
+    if value is None or value <= allowed:
+        return None
+    sparse = (f"; judged on p50: {n} packets, too few for a p99 (it would be the worst packet, "
+              f"{(stats.get('lateness_us') or {}).get('max') or 0:.0f} us)") if stat == "p50" else ""
+    return (f"release lateness {stat} {value:.0f} us > {allowed:.0f} us allowed for a "
+            f"{(stats.get('delay_us') or 0) / 1000:g} ms delay (CPU-starved?){sparse}")
+
+
+def delayline_losses(stats: dict[str, Any]) -> list[str]:
+    """Packets a delay line lost of its own, from its stats JSON: losses the link model did
+    not configure, so a run with any is invalid."""
     out = []
     for key, what in (
         ("enobufs", "netlink receive buffer overflows (ENOBUFS)"),
@@ -342,12 +374,14 @@ def delayline_problems(stats: dict[str, Any]) -> list[str]:
         n = stats.get(key)
         if n:
             out.append(f"{n} {what}")
-    p99 = stats.get("lateness_us", {}).get("p99")
-    allowed = max_lateness_p99_us(stats.get("delay_us"))
-    if p99 is not None and p99 > allowed:
-        out.append(f"release lateness p99 {p99:.0f} us > {allowed:.0f} us allowed for a "
-                   f"{(stats.get('delay_us') or 0) / 1000:g} ms delay (CPU-starved?)")
     return out
+
+
+def delayline_problems(stats: dict[str, Any]) -> list[str]:
+    """Why a delay line's run cannot be trusted, from its stats JSON; empty when it kept
+    time (``lateness_problem``) and lost nothing it was not asked to lose (``delayline_losses``)."""
+    late = lateness_problem(stats)
+    return [*delayline_losses(stats), *([late] if late else [])]
 
 
 class NfqueueEmulator:

@@ -349,6 +349,50 @@ class CaptureStats(_Model):
     died: int | None = None
 
 
+class CpuTime(_Model):
+    """Milliseconds one CPU (or all CPUs, summed) spent in each of /proc/stat's states over an
+    interval; the kernel counts in ticks (1/USER_HZ s: 10 ms at USER_HZ 100), so each is a
+    multiple of ``HostCpu.tick_ms``."""
+
+    #: user + nice + system
+    busy_ms: float = 0.0
+    idle_ms: float = 0.0
+    iowait_ms: float = 0.0
+    #: 0 on a kernel without CONFIG_IRQ_TIME_ACCOUNTING (hard-interrupt time is then in the others)
+    irq_ms: float = 0.0
+    softirq_ms: float = 0.0
+    #: time the hypervisor ran something else while this guest's vCPU wanted to run
+    steal_ms: float = 0.0
+
+
+class HostCpu(_Model):
+    """The host's CPU accounting over a repetition's traffic (probes/hostcpu.py): /proc/stat
+    and /proc/pressure/cpu read right before and right after it, so a delay line's stall can
+    be set against what the hypervisor took (steal) and what the kernel did meanwhile."""
+
+    interval_s: float
+    #: the interval's ends on CLOCK_MONOTONIC in ms: the clock of the delay lines' ``stalls`` log
+    start_ms: float | None = None
+    end_ms: float | None = None
+    #: per-CPU lines read in both snapshots
+    cpus: int = 0
+    #: the counters' resolution per CPU (1000 / USER_HZ)
+    tick_ms: float = 10.0
+    #: the ``cpu`` line: all CPUs summed
+    total: CpuTime = Field(default_factory=CpuTime)
+    #: ``cpu0``, ``cpu1``, ... -> that CPU's share
+    per_cpu: dict[str, CpuTime] = Field(default_factory=dict)
+    #: /proc/pressure/cpu ``some`` total's delta: microseconds in which at least one runnable
+    #: task waited for a CPU; None without PSI
+    psi_cpu_some_us: int | None = None
+
+    @property
+    def steal_share(self) -> float | None:
+        """The stolen share of the CPUs' time in the interval (None: no interval or CPUs)."""
+        capacity_ms = self.interval_s * 1000 * self.cpus
+        return self.total.steal_ms / capacity_ms if capacity_ms > 0 else None
+
+
 class Repetition(Flow):
     """One repetition of one scenario: the record runner.analyse() builds, rep.json.
 
@@ -381,6 +425,8 @@ class Repetition(Flow):
     daemon_stats: dict[str, dict[str, Any] | None] | None = None
     #: flow -> exit status of a traffic server that died before the run stopped it
     servers_died: dict[str, int] | None = None
+    #: the host's CPU accounting over the traffic (steal, softirq, PSI); None: not recorded
+    host_cpu: HostCpu | None = None
     #: the run directory this record was read from or is written into (never serialized):
     #: what ``dir``, relative to it, is resolved against by files_dir()
     _run_dir: Path | None = PrivateAttr(default=None)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -183,6 +184,31 @@ def test_lateness_rule_is_relative_to_the_delay() -> None:
     # ... while the same 1 ms on a 1 ms path does not, nor 2.5 ms on the 40 ms path
     assert late(1000, 1000) and late(40_000, 2500)
     assert late(1000, 500) == [] and late(1000, 501)
+
+
+def test_a_sparse_delay_line_is_judged_on_its_p50() -> None:
+    """Nearest-rank p99 of <= 100 packets is the worst packet: one host stall would decide a
+    sparse direction, so it is judged on p50 up to P99_MIN_PACKETS - 1 packets, and says so."""
+    def line(n: int, p50: float, p99: float, key: str = "n") -> dict[str, Any]:
+        late: dict[str, float] = {"p50": p50, "p99": p99, "max": p99}
+        return ({"delay_us": 2000, "lateness_us": {**late, "n": n}} if key == "n"
+                else {"delay_us": 2000, key: n, "lateness_us": late})
+
+    assert nfqueue.P99_MIN_PACKETS == 101
+    one_stall = line(80, 120, 6000)  # 80 packets, one of them 6 ms late: its p99 is that one
+    assert nfqueue.lateness_judged(one_stall) == ("p50", 120, 80)
+    assert nfqueue.lateness_problem(one_stall) is None and nfqueue.delayline_problems(one_stall) == []
+    late = nfqueue.lateness_problem(line(100, 900, 6000))  # a sparse line late throughout still fails
+    assert late == ("release lateness p50 900 us > 500 us allowed for a 2 ms delay (CPU-starved?); judged on "
+                    "p50: 100 packets, too few for a p99 (it would be the worst packet, 6000 us)")
+    # from 101 packets the p99 is at least the second worst: judged on it, as every busy line
+    assert nfqueue.lateness_judged(line(101, 120, 6000)) == ("p99", 6000, 101)
+    assert "lateness p99 6000 us > 500 us" in (nfqueue.lateness_problem(line(101, 120, 6000)) or "")
+    # the count falls back to released, then packets; stats with neither: the p99, as before
+    assert nfqueue.lateness_judged(line(50, 120, 6000, "released"))[0] == "p50"
+    assert nfqueue.lateness_judged(line(50, 120, 6000, "packets"))[0] == "p50"
+    assert nfqueue.lateness_judged({"lateness_us": {"p50": 1, "p99": 2}}) == ("p99", 2, None)
+    assert nfqueue.lateness_problem(line(0, 0, 0)) is None  # a line that carried nothing
 
 
 def test_queue_maxlen_covers_delay_and_stalls() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from benchmod import load_bench
 
 
@@ -45,3 +46,43 @@ def test_stall_log_cooccurrence() -> None:
     # overlaps only a stall of another repetition, which does not count
     assert rows["verdict"] == "| verdict | 1 | 9800 | 9800 | 1 | 1: 0.50 |"
     assert rows["wake"] == "| wake | 3 | 3000 | 6000 | 1 | - |"
+
+
+def host(steal_ms: float, softirq_ms: float = 100.0) -> Any:
+    from mptcplab.results.model import CpuTime, HostCpu
+
+    return HostCpu(interval_s=4.0, cpus=2, total=CpuTime(steal_ms=steal_ms, softirq_ms=softirq_ms),
+                   psi_cpu_some_us=250_000)
+
+
+def test_steal_beside_each_repetition_and_its_rank_correlation() -> None:
+    b = bench()
+    lines = [b.line_of("s1", r, "a", stats(p99, p99 * 3, 100)) for r, p99 in ((1, 300), (2, 900), (3, 2000))]
+    lines.append(b.line_of("s1", 3, "b", stats(100, 200, 100)))
+    hosts = {"s1#1": host(0), "s1#2": host(40), "s1#3": host(310)}
+    df = b.host_frame(lines, hosts)
+    assert list(df["rep"]) == ["s1#1", "s1#2", "s1#3"] and list(df["over"]) == [0, 1, 1]
+    assert list(df["p99_max_us"]) == [300, 900, 2000] and df["steal_pct"].iloc[2] == pytest.approx(3.875)
+    text = b.report(lines, 2000, 1000, hosts)
+    assert "| s1#3 | 2 | 1 | 2000 | 6000 | 310 | 3.88 | 100 | 250 | 4.0 |" in text
+    assert "steal vs p99 max +1.00; steal vs worst stall +1.00" in text
+    # steal in 10 ms ticks is often 0 everywhere: no correlation is claimed
+    flat = b.report(lines, 2000, 1000, {k: host(0) for k in hosts})
+    assert "steal vs p99 max undefined" in flat
+    assert "host's CPU" not in b.report(lines, 2000, 1000, {"s1#1": None})  # records before host_cpu
+
+
+def test_spearman_is_pearson_on_average_ranks() -> None:
+    import pandas as pd
+
+    b = bench()
+    assert b.spearman(pd.Series([1, 2, 3, 4]), pd.Series([10, 40, 20, 30])) == pytest.approx(0.4)
+    assert b.spearman(pd.Series([1, 1, 2]), pd.Series([3, 2, 1])) == pytest.approx(-0.866, abs=1e-3)  # ties
+    assert b.spearman(pd.Series([1, None, 3]), pd.Series([1, 2, 3])) is None  # 2 known pairs
+
+
+def test_a_sparse_line_is_over_tolerance_as_the_run_judges_it() -> None:
+    b = bench()
+    sparse = {**stats(6000, 6000, 100), "packets": 80}  # one stall: its p99 is its worst packet
+    assert not b.line_of("s1", 1, "a", sparse).over
+    assert b.line_of("s1", 1, "a", {**sparse, "lateness_us": {"p50": 900, "p99": 6000, "max": 6000}}).over

@@ -8,6 +8,7 @@ from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.linkcheck import parse_rate_mbps, rate_check_cmds
 from mptcplab.plan import build_plan
+from mptcplab.probes.hostcpu import HostCpuProbe
 from mptcplab.probes.registry import REGISTRY
 from mptcplab.probes.step import StartProbes, StopProbes, probes_of
 from mptcplab.probes.tcpdump import TcpdumpCapture
@@ -189,8 +190,9 @@ def test_dry_run_lines_cover_every_step_and_end_with_teardown():
 
 def test_the_capture_is_every_repetitions_first_probe_and_no_lab_key_turns_it_off() -> None:
     rep = rep_for("blackhole-probing-1")  # labs/mtu turns no probe on
-    assert [type(p) for p in probes_of(rep)] == [TcpdumpCapture]
-    assert TcpdumpCapture.name not in REGISTRY  # experiment.yml's probes: cannot name it
+    # the host's CPU accounting is mandatory too, and last: its interval is the traffic's
+    assert [type(p) for p in probes_of(rep)] == [TcpdumpCapture, HostCpuProbe]
+    assert TcpdumpCapture.name not in REGISTRY and HostCpuProbe.name not in REGISTRY  # no lab can name them
 
 
 def test_the_dry_run_prints_one_tcpdump_per_capture_point_under_start_probes() -> None:
