@@ -84,7 +84,7 @@ def detect(release: str, kernel_log: str | None) -> list[dict[str, Any]]:
                                        "(images/kernel/mptcplab.config)")
         else:
             present = False
-            evidence = (f"release {release} is not the project's build (no {p.release_suffix} suffix) and the "
+            evidence = (f"release {release} is not the project's build, which ends in {p.release_suffix}, and the "
                         + ("kernel log has no line of the patch" if kernel_log is not None
                            else "kernel log could not be read"))
         out.append({"name": p.name, "present": present, "evidence": evidence})

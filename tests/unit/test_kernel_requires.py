@@ -40,7 +40,7 @@ def test_release_versions_and_ranges() -> None:
 
 
 @pytest.mark.parametrize("release, log, present, words", [
-    ("6.1.0-56-amd64", "[    1.0] random line\n", False, "no -mptcplab suffix) and the kernel log has no line"),
+    ("6.1.0-56-amd64", "[    1.0] random line\n", False, "ends in -mptcplab, and the kernel log has no line"),
     ("6.1.0-56-amd64", None, False, "kernel log could not be read"),
     ("6.1.192-mptcplab", "", True, "ends in -mptcplab"),
     ("6.1.192-mptcplab", f"[ 12.3] {LOG_LINE}\n", True, "the kernel log has the patch's line"),
