@@ -298,7 +298,7 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     from .campaign import executor
     from .campaign.planner import Overrides, new_seed, ordered, plan
     from .campaign.schema import load_campaign
-    from .campaign.targets import ansible_vars
+    from .campaign.targets import KINDS, kind_of
 
     c, base = load_campaign(a.campaign)
     items = plan(c, base, str(a.campaign), Overrides(quick=a.quick, scenarios=a.scenario, repetitions=a.reps,
@@ -322,22 +322,22 @@ def cmd_campaign(a: argparse.Namespace) -> int:
             print(f"\n## [{n}] {i.id}: lab {i.lab} round {i.round} on {i.target.name} ({i.target.kind})"
                   + (f": finished earlier ({done}), skipped" if done else ""))
             print(f"# runs {i.selection}")
-            if i.target.kind == "ansible":
+            kind = kind_of(i.target, inventory)
+            about = kind.record(i.target)
+            if about:
+                print("# target " + ", ".join(f"{k}: {v}" for k, v in about.items()))
+            for name, data in kind.files(i, d).items():
                 import json
 
-                print(f"# {d / 'ansible-vars.json'}: {json.dumps(ansible_vars(i, d), sort_keys=True)}")
-            from .campaign.targets import item_argv
-
-            print(shlex.join(item_argv(i, d, inventory)))
+                print(f"# {d / name}: {json.dumps(data, sort_keys=True)}")
+            print(shlex.join(kind.argv(i, d)))
         return 0
     # what would make every item fail, said once before anything is created
-    if any(i.target.kind == "local" for i in order) and os.geteuid() != 0:
-        raise HostNotReady("local targets run labs (network namespaces, qdiscs): run as root")
-    if any(i.target.kind == "ansible" for i in order):
-        import shutil
-
-        if shutil.which("ansible-playbook") is None:
-            raise HostNotReady("ansible targets need ansible-playbook (Debian package ansible)")
+    for k, cls in KINDS.items():
+        mine = [i for i in order if i.target.kind == k]
+        problem = cls(inventory).host_problem(mine) if mine else None
+        if problem:
+            raise HostNotReady(problem)
     with executor.campaign_lock(out):
         executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
         try:

@@ -30,7 +30,7 @@ from .plan import build_plan
 from .probes.procstat import steal_clause
 from .progress import Progress
 from .results import store
-from .results.manifest import git_state, host_facts, tool_versions
+from .results.manifest import git_state, host_facts, kernel_patches, tool_versions
 from .results.model import HostCpu
 from .results.summary import build_summary, summary_rows
 from .runner import (
@@ -226,6 +226,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         manifest["complete"] = done
         if reason:
             manifest["incomplete_reason"] = reason
+        manifest["kernel_patches"] = facts["kernel_patches"] = kernel_patches(facts["kernel"])
         store.write_json(run_dir / "manifest.json", manifest)
         final = _summary(lab, run_id, facts, done, opts, records, reps, run_dir)
         store.write_json(run_dir / "summary.json", final)
@@ -410,4 +411,6 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
                 invalid.append(f"{tag}: capture at {pt} did not end as the run stopped it (exit status {st['died']})")
     return build_summary(lab.name, run_id, facts["kernel"], complete, opts.quick, records, lab.published, invalid,
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
-                         run_warnings=opts.warnings, run_dir=run_dir)
+                         run_warnings=opts.warnings, run_dir=run_dir,
+                         kernel_patches=None if facts.get("kernel_patches") is None
+                         else [p["name"] for p in facts["kernel_patches"] if p["present"]])

@@ -44,7 +44,8 @@ def columns_of(path: Path) -> list[Column]:
         if not s.complete:
             raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{path}: an incomplete run (compare complete ones)")
         name = f"{m.hostname or 'run'} {s.kernel or ''}".strip()
-        fp = {"target": name, "kind": "run", "kernels": [s.kernel], "hostnames": [m.hostname],
+        fp = {"target": name, "kind": "run", "kernels": [s.kernel], "kernel_patches": [s.kernel_patches],
+              "hostnames": [m.hostname],
               "os_release": [m.os_release], "cpu_count": [m.cpu_count], "tools": m.tools,
               "runs": [{"run_dir": str(path.resolve()), "run_id": s.run_id}]}
         return [Column(s.lab, name, s, fp)]
@@ -62,6 +63,17 @@ def gather(paths: list[Path]) -> list[Column]:
             c.target = label
             cols.append(c)
     return cols
+
+
+def kernel_cell(c: Column) -> str:
+    """The releases a column ran on, each with the project's patches it carried."""
+    kernels = c.fingerprint.get("kernels") or []
+    patches = c.fingerprint.get("kernel_patches") or []
+    cells = []
+    for j, k in enumerate(kernels):
+        p = patches[j] if len(patches) == len(kernels) else None
+        cells.append(str(k) + (f" (+{', '.join(p)})" if p else ""))
+    return ", ".join(cells)
 
 
 def _label(c: Column) -> str:
@@ -114,7 +126,7 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
     lines += ["### Columns", "", md_table(
         ["column", "kind", "host", "kernel", "OS", "rounds", "run kind", "valid"],
         [[_label(c), c.fingerprint.get("kind"), ", ".join(str(h) for h in c.fingerprint.get("hostnames") or []),
-          ", ".join(str(k) for k in c.fingerprint.get("kernels") or []),
+          kernel_cell(c),
           ", ".join(str(o) for o in c.fingerprint.get("os_release") or []),
           len(c.fingerprint.get("runs") or []), c.summary.run_kind,
           "yes" if c.summary.valid else "**no**"] for c in cols]), ""]

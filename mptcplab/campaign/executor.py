@@ -33,9 +33,10 @@ from ..results import store
 from ..results.manifest import git_state
 from ..results.model import ResultsFormatError
 from ..results.read import load_manifest, load_summary
+from .debs import REPO
 from .planner import WorkItem
 from .schema import Campaign
-from .targets import REPO, RESULTS, ansible_vars, item_argv
+from .targets import RESULTS, kind_of
 
 STATE = "campaign.json"
 
@@ -72,7 +73,7 @@ def write_state(out: Path, c: Campaign, campaign_file: Path, seed: int, shuffle:
         # the controller's checkout: what an Ansible target ran (its synced copy has no .git)
         "git": git_state(REPO),
         "targets": {t.name: {"kind": t.kind, "host": t.inventory_host if t.kind == "ansible" else None,
-                             "description": t.description} for t in c.targets},
+                             "description": t.description, **kind_of(t).record(t)} for t in c.targets},
         "order": [i.id for i in order],
         "items": {i.id: item_record(i) for i in order},
     })
@@ -89,6 +90,7 @@ def read_state(out: Path) -> dict[str, Any] | None:
 def item_record(i: WorkItem) -> dict[str, Any]:
     return {"target": i.target.name, "kind": i.target.kind,
             "host": i.target.inventory_host if i.target.kind == "ansible" else None,
+            "debs": i.target.debs,
             "lab": i.lab, "lab_dir": str(i.lab_dir), "round": i.round, "subset": i.subset,
             "scenarios": list(i.scenarios), "run": i.run.model_dump()}
 
@@ -127,9 +129,9 @@ class Outcome:
 def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Path | None]:
     d = item_dir(out, item)
     d.mkdir(parents=True, exist_ok=True)
-    if item.target.kind == "ansible":
-        store.write_json(d / "ansible-vars.json", ansible_vars(item, d))
-    argv = item_argv(item, d, inventory)
+    kind = kind_of(item.target, inventory)
+    kind.prepare(item, d)
+    argv = kind.argv(item, d)
     record = {**item_record(item), "id": item.id, "argv": argv,
               "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "finished": None, "exit": None}
     store.write_json(d / "item.json", record)

@@ -81,7 +81,12 @@ def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) ->
     return {
         "target": target, "kind": target_rec.get("kind"), "host": target_rec.get("host"),
         "description": target_rec.get("description"),
-        "kernels": seen(lambda m: m.kernel), "hostnames": seen(lambda m: m.hostname),
+        # a qemu target: its packages directory and the release debs.sh read there
+        "debs": target_rec.get("debs"), "release": target_rec.get("release"),
+        "kernels": seen(lambda m: m.kernel),
+        "kernel_patches": seen(lambda m: None if m.kernel_patches is None
+                               else sorted(p.name for p in m.kernel_patches if p.present)),
+        "hostnames": seen(lambda m: m.hostname),
         "cpu_count": seen(lambda m: m.cpu_count), "os_release": seen(lambda m: m.os_release),
         "platform": seen(lambda m: m.platform), "link_emulation": seen(lambda m: m.link_emulation),
         "tools": tools[0] if len(tools) == 1 else tools,
@@ -118,9 +123,15 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
     notes = []
     if len(fp["kernels"]) > 1:
         notes.append(f"{target} ran several kernels during the campaign: {', '.join(map(str, fp['kernels']))}")
+    if fp["release"] and any(k != fp["release"] for k in fp["kernels"]):
+        notes.append(f"{target}'s packages ({fp['debs']}) are release {fp['release']}, "
+                     f"but its runs ran on {', '.join(map(str, fp['kernels']))}")
+    # the patches of the first run's kernel, as its release; unknown when the runs disagree
+    patches = fp["kernel_patches"][0] if len(fp["kernel_patches"]) == 1 else None
     s = build_summary_model(lab, f"campaign:{campaign}:{target}", str(fp["kernels"][0]), True,
                             all(r.summary.quick for r in runs), reps, pub, invalid,
-                            runs[0].manifest.platform or {}, timing, repetitions_per_scenario=len(runs))
+                            runs[0].manifest.platform or {}, timing, repetitions_per_scenario=len(runs),
+                            kernel_patches=patches)
     return Column(lab, target, s, fp, notes)
 
 

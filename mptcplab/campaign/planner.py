@@ -16,6 +16,7 @@ import json
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import LabInputError
 from ..lab.loader import load_lab
@@ -38,10 +39,13 @@ class WorkItem:
     def key(self) -> str:
         """What makes two items measure the same thing: an override (--quick, another
         scenario set) gives other items, so a quick result never counts as a full one."""
-        what = {"target": self.target.name, "kind": self.target.kind, "host": self.target.inventory_host,
-                "lab": self.lab, "scenarios": list(self.scenarios), "run": self.run.model_dump()}
+        what: dict[str, Any] = {
+            "target": self.target.name, "kind": self.target.kind, "host": self.target.inventory_host,
+            "lab": self.lab, "scenarios": list(self.scenarios), "run": self.run.model_dump()}
         if self.subset is not None:  # only then: the ids of campaigns without subsets stay as they were
             what["subset"] = self.subset
+        if self.target.kind == "qemu":  # another kernel is another measurement
+            what["debs"] = self.target.debs
         return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:8]
 
     @property

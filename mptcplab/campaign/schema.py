@@ -11,6 +11,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from ..errors import LabInputError
+from .debs import BadPackages, read_packages
 
 #: target and campaign names become directory names and Ansible --limit patterns
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
@@ -50,16 +51,27 @@ class LabEntry(_Strict):
 
 
 class Target(_Strict):
-    """Where work items run: ``local`` (this host, the engine's netns backend) or an
+    """Where work items run: ``local`` (this host, the engine's netns backend), an
     ``ansible`` host of the campaign's inventory (the checkout is synced there, the item
-    run, its result directory fetched back: ansible/campaign-item.yml)."""
+    run, its result directory fetched back: ansible/campaign-item.yml), or ``qemu`` (this
+    host's userland on the kernel of a packages directory, booted for each item by
+    images/kernel/qemu-run.sh)."""
 
     name: str
-    kind: Literal["local", "ansible"] = "local"
+    kind: Literal["local", "ansible", "qemu"] = "local"
     #: the inventory host name (default: the target's name)
     host: str | None = None
     #: a note for people: which kernel or machine this is
     description: str | None = None
+    #: qemu: the kernel's packages directory (relative to the campaign file; what
+    #: images/kernel/debs.sh accepts: `make kernel-deb`'s, or one distribution image .deb)
+    debs: str | None = None
+    #: qemu: QEMU's accelerator (qemu-run.sh's default: tcg, a software-emulated CPU)
+    accel: Literal["tcg", "kvm"] | None = None
+    #: qemu: the guest's memory in MB (qemu-run.sh's default: 2048)
+    mem: int | None = Field(default=None, ge=256)
+    #: qemu: the boot and the item, at most, in seconds (qemu-run.sh's default: 3600)
+    timeout: int | None = Field(default=None, ge=1)
 
     @field_validator("name")
     @classmethod
@@ -67,9 +79,15 @@ class Target(_Strict):
         return _name(v)
 
     @model_validator(mode="after")
-    def _host_only_for_ansible(self) -> Target:
-        if self.kind == "local" and self.host is not None:
-            raise ValueError("host is for kind ansible (a local target is this host)")
+    def _fields_of_kind(self) -> Target:
+        if self.kind != "ansible" and self.host is not None:
+            raise ValueError(f"host is for kind ansible (a {self.kind} target is this host)")
+        if self.kind == "qemu" and not self.debs:
+            raise ValueError("a qemu target needs debs: the packages directory of its kernel")
+        if self.kind != "qemu":
+            given = [f for f in ("debs", "accel", "mem", "timeout") if getattr(self, f) is not None]
+            if given:
+                raise ValueError(f"{given[0]} is for kind qemu")
         return self
 
     @property
@@ -143,7 +161,21 @@ def load_campaign(path: str | Path) -> tuple[Campaign, Path]:
     except ValidationError as e:
         field, msg = _where(e)
         raise LabInputError(str(p), field, msg) from None
-    return c, p.resolve().parent
+    base = p.resolve().parent
+    return c.model_copy(update={"targets": [_checked_debs(str(p), base, i, t) for i, t in enumerate(c.targets)]}), base
+
+
+def _checked_debs(campaign_file: str, base: Path, index: int, t: Target) -> Target:
+    """A qemu target with its packages directory made absolute (relative to the campaign
+    file), after images/kernel/debs.sh has found its kernel image there."""
+    if t.kind != "qemu" or t.debs is None:
+        return t
+    d = (base / t.debs).resolve()
+    try:
+        read_packages(d)
+    except BadPackages as e:
+        raise LabInputError(campaign_file, f"targets.{index}.debs", str(e)) from None
+    return t.model_copy(update={"debs": str(d)})
 
 
 def resolve_lab_dir(entry: LabEntry, base: Path) -> Path:

@@ -1,24 +1,36 @@
-"""The exact command that runs one work item on its target (generation only; executor.py
-runs it, `campaign --dry-run` prints it).
+"""The target kinds: how one work item runs on its target. Each kind generates the item's
+exact command and the files it writes first (generation only: `campaign --dry-run` prints
+them) and has lifecycle hooks that executor.py calls around the command: host_problem()
+once before the campaign runs, prepare() before each item.
 
 local: `mptcplab run` as a child process with the item's own results root.
 ansible: ansible-playbook with ansible/campaign-item.yml limited to the target's host; the
 playbook syncs this checkout and the lab there, runs the same `mptcplab run` argument list
 with ansible.builtin.command (no shell), and pulls the item's results root back.
+qemu: images/kernel/qemu-run.sh boots the target's kernel (its packages directory) with this
+host's root file system read-only and runs the same `mptcplab run` in it; the guest writes
+the item's results root directly (qemu-run.sh --out), so there is nothing to fetch back.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
 import sys
+from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
+from ..results import store
+from .debs import QEMU_RUN, REPO, read_packages
 from .planner import WorkItem
+from .schema import Target
 
-REPO = Path(__file__).resolve().parents[2]
 PLAYBOOK = REPO / "ansible" / "campaign-item.yml"
 #: under each item directory: the engine's --results root (results/<lab>/<run-id>/)
 RESULTS = "results"
+#: what qemu-run.sh's guest mounts fresh (tmpfs): a host path under them is not the guest's
+GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/dev/shm")
 
 
 def engine_args(item: WorkItem, lab_arg: str, results_arg: str) -> list[str]:
@@ -39,32 +51,121 @@ def engine_args(item: WorkItem, lab_arg: str, results_arg: str) -> list[str]:
     return args
 
 
-def local_argv(item: WorkItem, item_dir: Path) -> list[str]:
-    return [sys.executable, "-m", "mptcplab.cli", *engine_args(item, str(item.lab_dir), str(item_dir / RESULTS))]
+class TargetKind(ABC):
+    """One kind of target. Generation (argv, files, record) is pure; the hooks act."""
+
+    name: ClassVar[str]
+
+    def __init__(self, inventory: Path | None = None) -> None:
+        self.inventory = inventory
+
+    @abstractmethod
+    def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
+        """The item's exact command."""
+
+    def files(self, item: WorkItem, item_dir: Path) -> dict[str, dict[str, Any]]:
+        """Files written into the item directory before the command (name -> JSON)."""
+        return {}
+
+    def record(self, t: Target) -> dict[str, Any]:
+        """What campaign.json records of the target beyond its name, kind and description (the
+        dry run prints it)."""
+        return {}
+
+    def host_problem(self, items: list[WorkItem]) -> str | None:
+        """What would make every item of this kind fail, said once before anything runs."""
+        return None
+
+    def prepare(self, item: WorkItem, item_dir: Path) -> None:
+        for name, data in self.files(item, item_dir).items():
+            store.write_json(item_dir / name, data)
+
+
+class Local(TargetKind):
+    name = "local"
+
+    def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
+        return [sys.executable, "-m", "mptcplab.cli", *engine_args(item, str(item.lab_dir), str(item_dir / RESULTS))]
+
+    def host_problem(self, items: list[WorkItem]) -> str | None:
+        return "local targets run labs (network namespaces, qdiscs): run as root" if os.geteuid() != 0 else None
+
+
+class Ansible(TargetKind):
+    name = "ansible"
+
+    def vars(self, item: WorkItem, item_dir: Path) -> dict[str, Any]:
+        """The playbook's extra variables (written to ansible-vars.json in the item directory)."""
+        return {
+            "campaign_target": item.target.name,
+            "campaign_item": item.id,
+            "campaign_checkout": str(REPO),
+            "campaign_lab_src": str(item.lab_dir),
+            "campaign_lab_name": item.lab,
+            "campaign_local_results": str((item_dir / RESULTS).resolve()),
+            # where the lab and results live on the target is the playbook's business: the
+            # engine's arguments name them by the placeholders it fills in
+            "campaign_engine_args": engine_args(item, "@LAB@", "@RESULTS@"),
+        }
+
+    def files(self, item: WorkItem, item_dir: Path) -> dict[str, dict[str, Any]]:
+        return {"ansible-vars.json": self.vars(item, item_dir)}
+
+    def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
+        assert self.inventory is not None  # the schema requires an inventory with ansible targets
+        return ["ansible-playbook", "-i", str(self.inventory), str(PLAYBOOK), "--limit", item.target.inventory_host,
+                "-e", f"@{item_dir / 'ansible-vars.json'}"]
+
+    def record(self, t: Target) -> dict[str, Any]:
+        return {"host": t.inventory_host}
+
+    def host_problem(self, items: list[WorkItem]) -> str | None:
+        if shutil.which("ansible-playbook") is None:
+            return "ansible targets need ansible-playbook (Debian package ansible)"
+        return None
+
+
+class Qemu(TargetKind):
+    name = "qemu"
+
+    def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
+        t = item.target
+        assert t.debs is not None  # the schema requires debs with kind qemu
+        results = str((item_dir / RESULTS).resolve())
+        # env -C: the guest runs the command in qemu-run.sh's directory, and `python -m`
+        # imports mptcplab from there: this checkout, which the guest sees read-only
+        argv = ["env", "-C", str(REPO), str(QEMU_RUN), "--debs", t.debs, "--out", results]
+        for flag, v in (("--accel", t.accel), ("--mem", t.mem), ("--timeout", t.timeout)):
+            if v is not None:
+                argv += [flag, str(v)]
+        return [*argv, "--", sys.executable, "-m", "mptcplab.cli", *engine_args(item, str(item.lab_dir), results)]
+
+    def record(self, t: Target) -> dict[str, Any]:
+        assert t.debs is not None
+        return {"debs": t.debs, "release": read_packages(Path(t.debs)).release}
+
+    def host_problem(self, items: list[WorkItem]) -> str | None:
+        if os.geteuid() != 0:
+            return "qemu targets boot kernels under QEMU (images/kernel/qemu-run.sh): run as root"
+        for i in items:
+            # the guest has this host's root, but fresh tmpfs on these: a lab there is not its
+            hidden = next((d for d in GUEST_TMPFS if i.lab_dir.is_relative_to(d)), None)
+            if hidden:
+                return (f"qemu target {i.target.name}: lab {i.lab_dir} is under {hidden}, which the guest "
+                        f"mounts empty (tmpfs); put the lab elsewhere")
+        return None
+
+
+KINDS: dict[str, type[TargetKind]] = {k.name: k for k in (Local, Ansible, Qemu)}
+
+
+def kind_of(t: Target, inventory: Path | None = None) -> TargetKind:
+    return KINDS[t.kind](inventory)
 
 
 def ansible_vars(item: WorkItem, item_dir: Path) -> dict[str, Any]:
-    """The playbook's extra variables (written to ansible-vars.json in the item directory)."""
-    return {
-        "campaign_target": item.target.name,
-        "campaign_item": item.id,
-        "campaign_checkout": str(REPO),
-        "campaign_lab_src": str(item.lab_dir),
-        "campaign_lab_name": item.lab,
-        "campaign_local_results": str((item_dir / RESULTS).resolve()),
-        # where the lab and results live on the target is the playbook's business: the
-        # engine's arguments name them by the placeholders it fills in
-        "campaign_engine_args": engine_args(item, "@LAB@", "@RESULTS@"),
-    }
-
-
-def ansible_argv(item: WorkItem, item_dir: Path, inventory: Path) -> list[str]:
-    return ["ansible-playbook", "-i", str(inventory), str(PLAYBOOK), "--limit", item.target.inventory_host,
-            "-e", f"@{item_dir / 'ansible-vars.json'}"]
+    return Ansible().vars(item, item_dir)
 
 
 def item_argv(item: WorkItem, item_dir: Path, inventory: Path | None) -> list[str]:
-    if item.target.kind == "local":
-        return local_argv(item, item_dir)
-    assert inventory is not None  # the schema requires an inventory with ansible targets
-    return ansible_argv(item, item_dir, inventory)
+    return kind_of(item.target, inventory).argv(item, item_dir)

@@ -24,6 +24,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..kernelreq import PATCHES, parse_range
 from ..units import parse_fraction, parse_rate, parse_size, parse_time
 from .events import ControllerSpec, Event
 from .fields import IFACE_RE, NAME_RE, address_ref, check_unit, endpoint_ref, sysctl_key, sysctl_value
@@ -854,6 +855,36 @@ class CaptureFact(Strict):
 Check = Expectation | CaptureFact
 
 
+class Requires(Strict):
+    """What a finding's checks need of the kernel they run on (mptcplab/kernelreq.py): on
+    another kernel the finding is not measurable here, rather than false."""
+
+    #: one of the project's kernel patches (images/kernel/patches/, kernelreq.PATCHES)
+    kernel_patch: str | None = None
+    #: a release range: comma-separated comparisons, ">=6.1", ">=6.1,<6.7", "==6.1" (any 6.1.x)
+    kernel: str | None = None
+
+    @field_validator("kernel_patch")
+    @classmethod
+    def _known_patch(cls, v: str | None) -> str | None:
+        if v is not None and v not in PATCHES:
+            raise ValueError(f"no kernel patch {v!r} (known: {', '.join(PATCHES)})")
+        return v
+
+    @field_validator("kernel")
+    @classmethod
+    def _range(cls, v: str | None) -> str | None:
+        if v is not None:
+            parse_range(v)
+        return v
+
+    @model_validator(mode="after")
+    def _something(self) -> Requires:
+        if self.kernel_patch is None and self.kernel is None:
+            raise ValueError("requires needs kernel_patch or kernel")
+        return self
+
+
 class Finding(Strict):
     id: str
     scenario: str | None
@@ -863,11 +894,15 @@ class Finding(Strict):
     expect: Check | list[Check] | None = None
     #: why this finding cannot be measured by this lab (e.g. it needs the paper's patched kernel)
     not_measurable: str | None = None
+    #: the kernel the checks need; elsewhere the finding is "not measurable here"
+    requires: Requires | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Finding:
         if self.expect is not None and self.not_measurable is not None:
             raise ValueError("a finding has expect or not_measurable, not both")
+        if self.requires is not None and self.expect is None:
+            raise ValueError("requires goes with expect (the checks it is the condition of)")
         return self
 
     @property

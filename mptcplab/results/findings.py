@@ -7,16 +7,20 @@ constant, with another scenario's aggregate, or their difference or ratio with a
 capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every
 aggregate is aggregate.py's one definition, so a finding reads the same number as the
 summary and the report. A finding that needs what this lab
-cannot provide (another kernel) says so with its reason instead of a verdict.
+cannot provide says so with its reason instead of a verdict; one whose checks need another
+kernel (``requires``: a release range, one of the project's patches) is judged only on a
+kernel that has it, and elsewhere is "not measurable here" with this kernel named.
 """
 
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 
+from ..kernelreq import PATCHES, in_range
 from ..lab.scale import fmt_factor
-from ..lab.schema import CaptureFact, Expectation, Finding, Published
+from ..lab.schema import CaptureFact, Expectation, Finding, Published, Requires
 from ..metricdecl import Select, metric_scales
 from .aggregate import Value, scenario_value
 from .model import FindingRow, Repetition
@@ -127,23 +131,62 @@ def check_fact(c: CaptureFact, default_scenario: str | None,
     return holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}"
 
 
-def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0) -> FindingRow:
+@dataclass(frozen=True)
+class KernelFacts:
+    """The kernel a run measured on: its release and the project's patches it carries
+    (None: not recorded, as in a run older than manifest.json's kernel_patches)."""
+
+    release: str | None = None
+    patches: Collection[str] | None = None
+
+
+def unmet(req: Requires, kernel: KernelFacts) -> str | None:
+    """Why this kernel cannot judge a finding that requires ``req``; None when it can."""
+    this = f"this kernel is {kernel.release}" if kernel.release else "this run's kernel is not recorded"
+    if req.kernel_patch is not None:
+        patch = PATCHES[req.kernel_patch]
+        needs = f"needs the patched kernel ({req.kernel_patch}: {patch.description})"
+        if kernel.patches is None:
+            who = kernel.release or "this run's kernel"
+            return f"{needs}; whether {who} carries it is not recorded"
+        if req.kernel_patch not in kernel.patches:
+            return f"{needs}; {this}, without it"
+    if req.kernel is not None:
+        ok = in_range(kernel.release, req.kernel) if kernel.release else None
+        if ok is None:
+            return f"needs a kernel {req.kernel}; {this}" + (", not a version" if kernel.release else "")
+        if not ok:
+            return f"needs a kernel {req.kernel}; {this}"
+    return None
+
+
+def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
+             kernel: KernelFacts | None = None) -> FindingRow:
     row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
     if f.not_measurable:
         return row.model_copy(update={"evidence": f"not measurable here: {f.not_measurable}"})
     if not f.expectations:
         return row.model_copy(update={"evidence": "not checkable automatically"})
+    on = ""
+    if f.requires is not None:
+        why = unmet(f.requires, kernel or KernelFacts())
+        if why:
+            return row.model_copy(update={"evidence": f"not measurable here: {why}"})
+        assert kernel is not None  # unmet() says "not recorded" without one
+        patch = f" ({f.requires.kernel_patch})" if f.requires.kernel_patch else ""
+        on = f"on {kernel.release or 'this kernel'}{patch}: "
     results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps, factor)
                for e in f.expectations]
     verdicts = [h for h, _ in results]
     holds = False if False in verdicts else None if None in verdicts else True
-    return row.model_copy(update={"holds_here": holds, "evidence": "; and ".join(ev for _, ev in results)})
+    return row.model_copy(update={"holds_here": holds, "evidence": on + "; and ".join(ev for _, ev in results)})
 
 
-def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0) -> list[FindingRow]:
+def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,
+                   kernel: KernelFacts | None = None) -> list[FindingRow]:
     if pub is None:
         return []
     by_name: dict[str, list[Repetition]] = {}
     for r in records:
         by_name.setdefault(r.name, []).append(r)
-    return [evaluate(f, by_name, factor) for f in pub.findings]
+    return [evaluate(f, by_name, factor, kernel) for f in pub.findings]

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from ..kernelreq import detect
 from ..platform import cpu_emulation
 
 TOOLS: dict[str, list[str]] = {
@@ -67,8 +68,20 @@ def git_state(repo: Path) -> dict[str, Any]:
 def host_facts() -> dict[str, Any]:
     """Facts about this host; its "platform" says whether the CPU is emulated in software."""
     u = platform.uname()
-    return {"kernel": u.release, "kernel_version": u.version, "machine": u.machine, "hostname": u.node,
+    return {"kernel": u.release, "kernel_version": u.version, "kernel_patches": kernel_patches(u.release),
+            "machine": u.machine, "hostname": u.node,
             "cpu_count": os.cpu_count(), "os_release": _os_release(), "platform": cpu_emulation()}
+
+
+def kernel_patches(release: str) -> list[dict[str, Any]]:
+    """Which of the project's patches this kernel carries (kernelreq.detect), from its release
+    and its log: read again at the end of a run, when the run's own subflows have logged."""
+    try:
+        p = subprocess.run(["dmesg"], capture_output=True, text=True, timeout=10, errors="replace")
+        log = p.stdout if p.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        log = None
+    return detect(release, log)
 
 
 def _os_release() -> str | None:

@@ -552,6 +552,15 @@ class FindingRow(_Model):
         return "yes" if self.holds_here is True else "no" if self.holds_here is False else "unknown"
 
 
+class KernelPatch(_Model):
+    """One of the project's kernel patches (mptcplab/kernelreq.py PATCHES) and whether the
+    run's kernel carries it, with what says so (manifest.json ``kernel_patches``)."""
+
+    name: str
+    present: bool
+    evidence: str = ""
+
+
 class Summary(_Model):
     """summary.json: the run's repetitions, their aggregates and the paper comparison."""
 
@@ -562,6 +571,9 @@ class Summary(_Model):
     lab: str
     run_id: str
     kernel: str | None = None
+    #: the project's kernel patches this kernel carries (manifest.json kernel_patches);
+    #: None: not recorded (a run before the field), so findings that require one are unknown
+    kernel_patches: list[str] | None = None
     complete: bool = False
     quick: bool = False
     run_kind: str | None = None
@@ -647,6 +659,8 @@ class Manifest(_Model):
     traffic_seconds: float | None = None
     kernel: str | None = None
     kernel_version: str | None = None
+    #: each known project patch: carried or not, and the evidence (None: a run before the field)
+    kernel_patches: list[KernelPatch] | None = None
     machine: str | None = None
     hostname: str | None = None
     cpu_count: int | None = None

@@ -49,6 +49,8 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
         ("lab", summary.lab),
         ("run id", summary.run_id),
         ("kernel (this run)", summary.kernel or manifest.kernel),
+        ("project kernel patches", "; ".join(f"{k.name}: {'yes' if k.present else 'no'} ({k.evidence})"
+                                             for k in manifest.kernel_patches or []) or None),
         ("OS", manifest.os_release),
         ("complete", yes_no(summary.complete)),
         ("valid", yes_no(summary.valid)),

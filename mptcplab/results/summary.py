@@ -51,10 +51,11 @@ def published_table(pub: Published | None, records: Sequence[RecordLike], kernel
     return rows
 
 
-def findings_table(pub: Published | None, records: Sequence[RecordLike], scale: float = 1.0) -> list[FindingRow]:
+def findings_table(pub: Published | None, records: Sequence[RecordLike], scale: float = 1.0,
+                   kernel: findings.KernelFacts | None = None) -> list[FindingRow]:
     """The paper's findings checked on this run (findings.py), absolute rates against the
-    paper's x ``scale``."""
-    return findings.findings_table(pub, repetitions(records), scale)
+    paper's x ``scale``; a finding that requires another kernel is not measurable here."""
+    return findings.findings_table(pub, repetitions(records), scale, kernel)
 
 
 def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quick: bool,
@@ -62,8 +63,9 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
                         cpu: dict[str, Any], timing_reasons: Iterable[str] = (),
                         repetitions_per_scenario: int | None = None, scale: float = 1.0,
                         run_warnings: Sequence[dict[str, Any] | Warning] = (),
-                        run_dir: Path | None = None) -> Summary:
+                        run_dir: Path | None = None, kernel_patches: Sequence[str] | None = None) -> Summary:
     """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check.
+    kernel_patches: the project's patches the kernel carries (None: not known).
 
     invalid_reasons make any run invalid (the evidence is wrong); timing_reasons (links out of
     tolerance, CPU-bound, delay line) make a measurement invalid, while a functional check,
@@ -74,14 +76,16 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
     if kind == MEASUREMENT:
         invalid_reasons, timing = [*timing, *invalid_reasons], []
     reps = repetitions(records, run_dir)
+    patches = None if kernel_patches is None else list(kernel_patches)
     return Summary(
-        lab=lab, run_id=run_id, kernel=kernel, complete=complete, quick=quick, run_kind=kind, run_kind_reason=why,
+        lab=lab, run_id=run_id, kernel=kernel, kernel_patches=patches, complete=complete, quick=quick,
+        run_kind=kind, run_kind_reason=why,
         valid=complete and not invalid_reasons, invalid_reasons=invalid_reasons, timing_notes=timing,
         repetitions=repetitions_per_scenario,
         published_source=(PublishedSource(id=pub.source.id, title=pub.source.title, kernel=pub.source.kernel)
                           if pub else None),
         scenarios=reps, aggregates=aggregates(reps), published=published_table(pub, reps, kernel, scale),
-        findings=findings_table(pub, reps, scale), scale=scale,
+        findings=findings_table(pub, reps, scale, findings.KernelFacts(kernel, patches)), scale=scale,
         warnings=[w if isinstance(w, Warning) else Warning.model_validate(w) for w in run_warnings])
 
 

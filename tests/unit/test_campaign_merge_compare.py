@@ -30,29 +30,31 @@ def rep(name: str, rep_no: int, goodput: float, seg_b: float, share_b: float = 1
 
 
 def write_run(results_root: Path, run_id: str, reps: list[Repetition], kernel: str, hostname: str,
-              complete: bool = True) -> Path:
+              complete: bool = True, patches: list[str] | None = None) -> Path:
     d = results_root / "mtu" / run_id
     d.mkdir(parents=True)
     pub = load_lab(MTU).published
     s = build_summary_model("mtu", run_id, kernel, complete, True, reps, pub, [], {"emulated": False}, [],
-                            repetitions_per_scenario=1)
+                            repetitions_per_scenario=1, kernel_patches=patches)
     store.write_json(d / "summary.json", s.to_json())
+    extra = {} if patches is None else {"kernel_patches": [{"name": p, "present": True} for p in patches]}
     store.write_json(d / "manifest.json", {"lab": "mtu", "run_id": run_id, "complete": complete, "kernel": kernel,
                                            "hostname": hostname, "cpu_count": 2, "os_release": "Debian 12",
-                                           "tools": {"iperf3": "iperf 3.12"}, "wall_seconds": 9.5})
+                                           "tools": {"iperf3": "iperf 3.12"}, "wall_seconds": 9.5, **extra})
     return d
 
 
-def write_campaign(out: Path, items: list[dict[str, Any]]) -> None:
-    """items: target, round, kernel, host, goodput, seg (tcp-b), complete."""
-    targets = {i["target"]: {"kind": "local", "host": None, "description": None} for i in items}
+def write_campaign(out: Path, items: list[dict[str, Any]], targets: dict[str, Any] | None = None) -> None:
+    """items: target, round, kernel, host, goodput, seg (tcp-b), complete, patches."""
+    targets = targets or {i["target"]: {"kind": "local", "host": None, "description": None} for i in items}
     recs = {}
     for n, i in enumerate(items):
         iid = f"mtu__{i['target']}__r{i['round']}__0000000{n}"
         recs[iid] = {"target": i["target"], "kind": "local", "host": None, "lab": "mtu", "lab_dir": str(MTU),
                      "round": i["round"], "scenarios": ["tcp-b"], "run": {}}
         write_run(out / "items" / iid / "results", f"20261123T0000{n:02d}Z-abcd",
-                  [rep("tcp-b", 1, i["goodput"], i["seg"])], i["kernel"], i["host"], i.get("complete", True))
+                  [rep("tcp-b", 1, i["goodput"], i["seg"])], i["kernel"], i["host"], i.get("complete", True),
+                  i.get("patches"))
     (out / "campaign.json").write_text(json.dumps({"name": "synthetic", "seed": 1, "shuffle": True,
                                                    "targets": targets, "order": list(recs), "items": recs}))
 
@@ -146,3 +148,35 @@ def test_compare_refuses_what_is_not_a_result(tmp_path: Path, capsys: pytest.Cap
 ])
 def test_verdict_cells(verdicts: list[str], cells: list[str], changed: bool) -> None:
     assert verdict_cells(verdicts) == (cells, changed)
+
+
+def test_qemu_targets_kernel_and_patches_in_the_comparison(tmp_path: Path) -> None:
+    out = tmp_path / "camp"
+    targets = {"k6.1-stock": {"kind": "qemu", "host": None, "description": None,
+                              "debs": "/var/cache/k61", "release": "6.1.0-56-amd64"},
+               "k6.1-patched": {"kind": "qemu", "host": None, "description": None,
+                                "debs": "/srv/debs", "release": "6.1.192-mptcplab"}}
+    write_campaign(out, [
+        {"target": "k6.1-stock", "round": 1, "kernel": "6.1.0-56-amd64", "host": "qemu-run", "goodput": 50.0,
+         "seg": 1448, "patches": []},
+        # the packages say one release, the run ran on another: a note
+        {"target": "k6.1-patched", "round": 1, "kernel": "6.1.192-other", "host": "qemu-run", "goodput": 52.0,
+         "seg": 1448, "patches": ["mptcp-pmtu-probing"]},
+    ], targets)
+    cols = {c.target: c for c in merge(out)}
+    stock, patched = cols["k6.1-stock"], cols["k6.1-patched"]
+    assert stock.fingerprint["release"] == "6.1.0-56-amd64" and stock.fingerprint["debs"] == "/var/cache/k61"
+    assert stock.summary.kernel_patches == [] and patched.summary.kernel_patches == ["mptcp-pmtu-probing"]
+    assert any("are release 6.1.192-mptcplab, but its runs ran on 6.1.192-other" in n for n in patched.notes)
+    assert not stock.notes
+    # the probing-fix findings: not measurable on the stock kernel, judged on the patched one
+    fix = {c: next(f for f in cols[c].summary.findings if f.id == "probing-fix-both-subflows-used")
+           for c in cols}
+    assert "this kernel is 6.1.0-56-amd64, without it" in fix["k6.1-stock"].evidence
+    assert "blackhole-probing-0 not run" in fix["k6.1-patched"].evidence  # judged: its scenario is missing
+    assert main(["compare", str(out), "--out", str(tmp_path / "cmp"), "--no-figures"]) == 0
+    md = (tmp_path / "cmp" / "compare.md").read_text()
+    row = next(line for line in md.splitlines() if line.startswith("| k6.1-patched"))
+    assert "| qemu |" in row and "6.1.192-other (+mptcp-pmtu-probing)" in row
+    row = next(line for line in md.splitlines() if line.startswith("| k6.1-stock"))
+    assert "| 6.1.0-56-amd64 |" in row
