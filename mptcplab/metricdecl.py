@@ -287,6 +287,12 @@ declare("mp_joins", "median",
 declare("transfer_intact", "min",
         "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); min over "
         "reps: 1 only when every repetition arrived intact", accepts=FLOW)
+declare("transfer_differing_bytes", "max",
+        "bytes where what the server received differs from the seeded stream the client sent (the server's "
+        "comparison; transfer kind); max over reps", unit="bytes", accepts=FLOW)
+declare("transfer_foreign_bytes", "max",
+        "of the differing bytes, those not found to be the sent stream's own bytes from another offset: made up "
+        "on the way, not misplaced (traffic/transfer_diff.py); max over reps", unit="bytes", accepts=FLOW)
 declare("syn_fallback_s", "median",
         "first SYN (MP_CAPABLE) -> first SYN without MPTCP option on the initial subflow (capture)", unit="s")
 declare("middlebox_packets", "min",

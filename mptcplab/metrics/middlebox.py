@@ -4,6 +4,10 @@ middlebox rules matched.
 
 * ``transfer_intact``: 1 when the transfer kind's SHA-256 of what the server received equals
   the client's of what it sent (same length), else 0 (traffic/transfer.py).
+* ``transfer_differing_bytes``, ``transfer_foreign_bytes``: bytes where what arrived differs
+  from the sent stream, and of those the ones not shown to be the stream's own bytes from
+  another offset (the server's comparison, traffic/transfer_diff.py): 0 and 0 when intact;
+  a receiver that misplaces data has differing bytes but no foreign ones.
 * ``mib_<side>_<Counter>``: a counter's delta over the traffic on the measured flow's client
   or server, read from the nstat probe's record by node name: the lab's two hosts are named
   ``client`` and ``server``. A counter that did not move is 0; no probe, None.
@@ -32,6 +36,14 @@ def _intact(r: Repetition, sel: Select) -> float | None:
     if f is None or f.transfer is None or f.transfer.verdict is None:
         return None
     return 1.0 if f.transfer.verdict == "equal" else 0.0
+
+
+def _transfer(field: str) -> Callable[[Repetition, Select], float | None]:
+    def per_rep(r: Repetition, sel: Select) -> float | None:
+        f = selected_flow(r, sel)
+        v = None if f is None or f.transfer is None else getattr(f.transfer, field)
+        return None if v is None else float(v)
+    return per_rep
 
 
 def mib_delta(r: Repetition, node: str, counter: str) -> int | None:
@@ -75,6 +87,8 @@ def _mbox(counter: str) -> Callable[[Repetition, Select], float | None]:
 
 
 register("transfer_intact", _intact)
+register("transfer_differing_bytes", _transfer("differing_bytes"))
+register("transfer_foreign_bytes", _transfer("foreign_bytes"))
 register("mbox_split", _mbox("split"))
 register("mbox_merged", _mbox("merged"))
 register("syn_fallback_s", _syn_fallback)

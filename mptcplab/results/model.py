@@ -292,6 +292,17 @@ class ConnectionsCheck(_Model):
     syn_synack_ms_max: float | None = None
 
 
+class TransferDifference(_Model):
+    """A range of a transfer where what arrived differs from what was sent."""
+
+    offset: int
+    length: int
+    #: bytes in it that differ (the rest equal the stream by chance)
+    differing: int
+    #: the stream offset these bytes were sent at (misplaced); None: found nowhere in it
+    source: int | None = None
+
+
 class TransferMetrics(_Model):
     """The verified transfer's report (traffic/transfer.py): what was sent and received."""
 
@@ -305,6 +316,12 @@ class TransferMetrics(_Model):
     seed: int | None = None
     #: the client's socket still ran MPTCP after sending (MPTCP_INFO answered)
     mptcp_socket: bool | None = None
+    #: bytes where what arrived differs from the sent stream (the server's comparison;
+    #: None: not compared), the ranges they make, and how many of them are not the
+    #: stream's own bytes from another offset (traffic/transfer_diff.py)
+    differing_bytes: int | None = None
+    differences: list[TransferDifference] = []
+    foreign_bytes: int | None = None
 
 
 class FlowResult(Flow):

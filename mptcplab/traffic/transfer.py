@@ -4,18 +4,21 @@ server received hashes (SHA-256) to what the client sent. The connection is prov
 (or a fallback) from the capture like iperf3's (``connection``).
 
 Files of a flow ``<name>``: ``transfer-<name>.client.json`` (the client's stdout) and
-``transfer-<name>.server.json`` (the server's report)."""
+``transfer-<name>.server.json`` (the server's report). The server is told the seed and length
+too, and reports where what arrived differs; transfer_diff.py says whose bytes those are."""
 
 from __future__ import annotations
 
 import json
 import sys
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 from ..lab.schema import TransferFlow
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .transfer_diff import foreign_bytes, ranges
 
 TOOL = Path(__file__).with_name("transfer_tool.py")
 PREFIX = "transfer-"
@@ -50,6 +53,17 @@ def _json(path: Path) -> tuple[dict[str, Any], str | None]:
     return (data, None) if isinstance(data, dict) else ({}, f"{path.name}: not a JSON object")
 
 
+def _differences(differs: Any, seed: Any, n: Any) -> dict[str, Any]:
+    """The server's comparison with the stream: differing bytes, the ranges they make and
+    whose bytes those are (transfer_diff.py); nothing when the server did not compare."""
+    if not isinstance(differs, dict) or not isinstance(differs.get("differing_bytes"), int):
+        return {}
+    found = ranges(differs.get("runs") or [], seed if isinstance(seed, int) else None,
+                   n if isinstance(n, int) else None)
+    return {"differing_bytes": differs["differing_bytes"], "differences": [asdict(r) for r in found],
+            "foreign_bytes": foreign_bytes(found, differs["differing_bytes"])}
+
+
 class TransferKind(TrafficKind[TransferFlow]):
     name = "transfer"
     capture_analysis = "connection"
@@ -61,7 +75,8 @@ class TransferKind(TrafficKind[TransferFlow]):
         # every address of the node: a join to an address the server announces (ADD_ADDR)
         # needs a listener there, or the server answers its SYN with RST
         return (*_tool(), "server", "--address", "0.0.0.0", "--port", str(flow.port),
-                "--out", str(server_file(ctx.workdir, name)), *(["--mptcp"] if flow.mptcp else []))
+                "--out", str(server_file(ctx.workdir, name)), "--seed", str(flow.seed),
+                "--bytes", str(parse_size(flow.bytes)), *(["--mptcp"] if flow.mptcp else []))
 
     def client_argv(self, flow: TransferFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         argv = [*_tool(), "client", "--address", str(ctx.net.address(flow.server_address)),
@@ -87,6 +102,7 @@ class TransferKind(TrafficKind[TransferFlow]):
             "connect_s": client.get("connect_s"), "seed": client.get("seed"), "mptcp_socket": client.get("mptcp"),
         }
         metrics["verdict"] = verdict(metrics["sent_sha256"], metrics["received_sha256"], sent_b, recv_b)
+        metrics.update(_differences(server.get("differs"), client.get("seed"), sent_b))
         seconds = server.get("seconds") or client.get("seconds")
         goodput = recv_b * 8 / seconds / 1e6 if isinstance(recv_b, int) and seconds else None
         error = cerr or client.get("error") or serr or server.get("error")

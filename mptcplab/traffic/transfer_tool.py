@@ -3,13 +3,16 @@ MPTCP (or TCP) connection, the server hashes what it received. Written here beca
 existing tool checks content: iperf3 sends a repeated buffer and reports only counts.
 Stdlib only, one file, run with the engine's Python by path (like churn_tool.py).
 
-    transfer_tool.py server --address A --port P --out FILE [--mptcp]
+    transfer_tool.py server --address A --port P --out FILE [--seed S --bytes N] [--mptcp]
     transfer_tool.py client --address A --port P --bytes N --seed S [--bind SRC] [--mptcp]
 
 The server accepts one connection, reads to EOF, writes {"received_sha256", "bytes",
-"seconds"} to FILE, closes and exits. The client connects, sends, shuts its sending side,
-waits for the server's close (so everything sent was read) and prints {"sent_sha256",
-"bytes", "connect_s", "seconds", "mptcp"} as JSON on stdout; an error is reported there too.
+"seconds"} to FILE, closes and exits. Given the client's seed and length it also compares
+what arrives with that stream and adds "differs": the count of differing bytes and each run
+of them with what arrived there (Comparison; traffic/transfer_diff.py tells whose they are).
+The client connects, sends, shuts its sending side, waits for the server's close (so
+everything sent was read) and prints {"sent_sha256", "bytes", "connect_s", "seconds",
+"mptcp"} as JSON on stdout; an error is reported there too.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import argparse
 import hashlib
 import json
 import random
+import re
 import socket
 import sys
 import time
@@ -27,6 +31,10 @@ IPPROTO_MPTCP = 262
 CHUNK = 64 * 1024
 SOL_MPTCP = 284
 MPTCP_INFO = 1
+#: runs of differing bytes reported with what arrived, and the bytes kept of them in all
+MAX_RUNS = 64
+MAX_KEPT = 64 * 1024
+_NONZERO = re.compile(rb"[^\x00]+")
 
 
 def stream(seed: int, n: int) -> Iterator[bytes]:
@@ -40,11 +48,70 @@ def stream(seed: int, n: int) -> Iterator[bytes]:
         left -= k
 
 
+class _Run:
+    """Consecutive differing bytes: where, how many, and the first of what arrived there."""
+
+    def __init__(self, offset: int) -> None:
+        self.offset, self.length, self.data = offset, 0, bytearray()
+
+
+class Comparison:
+    """What arrived against the stream the client sends, chunk by chunk as it arrives (no
+    copy of the whole transfer): the number of differing bytes, and each run of consecutive
+    differing bytes with its offset and the bytes that arrived there (the first MAX_RUNS
+    runs, MAX_KEPT bytes in all; the rest counted in runs_left_off)."""
+
+    def __init__(self, seed: int, n: int) -> None:
+        self._expected = stream(seed, n)
+        self._pending = bytearray()  # expected bytes not yet compared
+        self._offset = 0
+        self._kept = 0
+        self.differing = 0
+        self.runs: list[_Run] = []
+        self.left_off = 0
+
+    def feed(self, data: bytes) -> None:
+        while len(self._pending) < len(data):
+            chunk = next(self._expected, None)
+            if chunk is None:
+                break
+            self._pending += chunk
+        k = min(len(data), len(self._pending))  # bytes beyond the stream: the length check's
+        got, want = data[:k], bytes(self._pending[:k])
+        if got != want:
+            # XOR as one big integer: the differing bytes are its non-zero ones, found by the
+            # regex engine rather than by a Python loop over every byte
+            x = (int.from_bytes(got, "big") ^ int.from_bytes(want, "big")).to_bytes(k, "big")
+            for m in _NONZERO.finditer(x):
+                self._add(self._offset + m.start(), got[m.start():m.end()])
+        del self._pending[:k]
+        self._offset += len(data)
+
+    def _add(self, at: int, part: bytes) -> None:
+        self.differing += len(part)
+        run = self.runs[-1] if self.runs else None
+        if run is None or run.offset + run.length != at:  # else: one run across two reads
+            if len(self.runs) == MAX_RUNS:
+                self.left_off += 1
+                return
+            run = _Run(at)
+            self.runs.append(run)
+        if len(run.data) == run.length:  # kept whole so far: it may grow
+            keep = part[:max(0, MAX_KEPT - self._kept)]
+            run.data += keep
+            self._kept += len(keep)
+        run.length += len(part)
+
+    def report(self) -> dict[str, object]:
+        return {"differing_bytes": self.differing, "runs_left_off": self.left_off,
+                "runs": [{"offset": r.offset, "length": r.length, "data": r.data.hex()} for r in self.runs]}
+
+
 def _socket(mptcp: bool) -> socket.socket:
     return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP)
 
 
-def serve(address: str, port: int, out: str, mptcp: bool) -> int:
+def serve(address: str, port: int, out: str, mptcp: bool, expect: tuple[int, int] | None = None) -> int:
     lsock = _socket(mptcp)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((address, port))
@@ -52,15 +119,22 @@ def serve(address: str, port: int, out: str, mptcp: bool) -> int:
     conn, _ = lsock.accept()
     t0 = time.monotonic()
     h, n, error = hashlib.sha256(), 0, None
+    cmp = Comparison(*expect) if expect else None
     try:
         while data := conn.recv(CHUNK):
             h.update(data)
             n += len(data)
+            if cmp:
+                cmp.feed(data)
     except OSError as e:
         error = str(e)
     seconds = time.monotonic() - t0
+    report: dict[str, object] = {"received_sha256": h.hexdigest(), "bytes": n, "seconds": round(seconds, 6),
+                                 "error": error}
+    if cmp:
+        report["differs"] = cmp.report()
     with open(out, "w") as f:
-        json.dump({"received_sha256": h.hexdigest(), "bytes": n, "seconds": round(seconds, 6), "error": error}, f)
+        json.dump(report, f)
     conn.close()
     lsock.close()
     return 0
@@ -112,14 +186,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--mptcp", action="store_true")
     p.add_argument("--out")
     p.add_argument("--bytes", type=int, default=0)
-    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--seed", type=int)
     p.add_argument("--bind")
     a = p.parse_args(argv)
     if a.role == "server":
         if not a.out:
             p.error("server needs --out")
-        return serve(a.address, a.port, a.out, a.mptcp)
-    report = send(a.address, a.port, a.bytes, a.seed, a.bind, a.mptcp)
+        return serve(a.address, a.port, a.out, a.mptcp, None if a.seed is None else (a.seed, a.bytes))
+    report = send(a.address, a.port, a.bytes, 1 if a.seed is None else a.seed, a.bind, a.mptcp)
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")
     return 1 if "error" in report else 0

@@ -78,6 +78,8 @@ def test_row_l_without_checksum_the_modification_arrives(summary: dict[str, Any]
     t = transfer(r)
     assert t["verdict"] == "differs" and t["received_bytes"] == t["bytes"] == 4_000_000
     assert mib(r, "server", "DataCsumErr") == 0
+    # inverted bytes are nobody's: every differing byte is foreign
+    assert t["differing_bytes"] > 0 and t["foreign_bytes"] == t["differing_bytes"], t["differences"]
 
 
 def test_row_j_split_segments_are_harmless(summary: dict[str, Any]) -> None:
@@ -100,6 +102,10 @@ def test_row_k_merge_across_a_mapping_resets_the_join(summary: dict[str, Any], n
     assert mib(r, "server", "MPRstTx") >= 1 and mib(r, "client", "MPRstRx") >= 1, r["probes"]["nstat"]
     t = transfer(r)
     assert t["received_bytes"] == t["bytes"] == 4_000_000 and t["verdict"] in ("equal", "differs")
+    # when it differs, the bytes are the client's own from elsewhere in the stream (misplaced by
+    # the receiver, docs/labs/middlebox.md), at most one segment of the join
+    assert t["foreign_bytes"] == 0 and t["differing_bytes"] <= 674, t["differences"]
+    assert (t["differing_bytes"] == 0) == (t["verdict"] == "equal")
 
 
 def test_control_is_mptcp_on_both_paths(summary: dict[str, Any]) -> None:
@@ -169,6 +175,7 @@ def test_findings_hold_except_the_derived_timing(summary: dict[str, Any]) -> Non
         assert holds[fid] is True, (fid, summary["findings"])
     assert holds["MB-l-payload-modification-single"] is None
     assert holds["MB-k-coalesce"] is not None and holds["MB-k-coalesce-checksum"] is not None
+    assert holds["MB-k-misplaced-by-receiver"] is True
 
 
 def test_notebook_section(run: Path) -> None:

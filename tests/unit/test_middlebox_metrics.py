@@ -44,6 +44,9 @@ def test_transfer_intact_and_the_rest() -> None:
     differs.flows[0].transfer.verdict = "differs"
     assert value("transfer_intact", differs) == 0.0
     assert value("transfer_intact", BARE) is None
+    assert value("transfer_differing_bytes", REP) is None  # a server that did not compare
+    differs.flows[0].transfer.differing_bytes, differs.flows[0].transfer.foreign_bytes = 674, 0
+    assert value("transfer_differing_bytes", differs) == 674 and value("transfer_foreign_bytes", differs) == 0
     assert value("syn_fallback_s", REP) == pytest.approx(3.06) and value("syn_fallback_s", BARE) is None
     assert value("middlebox_packets", REP) == 3 and value("middlebox_packets", BARE) is None
 

@@ -1,5 +1,6 @@
-"""Kind transfer: the argv it generates, its reader (client + server reports -> verdict) and
-the tool's stream, which must be the same bytes for the same seed."""
+"""Kind transfer: the argv it generates, its reader (client + server reports -> verdict), the
+tool's stream, which must be the same bytes for the same seed, and the server's comparison
+with it (runs of differing bytes -> ranges, misplaced or made up: transfer_diff.py)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,8 @@ from pydantic import ValidationError
 from mptcplab.lab.schema import Traffic, TransferFlow
 from mptcplab.traffic import KINDS
 from mptcplab.traffic.transfer import TransferKind, server_file, verdict
-from mptcplab.traffic.transfer_tool import stream
+from mptcplab.traffic.transfer_diff import Range, foreign_bytes, ranges
+from mptcplab.traffic.transfer_tool import MAX_RUNS, Comparison, stream
 
 SHA_A = "a" * 64
 SHA_B = "b" * 64
@@ -82,3 +84,95 @@ def test_stream_is_seeded_and_exact():
     assert len(a) == 200_000 and a == b"".join(stream(5, 200_000))
     assert hashlib.sha256(a).digest() != hashlib.sha256(b"".join(stream(6, 200_000))).digest()
     assert b"".join(stream(5, 10)) == a[:10]  # a prefix of the same stream
+
+
+N = 300_000
+SENT = b"".join(stream(9, N))
+
+
+def compare(received: bytes, chunk: int = 65536) -> dict:
+    c = Comparison(9, N)
+    for i in range(0, len(received), chunk):
+        c.feed(received[i:i + chunk])
+    return c.report()
+
+
+def misplaced(at: int, source: int, length: int) -> bytes:
+    """What a receiver that queued ``length`` bytes sent at ``source`` at ``at`` delivers
+    (labs/middlebox row k)."""
+    return SENT[:at] + SENT[source:source + length] + SENT[at + length:]
+
+
+def test_comparison_intact_reports_nothing():
+    assert compare(SENT) == {"differing_bytes": 0, "runs_left_off": 0, "runs": []}
+
+
+def test_comparison_finds_misplaced_bytes_across_reads():
+    got = misplaced(65_000, 200_000, 674)  # the range spans the first two 64 KiB reads
+    rep = compare(got)
+    differing = sum(a != b for a, b in zip(got, SENT, strict=True))
+    assert rep["differing_bytes"] == differing and rep["runs_left_off"] == 0
+    assert sum(r["length"] for r in rep["runs"]) == differing
+    assert rep["runs"][0]["offset"] >= 65_000 and rep["runs"][-1]["offset"] + rep["runs"][-1]["length"] <= 65_674
+    for r in rep["runs"]:  # what arrived, kept whole
+        assert bytes.fromhex(r["data"]) == got[r["offset"]:r["offset"] + r["length"]]
+    # no run crosses the read boundary split in two
+    assert all(a["offset"] + a["length"] < b["offset"] for a, b in zip(rep["runs"], rep["runs"][1:], strict=False))
+    found = ranges(rep["runs"], 9, N)
+    (r,) = found
+    assert r.source is not None and r.source - r.offset == 200_000 - 65_000
+    assert 65_000 <= r.offset and r.offset + r.length <= 65_674
+    assert r.differing == differing and foreign_bytes(found, differing) == 0
+
+
+def test_comparison_made_up_bytes_are_foreign():
+    got = bytearray(SENT)
+    got[1000] ^= 0xFF  # one byte inverted (row l): found nowhere
+    got[5000:5100] = bytes(100)  # zeros are not the stream's
+    rep = compare(bytes(got))
+    found = ranges(rep["runs"], 9, N)
+    assert [(r.offset, r.source) for r in found] == [(1000, None), (5000, None)] and found[0].length == 1
+    differing = sum(a != b for a, b in zip(got, SENT, strict=True))  # a zero of the stream's stays equal
+    assert foreign_bytes(found, rep["differing_bytes"]) == rep["differing_bytes"] == differing
+
+
+def test_comparison_caps_runs_and_counts_the_rest():
+    got = bytearray(SENT)
+    for i in range(MAX_RUNS + 5):
+        got[100 * i] ^= 1
+    rep = compare(bytes(got))
+    assert len(rep["runs"]) == MAX_RUNS and rep["runs_left_off"] == 5 and rep["differing_bytes"] == MAX_RUNS + 5
+    # the runs left off are not shown to be misplaced: foreign
+    assert foreign_bytes(ranges(rep["runs"], 9, N), rep["differing_bytes"]) == MAX_RUNS + 5
+
+
+def test_ranges_merge_near_runs_and_look_up_only_known_bytes():
+    one = [{"offset": 10, "length": 40, "data": SENT[500:540].hex()}]
+    assert ranges(one, 9, N) == [Range(10, 40, 40, 500)]
+    assert ranges(one, None, None) == [Range(10, 40, 40, None)]  # no stream to look in
+    # 10 equal bytes between two runs: one range; the second run's bytes were not kept
+    two = [*one, {"offset": 60, "length": 40, "data": ""}]
+    assert ranges(two, 9, N) == [Range(10, 90, 80, None)]
+    assert ranges([{"offset": 10, "length": 20, "data": SENT[500:520].hex()}], 9, N)[0].source is None  # < PROBE
+
+
+def test_server_argv_and_read_carry_the_comparison(tmp_path: Path):
+    from mptcplab.traffic.base import KindContext
+    flow = TransferFlow.model_validate({"kind": "transfer", "client": "c", "server": "s", "server_address": "s:eth1",
+                                        "bytes": "1MB", "seed": 9})
+
+    class Net:
+        def address(self, _ep: str) -> str:
+            return "10.0.0.1"
+    argv = KINDS["transfer"].server_argv(flow, "main", KindContext(net=Net(), duration_s=1.0,  # type: ignore[arg-type]
+                                                                       workdir=tmp_path))
+    assert argv[argv.index("--seed") + 1] == "9" and argv[argv.index("--bytes") + 1] == "1000000"
+    got = misplaced(1000, 9000, 300)
+    path = write(tmp_path, {"bytes": N, "sent_sha256": SHA_A, "seconds": 1.0, "seed": 9},
+                 {"bytes": N, "received_sha256": SHA_B, "seconds": 1.0, "differs": compare(got)})
+    m = KINDS["transfer"].read(path).metrics
+    assert m["verdict"] == "differs" and m["foreign_bytes"] == 0 and m["differing_bytes"] > 290
+    assert [d["source"] - d["offset"] for d in m["differences"]] == [8000]
+    path = write(tmp_path, {"bytes": N, "sent_sha256": SHA_A, "seconds": 1.0, "seed": 9},
+                 {"bytes": N, "received_sha256": SHA_A, "seconds": 1.0})
+    assert "differing_bytes" not in KINDS["transfer"].read(path).metrics  # an older server: not compared
