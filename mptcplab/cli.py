@@ -13,6 +13,7 @@ from . import __version__
 from .errors import HostNotReady, LabInputError, RunFailed
 
 if TYPE_CHECKING:
+    from .analysis.model import FlowAnalysis
     from .emulation.base import Emulator
 
 
@@ -107,6 +108,11 @@ def _parser() -> argparse.ArgumentParser:
                          "one-way delays between the capture points are measured; never for two machines")
     an.add_argument("--packets", action="store_true",
                     help="also write packets.csv: every packet's decoded TCP/MPTCP fields, one row per packet")
+    an.add_argument("--clean", action="store_true",
+                    help="also write <file>.clean.pcap per file: only the analysed connection's subflows "
+                         "(tcpdump -r/-w with a filter on their 4-tuples), to open in Wireshark")
+    an.add_argument("--dry-run", action="store_true",
+                    help="with --clean: print the tcpdump commands instead of running them")
     return p
 
 
@@ -389,7 +395,25 @@ def cmd_analyze(a: argparse.Namespace) -> int:
                           packets=a.packets)
     print("\n".join(describe(fa, g)))
     print(f"tables and figures: {out}")
+    if a.clean:
+        _clean(a.pcap, fa, out, a.dry_run)
     return 0
+
+
+def _clean(files: list[Path], fa: FlowAnalysis, out: Path, dry_run: bool) -> None:
+    """``analyze --clean``: the filtered copies (analysis/clean.py), or with --dry-run their commands."""
+    from .analysis.clean import clean_commands, clean_path, run_commands
+
+    cmds = clean_commands(files, fa.subflows, out)
+    if not cmds:
+        print("no filtered copy: the analysis found no connection to keep")
+        return
+    if dry_run:
+        print("\n".join(c.render() for c in cmds))
+        return
+    for w in run_commands(cmds):
+        print(f"warning: {w}")
+    print("filtered copies: " + ", ".join(str(clean_path(f, out)) for f in files))
 
 
 def main(argv: list[str] | None = None) -> int:
