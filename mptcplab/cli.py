@@ -6,6 +6,7 @@ import argparse
 import os
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -13,7 +14,10 @@ from . import __version__
 from .errors import HostNotReady, LabInputError, RunFailed
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .analysis.model import FlowAnalysis
+    from .analysis.standalone import Guess
     from .emulation.base import Emulator
 
 
@@ -113,6 +117,9 @@ def _parser() -> argparse.ArgumentParser:
                          "(tcpdump -r/-w with a filter on their 4-tuples), to open in Wireshark")
     an.add_argument("--dry-run", action="store_true",
                     help="with --clean: print the tcpdump commands instead of running them")
+    an.add_argument("--follow", type=float, metavar="SECONDS",
+                    help="files still being written (tcpdump -U -w): analyse again every SECONDS while they "
+                         "grow, rewriting the tables and figures, until they stop growing or Ctrl-C")
     return p
 
 
@@ -391,13 +398,48 @@ def cmd_analyze(a: argparse.Namespace) -> int:
                 raise LabInputError("command line", "--path", f"{item!r}: expected LABEL=ADDRESS")
             paths[addr] = label
     out = a.out or a.pcap[0].with_name(a.pcap[0].stem + "-analysis")
-    fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
-                          packets=a.packets)
+
+    def run() -> tuple[FlowAnalysis, Guess]:
+        return analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
+                             packets=a.packets)
+
+    if a.follow is not None:
+        if a.follow <= 0:
+            raise LabInputError("command line", "--follow", f"{a.follow}: expected seconds above 0")
+        last = _follow(a.pcap, a.follow, run)
+        if last is None:
+            print("nothing analysed: no TCP packets in the files")
+            return 0
+        fa, g = last
+    else:
+        fa, g = run()
     print("\n".join(describe(fa, g)))
     print(f"tables and figures: {out}")
     if a.clean:
         _clean(a.pcap, fa, out, a.dry_run)
     return 0
+
+
+def _follow(files: list[Path], interval: float,
+            run: Callable[[], tuple[FlowAnalysis, Guess]]) -> tuple[FlowAnalysis, Guess] | None:
+    """``analyze --follow``: analysis/follow.py's rounds, a status line each; the last analysis."""
+    from .analysis.follow import follow, status_line
+
+    last: list[tuple[FlowAnalysis, Guess]] = []
+
+    def once() -> None:
+        try:
+            last[:] = [run()]
+        except (LabInputError, RunFailed) as e:   # no TCP packet, or no file header, yet: just started
+            print(f"{time.strftime('%H:%M:%S')} waiting: {e}", flush=True)
+            return
+        print(status_line(last[0][0]), flush=True)
+
+    try:
+        follow(files, interval, once)
+    except KeyboardInterrupt:
+        print("stopped")
+    return last[0] if last else None
 
 
 def _clean(files: list[Path], fa: FlowAnalysis, out: Path, dry_run: bool) -> None:

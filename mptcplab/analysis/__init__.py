@@ -5,8 +5,8 @@
 from tshark and oracle.py compares the two), flows.py (subflows, connections, the data
 connection), stats.py (numbers, time series, ICMP), depth.py (MPTCP depth: DSN, re-sends,
 RTT, events), diagnose.py (one-line reasons), standalone.py (``mptcplab analyze``), tcpseq.py
-(TCP sequence numbers per subflow), clean.py (``analyze --clean``), aggregation.py (the
-aggregation benefit over the paths' rates).
+(TCP sequence numbers per subflow), clean.py (``analyze --clean``), follow.py (``analyze
+--follow``), aggregation.py (the aggregation benefit over the paths' rates).
 """
 
 from .analyze import analyze_flow, analyze_packets
