@@ -142,6 +142,10 @@ declare("flow_goodput_mbps", "mean",
         "the named flow's receiver-side goodput (any kind that reports one)", unit="Mbit/s", scales=True, accepts=FLOW)
 declare("flow_share", "mean",
         "the named flow's fraction of the measured flows' summed goodput (two or more measured flows)", accepts=FLOW)
+declare("aggregation_benefit", "mean",
+        "Kaspar et al.'s Ben of the flow's goodput g over its non-backup paths' configured rates C (mptcpanalyzer's "
+        "aggr_benefit): (g - Cmax) / (sum C - Cmax) when g >= Cmax, else (g - Cmax) / Cmax; 1 the paths' sum, 0 the "
+        "best path alone, < 0 below it; none with one path", accepts=FLOW)
 
 # series.py: throughput and packets/s over a time window (timeseries.csv)
 declare("throughput_mbps", "mean",

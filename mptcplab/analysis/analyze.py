@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import contribution, delivery, departures, depth, diagnose, usefulness
+from . import contribution, delivery, departures, depth, diagnose, tcpseq, usefulness
 from .flows import (
     Subflow,
     dss_missing,
@@ -55,9 +55,10 @@ def _empty_ts() -> pd.DataFrame:
 
 
 def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
-                    bin_s: float = 0.1) -> FlowAnalysis:
+                    bin_s: float = 0.1, tcp_seq: bool = False) -> FlowAnalysis:
     """The analysis on an already extracted packet table (packets.py: pcapread.extract or
-    tshark.extract)."""
+    tshark.extract). ``tcp_seq``: also FlowAnalysis.tcp_seq (tcpseq.py: about a row per
+    packet, so only when asked: `mptcplab analyze`, notebooks)."""
     upload = spec.direction == "upload"
     t = orient_tcp(pk, spec.server_port, spec.join_ports)
     subs = only_joins_off_port(find_subflows(t, points, upload), spec.server_port)
@@ -183,6 +184,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         owd_unavailable=dl.owd_unavailable if dl else None,
         hol_unavailable=dl.hol_unavailable if dl else None,
         departures=departures.departures(t, conn, paths, upload),
+        tcp_seq=tcpseq.tcp_seq(pk, t, conn, paths, upload, t0) if tcp_seq else None,
     )
 
 
@@ -190,14 +192,19 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
 TABLE_FILES = {"timeseries": "timeseries.csv", "icmp_events": "icmp.csv", "dsn": "dsn.csv",
                "reinjections": "mptcp_retransmissions.csv", "mptcp_events": "mptcp_events.csv",
                "owd": "owd.csv", "hol": "hol.csv", "departures": "departures.csv"}
+#: FlowAnalysis.tcp_seq's file, written only when the analysis made the table
+TCP_SEQ_FILE = "tcp_seq.csv"
 
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:
-    """One flow's tables as CSV files in ``out``: TABLE_FILES and subflows.csv (one row per
-    subflow: SubflowResult.to_dict). The one writer of them: a lab run's top-level flow
-    (the repetition's directory), its other bulk flows (flows/<name>/), `mptcplab analyze`."""
+    """One flow's tables as CSV files in ``out``: TABLE_FILES, TCP_SEQ_FILE when the analysis
+    made it, and subflows.csv (one row per subflow: SubflowResult.to_dict). The one writer of
+    them: a lab run's top-level flow (the repetition's directory), its other bulk flows
+    (flows/<name>/), `mptcplab analyze`."""
     for attr, name in TABLE_FILES.items():
         getattr(fa, attr).to_csv(out / name, index=False)
+    if fa.tcp_seq is not None:
+        fa.tcp_seq.to_csv(out / TCP_SEQ_FILE, index=False)
     pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
 
 

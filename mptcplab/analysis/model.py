@@ -252,6 +252,9 @@ class FlowAnalysis:
     #: departures.py: gaps between consecutive data segments at the sender, per ordered pair
     #: of subflows (departures.COLUMNS)
     departures: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: tcpseq.py: each subflow's TCP sequence/ACK numbers, window and timestamps where they
+    #: move (tcpseq.COLUMNS); None: not asked for (analyze_packets ``tcp_seq``)
+    tcp_seq: pd.DataFrame | None = None
 
     @property
     def mptcp_retransmissions(self) -> int:

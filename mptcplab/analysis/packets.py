@@ -53,6 +53,8 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "ack": ("f", "raw TCP acknowledgment number [tcp.ack_raw]"),
     "flags": ("i", "TCP flags, 12 bits; 0 without TCP [tcp.flags]"),
     "win": ("f", "raw TCP window [tcp.window_size_value]"),
+    "tsval": ("f", "TCP timestamps option TSval [tcp.options.timestamp.tsval]"),
+    "tsecr": ("f", "TCP timestamps option TSecr [tcp.options.timestamp.tsecr]"),
     "mp": ("i", "bit n set: an MPTCP option of subtype n is present [tcp.options.mptcp.subtype]"),
     "sendkey": ("u", "MP_CAPABLE sender's key [tcp.options.mptcp.sendkey]"),
     "recvkey": ("u", "MP_CAPABLE receiver's key, MP_FASTCLOSE key [tcp.options.mptcp.recvkey]"),

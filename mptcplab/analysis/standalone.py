@@ -93,8 +93,9 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
                   paths: dict[str, str] | None = None, direction: str | None = None,
                   same_clock: bool = False, packets: bool = False) -> tuple[FlowAnalysis, Guess]:
     """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
-    subflows.csv, the tables of write_tables, capture_connections.csv (every connection in the
-    files, connlist.py), figures/dsn.png, delivery.png, resends.png and throughput.png.
+    subflows.csv, the tables of write_tables (tcp_seq.csv included), capture_connections.csv
+    (every connection in the files, connlist.py), figures/dsn.png, tcp_seq.png, delivery.png,
+    resends.png and throughput.png.
     ``same_clock``: the user says the files share one clock (one machine), so one-way delays
     between them mean something; files from elsewhere cannot show it, so it is never guessed.
     ``packets``: also packets.csv, the packet table itself (packets.py: one row per packet and
@@ -106,7 +107,7 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
                     mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports)
-    fa = analyze_packets(pk, [c.point for c in caps], spec)
+    fa = analyze_packets(pk, [c.point for c in caps], spec, tcp_seq=True)
     fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
     write_tables(fa, out)
@@ -129,6 +130,8 @@ def _figures(fa: FlowAnalysis, figdir: Path) -> None:
 
     figdir.mkdir(exist_ok=True)
     F.plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
+    if fa.tcp_seq is not None:
+        F.plot_tcp_seq(fa.tcp_seq).savefig(figdir / "tcp_seq.png", dpi=110)
     F.plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
     F.plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
     ts = fa.timeseries.assign(scenario="capture", rep=1)

@@ -1,4 +1,5 @@
-"""Per-flow metrics: one named flow's goodput and its share of the measured flows' total.
+"""Per-flow metrics: one named flow's goodput, its share of the measured flows' total and its
+aggregation benefit over its paths' rates (analysis/aggregation.py).
 
 Labs with several measured flows at once (labs/cc: an MPTCP flow against a single-path TCP
 flow on one bottleneck) compare flows, not paths. ``flow`` selects a flow of experiment.yml by
@@ -50,5 +51,11 @@ def _flow_share(r: Repetition, sel: Select) -> float | None:
     return f.share if f is not None else None
 
 
+def _aggregation_benefit(r: Repetition, sel: Select) -> float | None:
+    f = selected_flow(r, sel)
+    return f.aggregation_benefit if f is not None else None
+
+
 register("flow_goodput_mbps", _flow_goodput)
 register("flow_share", _flow_share)
+register("aggregation_benefit", _aggregation_benefit)

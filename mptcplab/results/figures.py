@@ -425,6 +425,38 @@ def plot_dsn(dsn: pd.DataFrame, events: pd.DataFrame | None = None, title: str =
                    title or "Data sequence numbers per subflow")
 
 
+def plot_tcp_seq(tcp_seq: pd.DataFrame, title: str = "") -> Figure:
+    """TCP sequence numbers vs time per subflow (tcp_seq.csv, analysis/tcpseq.py): above,
+    each data segment of the sender as a vertical bar over its bytes (relative to the
+    subflow's ISN) in the subflow's path colour, and the receiver's ACK as a step line;
+    below, the receiver's advertised window (the raw field, before window scaling). The
+    subflow-level graph beside plot_dsn's data-level one (mptcpanalyzer's ``plot tcp_attr``)."""
+    if tcp_seq is None or tcp_seq.empty:
+        return _empty("No TCP segments of the data connection in the capture.")
+    fig = Figure(figsize=(10, 6.5), layout="constrained")
+    ax, wax = fig.subplots(2, 1, sharex=True, height_ratios=[3, 1])
+    snd = tcp_seq[(tcp_seq["side"] == "sender") & (tcp_seq["len"] > 0)]
+    rcv = tcp_seq[tcp_seq["side"] == "receiver"]
+    for (path, sub), g in snd.groupby(["path", "subflow"], sort=False, dropna=False):
+        ax.vlines(g["t"], g["seq"], g["seq"] + g["len"], color=path_color(str(path)), lw=1.2,
+                  label=f"path {path} {sub}: segments")
+    for (path, sub), g in rcv.groupby(["path", "subflow"], sort=False, dropna=False):
+        g = g[g["ack"].notna()]
+        if g.empty:
+            continue
+        ax.step(g["t"], g["ack"].astype(float), where="post", color=path_color(str(path)), lw=0.8, ls="--",
+                label=f"path {path} {sub}: ACK")
+        wax.step(g["t"], g["win"].astype(float), where="post", color=path_color(str(path)), lw=0.8,
+                 label=f"path {path} {sub}")
+    wax.set_xlabel("time since first SYN (s)")
+    wax.set_ylabel("receiver window (raw)")
+    wax.grid(alpha=0.3)
+    if wax.get_legend_handles_labels()[0]:
+        wax.legend(fontsize=7, loc="upper left")
+    return _finish(fig, ax, "", "sequence number (bytes, relative to the subflow's ISN)",
+                   title or "TCP sequence numbers and ACKs per subflow")
+
+
 def _finish(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) -> Figure:
     """A one-panel figure's labels, grid and legend (upper left, small: several subflows)."""
     ax.set_xlabel(xlabel)

@@ -16,6 +16,7 @@ METRIC_FORMAT = {
     "median_seg": "{:.0f}",
     "max_seg": "{:.0f}",
     "jain_index": "{:.3f}",
+    "aggregation_benefit": "{:.2f}",
 }
 
 

@@ -339,6 +339,11 @@ class FlowResult(Flow):
     share: float | None = None
     #: stopped by the run (flow_stop event, byte-count limit) rather than ending by itself
     stopped: bool = False
+    #: a ``connection`` flow's expected, non-backup paths -> configured rate (Mbit/s; None: no
+    #: rate), and Kaspar et al.'s aggregation benefit of its goodput over them
+    #: (analysis/aggregation.py; None: undefined, e.g. one path or a rate unknown)
+    path_capacity_mbps: dict[str, float | None] | None = None
+    aggregation_benefit: float | None = None
     udp: UdpMetrics | None = None
     http: HttpMetrics | None = None
     churn: ChurnMetrics | None = None

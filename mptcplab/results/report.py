@@ -157,7 +157,10 @@ def _scenario_section(summary: Summary) -> list[str]:
              "Goodput is iperf3's receiver-side figure (mean ± std over reps); share is the fraction of "
              "the connection's bytes each path carried (mean over reps); segment sizes are TCP payload "
              "bytes seen in the capture: median over reps of each rep's median, and max over reps "
-             "(docs/results-format.md, Aggregates).", ""]
+             "(docs/results-format.md, Aggregates)."
+             + (" Aggregation benefit (Kaspar et al.): goodput against the paths' configured rates, 1 = their "
+                "sum, 0 = the best path alone, < 0 below it." if any(c.startswith("aggregation benefit")
+                                                                   for c in table.columns) else ""), ""]
     return lines + [df_to_md(table) if not table.empty else "No scenario results in this run.", ""]
 
 

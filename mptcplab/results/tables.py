@@ -126,11 +126,17 @@ def published_for(summary: Summary, metric: str) -> pd.DataFrame:
 
 
 def scenario_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
-    """Per-scenario table as display strings (the report's and the notebook's)."""
+    """Per-scenario table as display strings (the report's and the notebook's). The
+    aggregation benefit column (metric ``aggregation_benefit``) only when a scenario has one."""
+    from .aggregate import scenario_value  # aggregate imports the metrics, which import the model
+
     agg = aggregates_frame(summary)
     ps = path_stats(summary)
     paths = sorted(ps["path"].unique()) if not ps.empty else []
+    ben = {name: scenario_value(summary.reps_of(name), "aggregation_benefit") for name in agg["scenario"]}
+    with_ben = any(v.value is not None for v in ben.values())
     header = ["scenario", "reps", f"goodput {rate_unit(summary.scale)} (mean ± std)", "min – max", "MPTCP verified"]
+    header += ["aggregation benefit (mean ± std)"] if with_ben else []
     header += [f"path {p}: share / median / max seg" for p in paths]
     header += ["ICMP frag-needed (total; per rep)"]
     rows = []
@@ -143,6 +149,8 @@ def scenario_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
         rng = (f"{fmt_num(a['goodput_min'], 'goodput_mbps')} – {fmt_num(a['goodput_max'], 'goodput_mbps')}"
                if not missing(a["goodput_min"]) else DASH)
         row = [name, a["n"], fmt_mean_std(a["goodput_mean"], a["goodput_std"], "goodput_mbps"), rng, mp]
+        if with_ben:
+            row.append(fmt_mean_std(ben[name].value, ben[name].std, "aggregation_benefit"))
         icmp_parts = []
         for p in paths:
             r = ps[(ps["scenario"] == name) & (ps["path"] == p)]

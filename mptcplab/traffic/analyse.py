@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..analysis import CaptureFile, FlowAnalysis, analyze_flow
+from ..analysis import CaptureFile, FlowAnalysis, aggregation, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
 from ..analysis.analyze import write_tables
 from ..analysis.delivery import HOL_KEYS
@@ -186,6 +186,14 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                   **{k: fa.hol_connection.get(k) for k in HOL_KEYS}, "hol_unavailable": fa.hol_unavailable},
         "subflows": subflows, "add_addrs": fa.add_addrs,
     })
+    # Kaspar et al.'s aggregation benefit (analysis/aggregation.py): goodput vs the paths' rates
+    caps = aggregation.capacities_mbps(spec)
+    parts.record["path_capacity_mbps"] = caps
+    parts.record["aggregation_benefit"] = _round(aggregation.benefit(o.goodput_mbps, caps))
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v, 4)
 
 
 def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,

@@ -43,6 +43,7 @@ enum {
     PCR_MPC       = 1u << 24,  /* mpc_ver/mpc_flags set (MP_CAPABLE) */
     PCR_SEQ       = 1u << 25,  /* seq was captured (8 bytes of TCP header) */
     PCR_TCPHDR    = 1u << 26,  /* ack, flags (14 bytes) and win (16 bytes) were captured */
+    PCR_TS        = 1u << 27,  /* TCP timestamps option (RFC 7323): tsval, tsecr */
 };
 
 /*
@@ -66,6 +67,8 @@ enum {
     X(uint32_t, seq,        "<u4") /* raw TCP sequence number */ \
     X(uint32_t, ack,        "<u4") /* raw TCP acknowledgment number */ \
     X(uint32_t, ssn,        "<u4") /* DSS subflow sequence number (relative) */ \
+    X(uint32_t, tsval,      "<u4") /* TCP timestamps option: TSval (PCR_TS) */ \
+    X(uint32_t, tsecr,      "<u4") /* ... TSecr */ \
     X(uint32_t, recvtok,    "<u4") /* MP_JOIN SYN: token of the receiver */ \
     X(uint32_t, icmp_mtu,   "<u4") /* next-hop MTU: frag needed / packet too big */ \
     X(uint32_t, src,        "<u4") /* address index, outer IP source */ \

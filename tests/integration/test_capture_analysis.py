@@ -8,7 +8,7 @@ likely MPTCP-level re-sends. On the run's own capture files:
 * where tshark's MPTCP analysis (analyze_mappings, intersubflows_retransmission) marks data
   re-sent across subflows, the analysis lists such a re-send no later;
 * the repetition's record and files carry the depth: RTT per subflow, dsn.csv with mappings
-  on both paths, mptcp_events.csv with the server's ADD_ADDR;
+  on both paths, mptcp_events.csv with the server's ADD_ADDR; the flow's aggregation benefit;
 * with the server's points captured on the same host clock: one-way delay per subflow from
   the client's point to the server's, and reordering and head-of-line delay at the server.
 """
@@ -116,6 +116,11 @@ def test_record_and_files_carry_the_depth(rep_dir: Path) -> None:
     assert dsn.loc[dsn["kind"] == "ack", "dsn"].max() > 1_000_000
     ev = pd.read_csv(rep_dir / "mptcp_events.csv")
     assert "ADD_ADDR" in set(ev["event"])
+    # the aggregation benefit over the two 30 Mbit/s paths (with equal rates both cases of
+    # Kaspar et al.'s formula are (g - 30) / 30)
+    flow = rec["flows"][0]
+    assert flow["path_capacity_mbps"] == {"A": 30.0, "B": 30.0}
+    assert flow["aggregation_benefit"] == pytest.approx((flow["goodput_mbps"] - 30.0) / 30.0, abs=1e-3)
 
 
 def test_one_way_delay_and_hol_at_the_server(rep_dir: Path) -> None:

@@ -100,6 +100,11 @@ def icmp6_too_big(mtu: int, quoted: bytes) -> bytes:
 
 # --- MPTCP options (kind 30), RFC 8684 section 3 ------------------------------------------
 
+def timestamps(tsval: int, tsecr: int) -> bytes:
+    """The TCP timestamps option (RFC 7323 section 3), with the two NOPs Linux puts before it."""
+    return b"\x01\x01" + struct.pack("!BBII", 8, 10, tsval % 2**32, tsecr % 2**32)
+
+
 def _opt(sub: int, low: int, body: bytes) -> bytes:
     return bytes([30, 3 + len(body), (sub << 4) | low]) + body
 

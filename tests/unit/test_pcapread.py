@@ -66,12 +66,13 @@ def mptcp_frames() -> list[bytes]:
         seg(K.mp_fastclose(0x1122334455667788), RST),
         seg(K.mp_tcprst(flags=0x1, reason=6), RST | ACK, fwd=False),
         seg(K.dss(data_ack=1) + K.add_addr("10.0.2.7", 8, hmac=1), fwd=False),   # two subtypes
+        seg(K.timestamps(0xFEDCBA98, 12345) + K.dss(data_ack=2, dsn=3, ssn=1, dll=5), ACK | PSH, b"t" * 5),
     ]
 
 
 def test_every_mptcp_option_decoded_as_built(tmp_path: Path) -> None:
     pk = read(K.write_pcap(tmp_path / "mp.pcap", [(1.0 + i / 1000, f) for i, f in enumerate(mptcp_frames())]))
-    assert len(pk) == 23 and not pk["malformed"].any()
+    assert len(pk) == 24 and not pk["malformed"].any()
     row = pk.iloc
     assert list(pk["mp"].iloc[:8]) == [1, 1, 1, 1, 1, 2, 2, 2]
     assert row[0]["mpc_ver"] == 1 and row[0]["mpc_flags"] == 1 and pd.isna(row[0]["sendkey"])
@@ -98,6 +99,9 @@ def test_every_mptcp_option_decoded_as_built(tmp_path: Path) -> None:
     assert row[21]["rst_reason"] == 6 and row[21]["rst_flags"] == 1
     assert row[22]["mp"] == (1 << packets.DSS) | (1 << packets.ADD_ADDR) and row[22]["addaddr"] == "10.0.2.7"
     assert (pk["tlen"].iloc[10], pk["seq"].iloc[10], pk["ack"].iloc[10]) == (1448, 1000, 2000)
+    # the timestamps option before the DSS: both decoded; absent elsewhere
+    assert (row[23]["tsval"], row[23]["tsecr"], row[23]["dsn"]) == (0xFEDCBA98, 12345, 3)
+    assert pk["tsval"].iloc[:23].isna().all() and pk["tsecr"].iloc[:23].isna().all()
 
 
 def link_frames() -> dict[str, tuple[int, list[bytes]]]:
