@@ -43,6 +43,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="where nodes run: network namespaces, or containers deployed by containerlab "
                         "(auto: containerlab when it and a working Docker are present, else netns)")
     r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
+    r.add_argument("--late-retries", type=int, default=1, metavar="N",
+                   help="measure a repetition again, up to N times, when a delay line did not keep time "
+                        "(host stalls; every attempt's files kept under failed/; default 1, 0: never)")
     r.add_argument("--rate-in-tbf", action="store_true",
                    help="nfqueue: rate and queue by tbf at the sender instead of the delay line (the default); "
                         "the queue is then hidden from local senders by TCP Small Queues (docs/architecture.md)")
@@ -152,10 +155,13 @@ def cmd_run(a: argparse.Namespace) -> int:
     from .timeline.actions import check_timelines
     from .walltime import estimate
 
+    if a.late_retries < 0:
+        raise LabInputError("command line", "--late-retries", f"{a.late_retries}: must be 0 or more")
     lab = load_lab(a.lab)
     unsupported(lab)
     opts = RunOptions.with_subset(lab, a.subset, quick=a.quick, reps=a.reps, scenarios=a.scenario,
-                                  results_root=a.results, calibrate=not a.no_calibrate)
+                                  results_root=a.results, calibrate=not a.no_calibrate,
+                                  late_retries=a.late_retries)
     scenarios = select_scenarios(lab, opts.scenarios)
     # what only the host can answer, before anything is created (dry runs included)
     preflight(lab, scenarios, results_root=a.results, dry_run=a.dry_run)

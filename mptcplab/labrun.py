@@ -71,6 +71,9 @@ class RunOptions:
     subset: SubsetChoice | None = None
     #: manifest.json's ``estimate`` (walltime.Estimate.record), made before measuring
     estimate: dict[str, Any] | None = None
+    #: how many times a repetition whose delay line did not keep time is measured again
+    #: (runner.measure_repetition; ``--late-retries``)
+    late_retries: int = 1
 
     @classmethod
     def with_subset(cls, lab: Lab, subset: str | None, **kw: Any) -> RunOptions:
@@ -184,6 +187,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
     backend_cls = backends.get(opts.backend)
     manifest: dict[str, Any] = {
         "lab": lab.name, "run_id": None, "complete": False, "quick": opts.quick, "repetitions": reps,
+        "late_retries": opts.late_retries,
         "command_line": opts.argv, "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         "finished": None, **facts, "backend": opts.backend, "link_emulation": emulator.name,
         "tools": tool_versions(), "git": git_state(REPO), "lab_files_sha256": lab.file_hashes,
@@ -250,7 +254,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             for rep in range(1, sc_reps + 1):
                 outdir = run_dir / "scenarios" / sc.name / f"rep{rep}"
                 progress.begin(sc.name, rep, sc_reps)
-                m = measure_repetition(ctx, sc, rep, outdir, log, RepRunner)
+                m = measure_repetition(ctx, sc, rep, outdir, log, RepRunner, late_retries=opts.late_retries)
                 progress.finished()
                 if m.job.calibration:
                     manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = m.job.calibration

@@ -674,6 +674,8 @@ class Manifest(_Model):
     incomplete_reason: str | None = None
     quick: bool | None = None
     repetitions: int | None = None
+    #: ``--late-retries``: re-measures allowed for a repetition whose delay line was late
+    late_retries: int | None = None
     command_line: list[str] | None = None
     started: str | None = None
     finished: str | None = None

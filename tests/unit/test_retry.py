@@ -45,17 +45,25 @@ class FakeRunner:
         self.out.mkdir(parents=True, exist_ok=False)
         (self.out / "commands.log").write_text(f"attempt {len(self.attempts) + 1}\n")
         self.attempts.append(self.out)
-        return SimpleNamespace(job=SimpleNamespace(warnings=["a step's warning"], clients={}))
+        late = LATE.pop(0) if LATE else False
+        stats = {"lateness_us": {"n": 5000, "p50": 100, "p99": 3000 if late else 200, "max": 9000}, "delay_us": 2000}
+        return SimpleNamespace(job=SimpleNamespace(warnings=["a step's warning"], clients={},
+                                                   extra={"delay_line_stats": {"ra:eth1->rb:eth1": stats}}))
 
 
-def measure(sc: str, rep: int, out: Path, log: Any) -> Any:
+#: per attempt, whether the fake's delay line is late (then on time)
+LATE: list[bool] = []
+
+
+def measure(sc: str, rep: int, out: Path, log: Any, late_retries: int = 0) -> Any:
     """runner.measure_repetition with the fake runner (the context and scenario go unread)."""
     return runner.measure_repetition(cast(Any, SimpleNamespace()), cast(Any, SimpleNamespace(name=sc)), rep, out,
-                                     log, cast(Any, FakeRunner))
+                                     log, cast(Any, FakeRunner), late_retries=late_retries)
 
 
 def test_never_started_is_measured_again_once_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FakeRunner.attempts = []
+    LATE.clear()
     monkeypatch.setattr(runner, "setup_failure", lambda m: f"flow mp: {NEVER_STARTED}")  # fails every time
     lines: list[str] = []
     out = tmp_path / "scenarios" / "lia" / "rep3"
@@ -76,6 +84,55 @@ def test_a_repetition_that_started_is_measured_once(tmp_path: Path, monkeypatch:
     m = measure("s", 1, tmp_path / "rep1", print)
     assert len(FakeRunner.attempts) == 1 and m.job.warnings == ["a step's warning"]
     assert not (tmp_path / "failed").exists()
+
+
+def test_a_disturbed_repetition_is_measured_again_up_to_the_limit(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delay line late every time: late_retries more attempts, each kept, and the last one
+    counts (still late: the run's validity check sees it)."""
+    FakeRunner.attempts = []
+    LATE[:] = [True, True, True]
+    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    lines: list[str] = []
+    out = tmp_path / "scenarios" / "wlan" / "rep2"
+    m = measure("wlan", 2, out, lines.append, late_retries=2)
+    assert len(FakeRunner.attempts) == 3
+    for k in (1, 2):
+        kept = tmp_path / "scenarios" / "wlan" / "failed" / f"rep2-attempt{k}"
+        assert (kept / "commands.log").read_text() == f"attempt {k}\n"
+    assert (out / "commands.log").read_text() == "attempt 3\n"
+    assert runner.late_delay_lines(m) is not None, "the last attempt counts as it is"
+    (w,) = [w for w in m.job.warnings if isinstance(w, dict)]
+    assert w["code"] == runner.REPETITION_RETRIED
+    assert "wlan/failed/rep2-attempt1" in w["message"] and "wlan/failed/rep2-attempt2" in w["message"]
+    assert "release lateness p99 3000 us" in w["message"] and "attempt 3's" in w["message"]
+    assert [ln.split(":")[0] for ln in lines] == ["wlan rep 2"] * 2
+
+
+def test_a_repetition_on_time_after_one_retry_stops_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeRunner.attempts = []
+    LATE[:] = [True, False, True]
+    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=3)
+    assert len(FakeRunner.attempts) == 2 and runner.late_delay_lines(m) is None
+    LATE[:] = [True]
+    FakeRunner.attempts = []
+    m = measure("s", 2, tmp_path / "scenarios" / "s" / "rep2", print, late_retries=0)
+    assert len(FakeRunner.attempts) == 1, "late_retries 0: never measured again for lateness"
+    assert m.job.warnings == ["a step's warning"]
+
+
+def test_never_started_then_disturbed_numbers_the_attempts_in_order(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    FakeRunner.attempts = []
+    LATE[:] = [False, True, False]
+    calls = iter([f"flow mp: {NEVER_STARTED}"])
+    monkeypatch.setattr(runner, "setup_failure", lambda m: next(calls, None))
+    m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=1)
+    assert len(FakeRunner.attempts) == 3
+    (w,) = [w for w in m.job.warnings if isinstance(w, dict)]
+    assert "attempt 1 of this repetition never started" in w["message"]
+    assert "attempt 2 of this repetition was disturbed" in w["message"] and "attempt 3's" in w["message"]
 
 
 def test_log_line_of_a_repetition_without_goodput() -> None:
