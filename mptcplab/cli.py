@@ -95,6 +95,8 @@ def _parser() -> argparse.ArgumentParser:
     cp.add_argument("--reps", type=int, help="rounds per lab and target (default: the campaign's)")
     cp.add_argument("--seed", type=int, help="the shuffle's seed (default: the campaign's, else the recorded one)")
     cp.add_argument("--no-shuffle", action="store_true", help="run in campaign order (labs, targets, rounds)")
+    cp.add_argument("--max-items", type=int, metavar="N",
+                    help="run at most N unfinished items now, then stop; rerun the command for the rest")
 
     cm = sub.add_parser("compare", help="one report: the same lab on several kernels/hosts beside the paper")
     cm.add_argument("inputs", nargs="+", type=Path, metavar="RUN_OR_CAMPAIGN",
@@ -319,6 +321,8 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     from .campaign.schema import load_campaign
     from .campaign.targets import KINDS, kind_of
 
+    if a.max_items is not None and a.max_items < 1:
+        raise LabInputError("command line", "--max-items", f"{a.max_items}: must be 1 or more")
     c, base = load_campaign(a.campaign)
     items = plan(c, base, str(a.campaign), Overrides(quick=a.quick, scenarios=a.scenario, repetitions=a.reps,
                                                      targets=a.target, labs=a.lab or []))
@@ -360,7 +364,7 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     with executor.campaign_lock(out):
         executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
         try:
-            outcomes = executor.execute(out, order, inventory)
+            outcomes = executor.execute(out, order, inventory, max_items=a.max_items)
         except executor.Stopped as e:
             print(f"campaign stopped by {e}; the running item was stopped (its run is kept as incomplete); "
                   f"rerun the same command to continue", file=sys.stderr)
@@ -369,8 +373,10 @@ def cmd_campaign(a: argparse.Namespace) -> int:
 
         cols = merge(out)
     left = [o for o in outcomes if o.status == "incomplete"]
+    later = sum(o.status == "left" for o in outcomes)
     print(f"campaign {c.name}: {sum(o.status == 'done' for o in outcomes)} item(s) run now, "
-          f"{sum(o.status == 'skipped' for o in outcomes)} finished earlier, {len(left)} not finished")
+          f"{sum(o.status == 'skipped' for o in outcomes)} finished earlier, {len(left)} not finished"
+          + (f", {later} left for a later run (--max-items): rerun the same command" if later else ""))
     print(f"merged: {len(cols)} lab x target column(s) in {out / 'merged'}; "
           f"compare them with: mptcplab compare {out}")
     return 1 if left else 0

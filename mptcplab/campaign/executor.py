@@ -121,7 +121,7 @@ class Stopped(Exception):
 @dataclass
 class Outcome:
     item: WorkItem
-    status: str  # "skipped" (finished earlier), "done", "incomplete"
+    status: str  # "skipped" (finished earlier), "done", "incomplete", "left" (--max-items)
     run_dir: Path | None
     seconds: float = 0.0
 
@@ -161,19 +161,26 @@ def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Pa
 
 
 def execute(out: Path, order: list[WorkItem], inventory: Path | None,
-            log: Callable[[str], None] = print) -> list[Outcome]:
+            log: Callable[[str], None] = print, max_items: int | None = None) -> list[Outcome]:
     """Run every unfinished item in order; an item that does not finish is reported and the
-    campaign goes on (a rerun tries it again)."""
+    campaign goes on (a rerun tries it again). With ``max_items``, stop after that many items
+    were run (a campaign longer than one sitting, run in parts: the rest are "left", and a
+    rerun of the same command continues with them)."""
     outcomes: list[Outcome] = []
     todo = [i for i in order if finished(out, i) is None]
-    log(f"campaign: {len(order)} work item(s), {len(order) - len(todo)} finished earlier, {len(todo)} to run")
+    now = len(todo) if max_items is None else min(max_items, len(todo))
+    log(f"campaign: {len(order)} work item(s), {len(order) - len(todo)} finished earlier, {len(todo)} to run"
+        + (f", {now} of them now (--max-items)" if now < len(todo) else ""))
     for i in order:
         done = finished(out, i)
         if done is not None:
             outcomes.append(Outcome(i, "skipped", done))
             continue
-        n = sum(1 for o in outcomes if o.status != "skipped") + 1
-        log(f"[{n}/{len(todo)}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
+        n = sum(1 for o in outcomes if o.status not in ("skipped", "left")) + 1
+        if n > now:
+            outcomes.append(Outcome(i, "left", None))
+            continue
+        log(f"[{n}/{now}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
         t0 = time.monotonic()
         rc, run = run_item(out, i, inventory)
         secs = time.monotonic() - t0

@@ -6,6 +6,7 @@ import json
 import shlex
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -154,3 +155,38 @@ def test_work_item_record_names_the_subset(tmp_path: Path) -> None:
     assert item.id.startswith("rcvbuf__here__r1__")
     args = ansible_vars(item, tmp_path)["campaign_engine_args"]
     assert args[args.index("--subset") + 1] == "paper"
+
+
+def test_max_items_runs_that_many_and_leaves_the_rest_for_a_rerun(campaign_file: Path, tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign longer than one sitting (labs/rcvbuf's five rounds of ~80 min) runs in parts:
+    --max-items N runs N unfinished items, the rest are "left", and the same command again
+    continues with them."""
+    from mptcplab.campaign import executor
+
+    c, base = load_campaign(campaign_file)
+    order = [i for i in plan(c, base, str(campaign_file)) if i.target.name == "here"][:3]
+    done: set[str] = set()
+    ran: list[str] = []
+
+    def fake_run(out: Path, item: Any, inventory: Any) -> tuple[int, Path | None]:
+        ran.append(item.id)
+        done.add(item.id)
+        return 0, tmp_path / item.id
+
+    monkeypatch.setattr(executor, "run_item", fake_run)
+    monkeypatch.setattr(executor, "finished", lambda out, i: (tmp_path / i.id) if i.id in done else None)
+    lines: list[str] = []
+    first = executor.execute(tmp_path / "out", order, None, log=lines.append, max_items=2)
+    assert [o.status for o in first] == ["done", "done", "left"] and ran == [i.id for i in order[:2]]
+    assert "2 of them now (--max-items)" in lines[0] and lines[1].startswith("[1/2] ")
+    second = executor.execute(tmp_path / "out", order, None, log=lines.append, max_items=2)
+    assert [o.status for o in second] == ["skipped", "skipped", "done"] and ran[-1] == order[2].id
+    third = executor.execute(tmp_path / "out", order, None, log=lines.append)
+    assert [o.status for o in third] == ["skipped"] * 3 and len(ran) == 3
+
+
+def test_max_items_below_one_is_a_one_line_error(campaign_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["campaign", str(campaign_file), "--max-items", "0"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--max-items" in err[0] and "0: must be 1 or more" in err[0]
