@@ -167,6 +167,23 @@ def late_delay_lines(m: Measured) -> str | None:
     return None
 
 
+def attempt_failed(m: Measured) -> str | None:
+    """What, besides timing, went wrong in the attempt: a server that died by itself, a
+    capture that died, a client that reported an error. Such an attempt is a result to report
+    (the faults it shows must never be hidden behind a clean re-measure), so a late delay line
+    does not get it measured again."""
+    for name, client in sorted(m.job.clients.items()):
+        if client.get("server_rc") not in (0, None):
+            return f"the server of flow {name} died"
+        kind = kind_of(m.job.body.traffic.flows[name])
+        if kind.read(Path(client["path"])).error:
+            return f"flow {name}'s client reported an error"
+    for point, st in sorted((m.job.extra.get("capture_stats") or {}).items()):
+        if (st or {}).get("died") is not None:
+            return f"the capture at {point} died"
+    return None
+
+
 def _keep_attempt(outdir: Path) -> tuple[Path, int]:
     """Move a repetition's files to ``failed/rep<N>-attempt<k>`` (the first free k: nothing
     is ever overwritten) and return where, with k."""
@@ -186,13 +203,13 @@ def measure_repetition(ctx: RunContext, scenario: ScenarioRun, rep: int, outdir:
     record that counts says so (code ``repetition-retried``).
 
     * a client's test never started (``setup_failure``): measured again, once;
-    * a delay line did not keep time (``late_delay_lines``): measured again, up to
-      ``late_retries`` times (``--late-retries``). On this host such stalls come with the
-      hypervisor's steal (issue 13: over 60 WLAN repetitions of labs/cc, rank correlation
-      +0.92 between steal and the worst p99), not with the experiment, so a repetition the
-      host disturbed is measured again rather than thrown into the average or invalidating
-      the run. The last attempt counts whatever it shows: a line that is late every time
-      still marks the run invalid."""
+    * a delay line did not keep time (``late_delay_lines``) and nothing else went wrong
+      (``attempt_failed``): measured again, up to ``late_retries`` times (``--late-retries``).
+      On this host such stalls come with the hypervisor's steal (issue 13: over 60 WLAN
+      repetitions of labs/cc, rank correlation +0.92 between steal and the worst p99), not
+      with the experiment, so a repetition the host disturbed is measured again rather than
+      thrown into the average or invalidating the run. The last attempt counts whatever it
+      shows: a line that is late every time still marks the run invalid."""
     m = runner(ctx, scenario, rep, outdir).measure()
     notes: list[str] = []
     why = setup_failure(m)
@@ -206,7 +223,7 @@ def measure_repetition(ctx: RunContext, scenario: ScenarioRun, rep: int, outdir:
         m = runner(ctx, scenario, rep, outdir).measure()
     for _ in range(late_retries):
         why = late_delay_lines(m)
-        if why is None:
+        if why is None or attempt_failed(m) is not None:
             break
         kept, k = _keep_attempt(outdir)
         where = f"scenarios/{kept.parent.parent.name}/failed/{kept.name}"

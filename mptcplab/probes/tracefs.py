@@ -185,6 +185,9 @@ class Instance:
         remove_instance(self.name)
 
 
+RMDIR_TRIES = 100  # x 50 ms
+
+
 def remove_instance(name: str) -> bool:
     """rmdir the instance (the kernel frees its buffer and event files), then its
     record; True when the instance is gone. rmdir fails with EBUSY while a file of
@@ -197,14 +200,16 @@ def remove_instance(name: str) -> bool:
                 f.write("0")
         except OSError:
             pass
-        for attempt in range(20):
+        # up to 5 s: the reader's last read can hold the trace_pipe a while on a loaded host
+        # (CI saw an interrupted run's instance outlive a 1 s wait)
+        for attempt in range(RMDIR_TRIES):
             try:
                 d.rmdir()
                 break
             except FileNotFoundError:
                 break
             except OSError as e:
-                if e.errno != errno.EBUSY or attempt == 19:
+                if e.errno != errno.EBUSY or attempt == RMDIR_TRIES - 1:
                     gone = False
                     break
                 time.sleep(0.05)

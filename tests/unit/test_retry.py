@@ -122,6 +122,29 @@ def test_a_repetition_on_time_after_one_retry_stops_there(tmp_path: Path, monkey
     assert m.job.warnings == ["a step's warning"]
 
 
+def test_a_late_attempt_with_a_fault_is_reported_not_measured_again(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The faults suite's case: the server killed mid-transfer on a loaded host, whose delay
+    line was late too. A clean re-measure would hide the fault: it stays the repetition."""
+    FakeRunner.attempts = []
+    LATE[:] = [True, False]
+    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    real = FakeRunner.measure
+
+    def with_dead_server(self: FakeRunner) -> Any:
+        m = real(self)
+        m.job.clients = {"mp": {"server_rc": -9, "path": "unused"}}
+        return m
+
+    monkeypatch.setattr(FakeRunner, "measure", with_dead_server)
+    m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=1)
+    assert len(FakeRunner.attempts) == 1 and runner.attempt_failed(m) == "the server of flow mp died"
+    assert m.job.warnings == ["a step's warning"]
+    m.job.clients = {}
+    m.job.extra["capture_stats"] = {"client:eth1": {"died": -9}}
+    assert runner.attempt_failed(m) == "the capture at client:eth1 died"
+
+
 def test_never_started_then_disturbed_numbers_the_attempts_in_order(tmp_path: Path,
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     FakeRunner.attempts = []
