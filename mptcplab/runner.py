@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from .supervise import Supervisor
 from .timeline.record import EVENTS_FILE, add_capture_time
 from .traffic import kind_of
 from .traffic.analyse import analyse_one, coded, config_diagnostics, expected_paths
+from .traffic.base import Outcome, TrafficKind
 from .traffic.fairness import jain_index, shares
 
 __all__ = ["READY_TIMEOUT_S", "AnalysisJob", "DeferredSignals", "Interrupted", "Measured", "RepRunner", "RunContext",
@@ -145,12 +146,18 @@ class RepRunner:
 REPETITION_RETRIED = "repetition-retried"
 
 
+def _outcomes(m: Measured) -> Iterator[tuple[str, dict[str, Any], TrafficKind[Any], Outcome]]:
+    """Each client of the attempt, by flow name: its record, its kind, what its output says."""
+    for name, client in sorted(m.job.clients.items()):
+        kind = kind_of(m.job.body.traffic.flows[name])
+        yield name, client, kind, kind.read(Path(client["path"]))
+
+
 def setup_failure(m: Measured) -> str | None:
     """Why the repetition measured nothing because a client's test never started (its kind's
     ``setup_errors``), naming the flow; None when every client got going."""
-    for name, client in sorted(m.job.clients.items()):
-        kind = kind_of(m.job.body.traffic.flows[name])
-        why = kind.setup_failure(kind.read(Path(client["path"])))
+    for name, _, kind, outcome in _outcomes(m):
+        why = kind.setup_failure(outcome)
         if why:
             return f"flow {name}: {why}"
     return None
@@ -175,8 +182,8 @@ def attempt_failed(m: Measured) -> str | None:
     for name, client in sorted(m.job.clients.items()):
         if client.get("server_rc") not in (0, None):
             return f"the server of flow {name} died"
-        kind = kind_of(m.job.body.traffic.flows[name])
-        if kind.read(Path(client["path"])).error:
+    for name, _, _, outcome in _outcomes(m):
+        if outcome.error:
             return f"flow {name}'s client reported an error"
     for point, st in sorted((m.job.extra.get("capture_stats") or {}).items()):
         if (st or {}).get("died") is not None:
