@@ -234,9 +234,12 @@ def test_second_subflow_is_reported(line: TwoNodeLine, binaries: tuple[Path, Pat
         assert end.subflow_count == 2 and len(end.subflows) == 2, end.raw
     assert {sf.local.rsplit(":", 1)[0] for sf in r.client.subflows} == {ADDR["a"], extra}
     assert {sf.remote.rsplit(":", 1)[0] for sf in r.server.subflows} == {ADDR["a"], extra}
-    # the subflows' acknowledged bytes cover the connection's data (MPTCP-level retransmissions
-    # can only add); and the receiver got every block
-    assert sum(sf.tcp_info["bytes_acked"] for sf in r.client.subflows) >= r.client.bytes
+    # each subflow carried data, and together their acknowledged bytes cover the connection's
+    # (MPTCP-level retransmissions can only add). TCP_INFO is read as the client ends, when the
+    # last segments' ACKs may still be on the way: CI under load read 1,310 bytes short of
+    # 27,467,776, so the cover is checked to 1%; and the receiver got every block
+    acked = [sf.tcp_info["bytes_acked"] for sf in r.client.subflows]
+    assert min(acked) > 0 and sum(acked) >= 0.99 * r.client.bytes, (acked, r.client.bytes)
     assert r.server.blocks == r.client.blocks == len(r.blocks) > 0
     assert r.delay.min_ms >= ONE_WAY_MS - 0.2, r.delay
 
