@@ -9,7 +9,7 @@ are listed here, each with the reason, so nothing else can differ silently.
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -76,11 +76,18 @@ TSHARK_MPTCP_PREFS = ("mptcp.analyze_mptcp:TRUE", "mptcp.analyze_mappings:TRUE",
                       "mptcp.intersubflows_retransmission:TRUE", "mptcp.relative_sequence_numbers:TRUE")
 
 
-def tshark_reinjections(paths: Sequence[Path], tmp: Path) -> list[tuple[float, float]]:
+def tshark_reinjections(paths: Sequence[Path], tmp: Path,
+                        endpoints: Collection[str] | None = None) -> list[tuple[float, float]]:
     """(time of the re-sending packet, time of the packet that first sent the data), epoch
     seconds, for every packet tshark marks ``mptcp.reinjection_of``. The files (one per
     capture point, e.g. one per subflow) are merged by time into one (in ``tmp``) first:
-    tshark sees a re-send on another subflow only when both subflows are in one file."""
+    tshark sees a re-send on another subflow only when both subflows are in one file.
+
+    tshark marks re-sends in every MPTCP connection of the files; ``endpoints`` ("addr:port",
+    e.g. the client ends of one connection's subflows, ``SubflowResult.name``) keeps the marks
+    on packets to or from those only. The analysis looks at one connection: iperf3's control
+    connection is MPTCP too, and its server re-sends a state byte on the other subflow when an
+    ACK is late (a CI run had such a mark 0.2 s before the data connection's first)."""
     path = Path(paths[0])
     if len(paths) > 1:
         path = tmp / "merged.pcap"
@@ -89,12 +96,13 @@ def tshark_reinjections(paths: Sequence[Path], tmp: Path) -> list[tuple[float, f
         if m.returncode != 0:
             raise RunFailed(f"mergecap failed: {m.stderr.strip()}")
     cmd = ["tshark", "-n", "-r", str(path), "-T", "fields", "-e", "frame.number", "-e", "frame.time_epoch",
-           "-e", "mptcp.reinjection_of"]
+           "-e", "mptcp.reinjection_of", "-e", "ip.src", "-e", "tcp.srcport", "-e", "ip.dst", "-e", "tcp.dstport"]
     for p in TSHARK_MPTCP_PREFS:
         cmd += ["-o", p]
     r = subprocess.run(cmd, capture_output=True, text=True)
     if r.returncode not in (0, 2):      # 2: the capture was cut short, the packets before count
         raise RunFailed(f"tshark failed on {path}: {r.stderr.strip()}")
+    keep = None if endpoints is None else set(endpoints)
     times: dict[int, float] = {}
     pairs: list[tuple[int, int]] = []
     for line in r.stdout.splitlines():
@@ -103,6 +111,6 @@ def tshark_reinjections(paths: Sequence[Path], tmp: Path) -> list[tuple[float, f
             continue
         times[int(f[0])] = float(f[1])
         # several frames when the range was sent in several segments: the earliest counts
-        if f[2]:
+        if f[2] and (keep is None or (len(f) >= 7 and {f"{f[3]}:{f[4]}", f"{f[5]}:{f[6]}"} & keep)):
             pairs.append((int(f[0]), min(int(x) for x in f[2].split(","))))
     return [(times[a], times[b]) for a, b in pairs]

@@ -149,6 +149,10 @@ def test_reinjections_agree_with_tshark_on_a_hand_made_connection(tmp_path: Path
             for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
     theirs = [(round(a, 6), round(b, 6)) for a, b in oracle.tshark_reinjections([path], tmp_path)]
     assert ours == theirs and len(ours) == 1
+    # restricted to the connection's subflows the mark stays; to another connection's, it goes
+    mine = [s.name for s in r.subflows]
+    assert len(oracle.tshark_reinjections([path], tmp_path, endpoints=mine)) == 1
+    assert oracle.tshark_reinjections([path], tmp_path, endpoints=["192.0.2.99:1"]) == []
 
 
 MPTCP_SCENARIOS = sorted({p.name.split("__")[0] for p in DATA.glob("mptcp_*__client_eth1.pcap")})
@@ -170,11 +174,27 @@ def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, sce
     direction = "download" if "download" in scenario else "upload"
     spec = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True, direction)  # type: ignore[arg-type]
     r = analyze_flow([CaptureFile(f, f.stem.split("__")[1]) for f in files], spec)
-    theirs = oracle.tshark_reinjections(files, tmp_path)
+    theirs = oracle.tshark_reinjections(files, tmp_path, endpoints=[s.name for s in r.subflows])
     x = r.reinjections[~r.reinjections["same_subflow"].astype(bool)]
     assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
     if theirs:
         assert len(x) and x["t"].min() + (r.t0_epoch or 0) <= min(a for a, _ in theirs) + 1e-6
+
+
+@needs_tshark
+def test_tshark_marks_in_another_connection_are_left_out(tmp_path: Path) -> None:
+    """A CI run's capture (tests/data/ctrl_resend, its first 0.5 s): iperf3's server re-sent
+    a byte of the MPTCP control connection on that connection's other subflow 0.2 s before the
+    data connection's first re-send. tshark marks both; only the analysed connection's count."""
+    files = [DATA / "ctrl_resend" / f"client_{d}.pcap" for d in ("eth1", "eth2")]
+    fa, _ = analyze_files(files, tmp_path / "a")
+    t0 = fa.t0_epoch or 0.0
+    cross = fa.reinjections[~fa.reinjections["same_subflow"].astype(bool)]
+    every = oracle.tshark_reinjections(files, tmp_path)
+    mine = oracle.tshark_reinjections(files, tmp_path, endpoints=[s.name for s in fa.subflows])
+    assert len(cross) and mine and len(mine) < len(every)
+    assert min(a for a, _ in every) - t0 < cross["t"].min() - 0.1           # the control byte
+    assert abs(min(a for a, _ in mine) - t0 - cross["t"].min()) < 1e-3      # the data re-send
 
 
 def test_recorded_pmtud_run_has_one_reinjection_at_the_black_hole() -> None:
