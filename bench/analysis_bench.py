@@ -15,6 +15,14 @@ Captures are made with tests/data/make_captures.py (scenario mptcp_pmtud, --rate
 best run is the one least disturbed); CPU time (this process, all threads, plus tshark) is
 printed too because it depends less on what else runs.
 
+--mptcpanalyzer EXE also times mptcpanalyzer (PyPI 0.3.2, tshark to CSV to pandas) loading the
+merged capture and summarising its MPTCP connections. Its dependencies clash with the
+project's lock (it needs cmd2 1.x and pandas 1.x), so it lives in a venv of its own:
+
+    python3 -m venv /tmp/mpa && /tmp/mpa/bin/pip install mptcpanalyzer==0.3.2 cmd2==1.5.0 \
+        pandas==1.5.3 'numpy<2' 'matplotlib<3.8' colorama six stevedore
+    .venv/bin/python bench/analysis_bench.py --captures DIR --mptcpanalyzer /tmp/mpa/bin/mptcpanalyzer
+
 --reinjections N times only the MPTCP-level retransmission search (depth._reinjections) on
 N synthetic mappings of two subflows, --resend-share of them sent again on the other subflow
 (a payload-modifying middlebox, a long lossy run); no captures, no root:
@@ -63,6 +71,28 @@ def cpu_seconds() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def time_mptcpanalyzer(exe: Path, caps: list[CaptureFile]) -> None:
+    """mptcpanalyzer on the merged capture (it reads one file): load (tshark to its CSV, no
+    cache), list the MPTCP connections and summarise the first. It prints what it could not
+    do rather than failing, so its output is searched for the summary's words."""
+    with tempfile.TemporaryDirectory() as td:
+        merged = Path(td) / "merged.pcap"
+        subprocess.run(["mergecap", "-F", "pcap", "-w", str(merged), *(str(c.path) for c in caps)], check=True)
+        cmd = [str(exe), "--cachedir", str(Path(td) / "cache"), "--no-cache", f"load_pcap {merged}",
+               "list_mptcp_connections", "mptcp_summary 0", "quit"]
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        w0 = time.perf_counter()
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+        wall = time.perf_counter() - w0
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    out = r.stdout + r.stderr
+    conns = next((ln.strip() for ln in out.splitlines() if "mptcp connection(s)" in ln), "no connection list")
+    errors = sorted({ln.strip() for ln in out.splitlines() if ln.startswith("EXCEPTION")})
+    print(f"mptcpanalyzer (load_pcap, list_mptcp_connections, mptcp_summary 0): {wall:.2f} s wall, "
+          f"{cpu:.2f} CPU-s; {conns}; " + ("; ".join(errors) if errors else "summary printed"))
+
+
 def synthetic_mappings(n: int, share: float, seed: int = 19) -> pd.DataFrame:
     """n 1400-byte mappings alternating between two subflows, 1 ms apart; a share of them are
     re-sends of a random earlier range on the other subflow, under that subflow's next
@@ -99,6 +129,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--workers", type=int, default=None, help="files read in parallel (default: CPUs)")
     ap.add_argument("--tshark", action="store_true", help="also time the tshark paths (see above)")
+    ap.add_argument("--mptcpanalyzer", type=Path, metavar="EXE", help="also time this mptcpanalyzer (see above)")
     ap.add_argument("--with-router", action="store_true",
                     help="also analyse with the router's capture of path B (3 files, de-duplicated)")
     ap.add_argument("--reinjections", type=int, metavar="N",
@@ -126,8 +157,9 @@ def main() -> int:
             walls.append(time.perf_counter() - w0)
             cpus.append(cpu_seconds() - c0)
             w1 = time.perf_counter()
-            extract(caps, workers=a.workers)
+            pk = extract(caps, workers=a.workers)
             reads.append(time.perf_counter() - w1)
+        span = float(pk["t"].max() - pk["t"].min()) if len(pk) else 0.0     # how long the capture took
         print(f"captures: {', '.join(c.path.name for c in caps)} ({size / 1e6:.1f} MB, {r.packets} packets)")
         print(f"verified={r.verified} negotiated={r.mptcp_negotiated} diagnostics={r.diagnostics}")
         for s in r.subflows:
@@ -145,7 +177,16 @@ def main() -> int:
               f"over {a.repeat} runs; CPU {statistics.median(cpus):.3f} s per run; of which reading "
               f"best {min(reads):.3f} s ({r.packets / min(reads) / 1e6:.2f} M packets/s) "
               f"({os.cpu_count()} CPUs, load {os.getloadavg()[0]:.1f})")
-        print(f"target < 0.25 s: {'met' if best < 0.25 else 'NOT met'}")
+        # issue 19's two targets: the default run (10 s, 2 x 100 Mbit/s, ~130k packets) in under
+        # 0.25 s; any capture (e.g. --rate 400mbit, the asymmetric lab's) faster than it was made
+        if a.rate == "100mbit" and a.duration == 10 and not a.captures:
+            print(f"target < 0.25 s for this default case: {'met' if best < 0.25 else 'NOT met'}")
+        print(f"faster than captured: {best:.3f} s of analysis for {span:.2f} s of capture "
+              f"({span / best if best else float('inf'):.0f}x): {'met' if best < span else 'NOT met'}")
+        # before tshark runs: children's peaks are kept apart by getrusage, but say which is which
+        rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        print(f"peak memory of this process (Python, pandas, the packet columns): {rss:.0f} MB "
+              f"for {size / 1e6:.1f} MB of capture files")
         if a.tshark:
             c0, w0 = cpu_seconds(), time.perf_counter()
             pk = tshark.extract(caps, server_port=SPEC.server_port)
@@ -157,6 +198,11 @@ def main() -> int:
                 n = len(oracle.tshark_reinjections([c.path for c in caps], Path(td)))
                 print(f"tshark's MPTCP mapping analysis (mergecap + analyze_mappings, intersubflows): "
                       f"{time.perf_counter() - w0:.2f} s wall, {cpu_seconds() - c0:.2f} CPU-s, {n} packets marked")
+            kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+            print(f"peak memory of the largest child (tshark, mergecap; the capture maker too when it ran): "
+                  f"{kids:.0f} MB")
+        if a.mptcpanalyzer:
+            time_mptcpanalyzer(a.mptcpanalyzer, caps)
         return 0
     finally:
         if tmp is not None:
