@@ -3,7 +3,9 @@
 For each backend (nfqueue; netem too when the kernel has it), each one-way delay
 and with/without a capture (tcpdump on both ends, as labs capture), the highest
 rate at which a link still meets tolerance: one TCP flow's goodput >= 93% of
-the rate, ping's min RTT within 2% + 0.3 ms of 2 x delay, and the delay lines
+the rate (where the queue holds less than a round trip, UDP offered above the rate
+instead, as calibrate judges it: linkcheck.tcp_fills), ping's min RTT within
+2% + 0.3 ms of 2 x delay, and the delay lines
 healthy (no drops of their own, release lateness p99 within
 ``nfqueue.max_lateness_p99_us``: max(0.5 ms, 5% of the delay)). Also the delay
 line's CPU per Mbit/s, from /proc/<pid>/stat (utime + stime of both directions'
@@ -61,6 +63,7 @@ from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator, delayline_problems
 from mptcplab.emulation.supervise import Supervisor
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
+from mptcplab.linkcheck import capacity_check, capacity_offer_bps, parse_capacity_mbps, tcp_fills, udp_payload
 
 GOODPUT_MIN = 0.93
 COMBOS = [  # (rate, one-way delay, buffer)
@@ -119,6 +122,14 @@ def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bo
         t0 = time.monotonic()
         res = line.iperf3("a", seconds=seconds, omit=int(omit))
         elapsed = time.monotonic() - t0
+        # a queue shorter than the BDP: one TCP flow's loss recovery, not the link, sets its
+        # goodput; the rate is judged as calibrate judges it, by UDP offered above it
+        capacity = None
+        if not tcp_fills(shape, 1500):
+            udp = line.iperf3("a", seconds=seconds, omit=int(omit), server_extra=["-J"],
+                              extra=["-u", "-b", str(capacity_offer_bps(shape, 1500)), "-l", str(udp_payload(1500)),
+                                     "--get-server-output"])
+            capacity = capacity_check(shape, 1500, parse_capacity_mbps(udp))
         cpu = sum(rd.cpu_seconds() or 0.0 for rd in sup.running)
         row["capture_drops"] = stop_captures(caps) if caps else None
         sup.check()
@@ -129,7 +140,9 @@ def measure(em: Emulator, rate: str, delay: str, buffer: str | None, capture: bo
         "rtt_min_ms": ping.min_ms, "rtt_avg_ms": ping.avg_ms, "rtt_want_ms": 2 * shape.delay_s * 1000,
         "rtt_ok": rtt_ok(ping.min_ms, shape.delay_s),
         "goodput_mbps": gp / 1e6, "goodput_ratio": gp / shape.rate_bps,
-        "goodput_ok": gp >= GOODPUT_MIN * shape.rate_bps,
+        "goodput_ok": gp >= GOODPUT_MIN * shape.rate_bps if capacity is None else capacity.ok,
+        "capacity_mbps": None if capacity is None else capacity.measured,
+        "capacity_want_mbps": None if capacity is None else round(capacity.configured, 1),
         "retransmits": res.get("end", {}).get("sum_sent", {}).get("retransmits"),
         "iperf_s": round(elapsed, 2),
     })
@@ -159,7 +172,9 @@ def fmt(row: dict[str, Any]) -> str:
             f"cap={'on ' if row['capture'] else 'off'} rtt min/avg {row['rtt_min_ms']:.3f}/{row['rtt_avg_ms']:.3f} "
             f"(want {row['rtt_want_ms']:.1f}) goodput {row['goodput_mbps']:.1f} Mbit/s "
             f"({100 * row['goodput_ratio']:.1f}%) retr={row['retransmits']} "
-            f"cpu={'-' if cpu is None else f'{cpu:.3f}%core/Mbps'} "
+            + (f"udp capacity {row['capacity_mbps'] or 0:.1f}/{row['capacity_want_mbps']} Mbit/s judged, TCP reported "
+               if row.get("capacity_want_mbps") else "")
+            + f"cpu={'-' if cpu is None else f'{cpu:.3f}%core/Mbps'} "
             f"late_p99={row.get('lateness_p99_us', '-')}us enobufs={row.get('enobufs', '-')} "
             f"capdrops={row.get('capture_drops')} load={row['load_before']:.1f}->{row['load_after']:.1f} "
             f"{'OK' if row['ok'] else 'FAIL'}"

@@ -29,7 +29,20 @@ from .lab.limits import tbf_problem
 from .lab.loader import _validate
 from .lab.model import ScenarioRun
 from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, ExperimentBody
-from .linkcheck import Check, loss_check, ping_argv, rate_check, rtt_checks
+from .linkcheck import (
+    CAPACITY_OFFER,
+    Check,
+    capacity_check,
+    capacity_offer_bps,
+    loss_check,
+    parse_capacity_mbps,
+    ping_argv,
+    rate_check,
+    rate_reported,
+    rtt_checks,
+    tcp_fills,
+    udp_payload,
+)
 from .plan import bring_up, build_plan
 from .units import UnitError, parse_fraction, parse_rate, parse_time
 
@@ -125,12 +138,23 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
         p = backend.run([cmd(*ping_argv(b_ip, a_ip, 50, interval), node="a", check=False)])[0]
         checks += rtt_checks(shape, p.stdout)
         omit, measure = tcp_timing(shape, req.mtu, req.seconds)
+        fills = tcp_fills(shape, req.mtu)
         log(f"TCP rate check: one cubic flow a -> b, {omit} s omitted (slow start), {measure:g} s measured; "
             f"socket buffers autotuned up to {tcp_buffer_max(shape) / 2**20:.1f} MiB "
             f"(net.ipv4.tcp_rmem/tcp_wmem in both namespaces; not window-limited)")
+        if not fills:
+            log(f"the queue ({shape.queue_bytes(req.mtu) / 1e6:.2f} MB) holds less than a round trip of data "
+                f"({(shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s) / 1e6:.2f} MB): one TCP flow's "
+                "loss recovery idles such a link for longer than the check lasts, so its goodput is reported and "
+                f"the rate is judged by UDP offered at {CAPACITY_OFFER:.0%} of it, "
+                f"{udp_payload(req.mtu)}-byte datagrams, the receiver's median second")
         caps = _start_captures(backend, workdir, link) if req.capture else []
         try:
-            checks.append(rate_check(shape, _tcp_goodput(backend, a_ip, b_ip, measure, omit), "a:eth1->b:eth1"))
+            goodput = _tcp_goodput(backend, a_ip, b_ip, measure, omit)
+            checks.append((rate_check if fills else rate_reported)(shape, goodput, "a:eth1->b:eth1"))
+            if not fills:
+                checks.append(capacity_check(shape, req.mtu, _udp_capacity(backend, a_ip, b_ip, shape, req.mtu,
+                                                                           measure, omit), "a:eth1->b:eth1"))
             if shape.loss > 0:
                 lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
                 checks.append(loss_check(shape, lost, total))
@@ -194,8 +218,10 @@ def _stop_captures(backend: NetnsBackend, caps: list[tuple[subprocess.Popen[byte
     return out
 
 
-def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | None:
-    srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _iperf(backend: NetnsBackend, client_argv: list[str], server_json: bool = False) -> dict[str, Any] | None:
+    # server_json: the server reports in JSON too, so --get-server-output gives its intervals as data
+    srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299", *(["-J"] if server_json else [])],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -221,6 +247,15 @@ def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float, om
         return data["end"]["sum_received"]["bits_per_second"] / 1e6 if data else None
     except KeyError:
         return None
+
+
+def _udp_capacity(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, mtu: int, seconds: float,
+                  omit: int) -> float | None:
+    """UDP offered above the link's rate (linkcheck.capacity_offer_bps): the receiver's rate."""
+    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-u", "-b",
+                            str(capacity_offer_bps(shape, mtu)), "-l", str(udp_payload(mtu)), "-t", f"{seconds:g}",
+                            "-O", str(omit), "--get-server-output", "-J"], server_json=True)
+    return parse_capacity_mbps(data) if data else None
 
 
 def _udp_loss(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, seconds: float) -> tuple[int, int]:

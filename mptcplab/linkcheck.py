@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import statistics
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -139,6 +140,74 @@ def rate_check(shape: LinkShape, goodput_mbps: float | None, direction: str | No
     rate = (shape.rate_bps or 0) / 1e6
     ok = goodput_mbps is not None and goodput_mbps >= RATE_MIN_FRACTION * rate
     return Check("goodput_mbps", rate, goodput_mbps, f">= {RATE_MIN_FRACTION:.0%} of rate", ok, direction)
+
+
+#: UDP and IPv4 headers plus the Ethernet header: what the rate stage counts on top of a
+#: datagram's payload (the delay line and tbf count wire bytes)
+UDP_WIRE_OVERHEAD = 8 + 20 + ETH_HEADER
+#: the capacity check offers this much more than the link carries, so its queue stays full
+CAPACITY_OFFER = 1.05
+CAPACITY_TOL = 0.03
+
+
+def tcp_fills(shape: LinkShape, mtu: int) -> bool:
+    """Whether one TCP flow can be expected to keep the link busy: its drop-tail queue holds
+    at least a round trip of data (the bandwidth-delay product). With less, each loss lets
+    cubic's window fall below what the path holds (to 0.7 x (BDP + queue)) and the link idles
+    until it grows back, which at 400 ms of RTT takes longer than the check lasts: the TCP
+    goodput then measures TCP's recovery, not the link. calibrate judges such a link's rate
+    by a UDP capacity check instead (capacity_check) and reports the TCP goodput."""
+    if not shape.rate_bps:
+        return True
+    bdp = shape.rate_bps / 8 * 2 * (shape.delay_s + shape.jitter_s)
+    return shape.queue_bytes(mtu) >= bdp
+
+
+def udp_payload(mtu: int) -> int:
+    """The largest IPv4 UDP datagram payload that fits the MTU unfragmented."""
+    return mtu - 28
+
+
+def capacity_expected_mbps(shape: LinkShape, mtu: int) -> float:
+    """Payload rate a saturated link delivers in full-size UDP datagrams."""
+    p = udp_payload(mtu)
+    return (shape.rate_bps or 0) * p / (p + UDP_WIRE_OVERHEAD) / 1e6
+
+
+def capacity_offer_bps(shape: LinkShape, mtu: int) -> int:
+    """iperf3 -b (payload bits per second) that offers CAPACITY_OFFER x the link's rate."""
+    return int(capacity_expected_mbps(shape, mtu) * 1e6 * CAPACITY_OFFER)
+
+
+def capacity_check(shape: LinkShape, mtu: int, received_mbps: float | None, direction: str | None = None) -> Check:
+    """The payload rate a receiver got while the link was offered more than it carries,
+    against rate x payload / wire bytes: the link carries its rate and no more. Random loss
+    configured on the link lowers the floor by that share."""
+    exp = capacity_expected_mbps(shape, mtu)
+    lo, hi = exp * (1 - CAPACITY_TOL) * (1 - shape.loss), exp * (1 + CAPACITY_TOL)
+    ok = received_mbps is not None and lo <= received_mbps <= hi
+    return Check("capacity_mbps", exp, received_mbps, f"UDP at {CAPACITY_OFFER:.0%} of rate: "
+                 f"[{lo:.4g}, {hi:.4g}]", ok, direction)
+
+
+def parse_capacity_mbps(iperf3_json: dict[str, Any]) -> float | None:
+    """The receiver's UDP payload rate from iperf3 -J --get-server-output: the median of
+    the server's one-second intervals, the first and last left out (the queue filling, and
+    a test end whose control message waits behind the full queue)."""
+    try:
+        ivs = iperf3_json["server_output_json"]["intervals"]
+        measured = [float(iv["sum"]["bits_per_second"]) for iv in ivs if not iv["sum"].get("omitted")]
+        rates = measured[1:-1]
+    except (KeyError, TypeError, ValueError):
+        return None
+    return statistics.median(rates) / 1e6 if rates else None
+
+
+def rate_reported(shape: LinkShape, goodput_mbps: float | None, direction: str | None = None) -> Check:
+    """The TCP goodput of a link TCP cannot be expected to fill (tcp_fills): shown, not judged."""
+    rate = (shape.rate_bps or 0) / 1e6
+    return Check("goodput_mbps", rate, goodput_mbps, "reported: queue < BDP, the rate is judged by UDP", True,
+                 direction)
 
 
 def binomial_interval(p: float, n: int, z: float = 2.576) -> tuple[float, float]:

@@ -137,10 +137,11 @@ class TwoNodeLine:
         return parse_ping(p.stdout)
 
     def iperf3(self, src: str, seconds: float, window: int | None = None, omit: int = 1,
-               extra: Sequence[str] = ()) -> dict[str, Any]:
-        """One TCP flow from ``src`` to the other node; iperf3's JSON result."""
+               extra: Sequence[str] = (), server_extra: Sequence[str] = ()) -> dict[str, Any]:
+        """One TCP flow from ``src`` to the other node (``extra`` may make it UDP); iperf3's
+        JSON result. ``server_extra``: the server's own options (-J, for its intervals)."""
         dst = "b" if src == "a" else "a"
-        server = self.popen(dst, "iperf3", "-s", "-1", "-B", ADDR[dst])
+        server = self.popen(dst, "iperf3", "-s", "-1", "-B", ADDR[dst], *server_extra)
         try:
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:  # wait for the listening socket

@@ -45,3 +45,17 @@ def test_impossible_link_is_reported_out_of_tolerance() -> None:
     p = calibrate("--rate", "50gbit", "--delay", "1ms")
     assert p.returncode == 1
     assert "OUT OF TOLERANCE" in p.stdout and "goodput_mbps" in p.stdout
+
+
+def test_long_link_rate_is_judged_by_udp_capacity() -> None:
+    # 50 Mbit/s, 120 ms of RTT: the default queue (50 ms at the rate, 312 kB) holds less than
+    # a round trip (750 kB), so TCP's goodput is reported and UDP offered above the rate judges it
+    p = calibrate("--rate", "50mbit", "--delay", "60ms")
+    assert p.returncode in (0, 1), p.stdout + p.stderr
+    assert "holds less than a round trip of data" in p.stdout
+    assert _row(p.stdout, "goodput_mbps")[-1] == "ok"            # reported, not judged
+    cap = _row(p.stdout, "capacity_mbps")
+    # 50 Mbit/s x 1472 / 1514 payload; a link that carried much less, or did not limit, fails
+    assert float(cap[1]) == pytest.approx(48.61, abs=0.01)
+    assert 45 < float(cap[2]) < 50.1
+    assert (p.returncode == 0) == ("within tolerance" in p.stdout)
