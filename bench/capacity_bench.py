@@ -45,10 +45,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mptcplab.calibrate import tcp_timing
 from mptcplab.emulation.capacity import ACK_FACTOR, DEFAULT_LIMITS, Limits, full_frames_per_s
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator
+from mptcplab.linkcheck import tcp_timing
 
 #: one-minute load per CPU above which the host is not idle enough for these numbers
 BUSY_PER_CPU = 0.5

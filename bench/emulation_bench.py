@@ -21,7 +21,7 @@ every ``--binary`` given (``tag=path``; default: the one mptcplab would use), so
 delay line can be compared with an older build. The delay line does rate and queue
 itself (``rate_in_delayline``, the default); ``--tbf`` adds, per binary, tbf at the
 sender doing them instead (tag ``+tbf``; ``--paced`` is the same switch's older
-name). Slow start is omitted as calibrate does (``calibrate.tcp_timing``). Rows say
+name). Slow start is omitted as calibrate does (``linkcheck.tcp_timing``). Rows say
 the host load; numbers from a busy host are not the emulator's.
 
 Figures (2-core shared VM, load 9-11 from other jobs, captures on; 2026-11-23):
@@ -57,13 +57,19 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mptcplab.calibrate import tcp_timing
 from mptcplab.emulation.backend import Emulator, netem_available, select_emulator
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator, delayline_problems
 from mptcplab.emulation.supervise import Supervisor
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
-from mptcplab.linkcheck import capacity_check, capacity_offer_bps, parse_capacity_mbps, tcp_fills, udp_payload
+from mptcplab.linkcheck import (
+    capacity_check,
+    capacity_offer_bps,
+    parse_capacity_mbps,
+    tcp_fills,
+    tcp_timing,
+    udp_payload,
+)
 
 GOODPUT_MIN = 0.93
 COMBOS = [  # (rate, one-way delay, buffer)

@@ -8,7 +8,6 @@ the same validation, plan, backend and emulation as every lab run.
 from __future__ import annotations
 
 import json
-import math
 import signal
 import subprocess
 import time
@@ -41,6 +40,7 @@ from .linkcheck import (
     rate_reported,
     rtt_checks,
     tcp_fills,
+    tcp_timing,
     udp_payload,
 )
 from .plan import bring_up, build_plan
@@ -108,18 +108,6 @@ def tcp_buffer_max(shape: LinkShape) -> int:
     net.ipv4.tcp_rmem/tcp_wmem are per namespace and are not capped by them."""
     bdp = (shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s)
     return int(max(4 * bdp, 6 * 1024 * 1024))
-
-
-def tcp_timing(shape: LinkShape, mtu: int, seconds: float) -> tuple[int, float]:
-    """(seconds omitted, seconds measured) of the TCP rate check. Slow start needs
-    about log2(BDP in packets / initial window) round trips to fill the link, and
-    cubic's exit from it (HyStart) a few more: 400 Mbit/s at 400 ms RTT is ~14
-    round trips, 5.6 s, so a fixed 1 s omit measured the ramp, not the link. The
-    measured part lasts at least 10 round trips."""
-    rtt = 2 * (shape.delay_s + shape.jitter_s)
-    pkts = (shape.rate_bps or 0) / 8 * rtt / max(mtu - 40, 1)
-    rounds = math.log2(max(pkts / 10, 1)) + 4
-    return max(1, math.ceil(rounds * rtt)), max(seconds, 10 * rtt)
 
 
 def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,

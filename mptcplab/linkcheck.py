@@ -60,22 +60,64 @@ def ping_cmd(node: str, dst: str, src: str, shape: LinkShape, count: int = PING_
 
 @dataclass(frozen=True)
 class RateCheckCmds:
-    """One TCP flow over a link: the one implementation of the rate check (the run's
-    link check uses it; calibrate.py and emulation/testline.py are to follow)."""
+    """The rate check of one direction of a link: the one implementation (the run's link check
+    uses it). One TCP flow, or, where one TCP flow cannot be expected to fill the link
+    (tcp_fills), UDP offered above the rate (``udp``; capacity_check judges it)."""
 
     server: Cmd   # started in the background, waited for with ``listening``
     listening: Cmd  # non-empty output once the server listens
-    client: Cmd   # its stdout is iperf3's JSON (parse_rate_mbps)
+    client: Cmd   # its stdout is iperf3's JSON (parse_rate_mbps, or parse_capacity_mbps when udp)
+    udp: bool = False
+
+
+def tcp_timing(shape: LinkShape, mtu: int, seconds: float) -> tuple[int, float]:
+    """(seconds omitted, seconds measured) of a TCP rate check (calibrate's, and the run's
+    link check's, ``seconds`` being what the lab asks to measure). Slow start needs
+    about log2(BDP in packets / initial window) round trips to fill the link, and
+    cubic's exit from it (HyStart) a few more: 400 Mbit/s at 400 ms RTT is ~14
+    round trips, 5.6 s, so a fixed 1 s omit measured the ramp, not the link. The
+    measured part lasts at least 10 round trips."""
+    rtt = 2 * (shape.delay_s + shape.jitter_s)
+    pkts = (shape.rate_bps or 0) / 8 * rtt / max(mtu - 40, 1)
+    rounds = math.log2(max(pkts / 10, 1)) + 4
+    return max(1, math.ceil(rounds * rtt)), max(seconds, 10 * rtt)
 
 
 def rate_check_cmds(server_node: str, client_node: str, src: str, dst: str, seconds: float,
-                    port: int = RATE_CHECK_PORT) -> RateCheckCmds:
-    # -O 1: slow start is not the link's rate; the seconds after it are.
+                    port: int = RATE_CHECK_PORT, shape: LinkShape | None = None, mtu: int = 1500) -> RateCheckCmds:
+    listening = cmd("ss", "-Hltn", f"sport = :{port}", node=server_node, check=False)
+    if shape is not None and not tcp_fills(shape, mtu):
+        # the server's intervals (its own -i: the client's is not passed on) a fifth of the
+        # test, so the receiver's median has three left when the first and last are left out
+        interval = f"{max(seconds / 5, 0.1):g}"
+        return RateCheckCmds(
+            server=cmd("iperf3", "-s", "-1", "-p", port, "-i", interval, "-J", node=server_node,
+                       why="rate check: UDP above the rate (the queue holds less than a round trip)"),
+            listening=listening,
+            client=cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-u", "-b", capacity_offer_bps(shape, mtu),
+                       "-l", udp_payload(mtu), "-t", f"{seconds:g}", "-i", interval,
+                       "--get-server-output", "-J", node=client_node, check=False),
+            udp=True)
+    # -O: slow start is not the link's rate; the seconds after it are (tcp_timing: 1 s on short
+    # links, the ramp's round trips on long ones)
+    omit, measure = tcp_timing(shape, mtu, seconds) if shape is not None else (1, seconds)
     return RateCheckCmds(
         server=cmd("iperf3", "-s", "-1", "-p", port, node=server_node, why="rate check: one TCP flow"),
-        listening=cmd("ss", "-Hltn", f"sport = :{port}", node=server_node, check=False),
-        client=cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{seconds:g}", "-O", "1",
+        listening=listening,
+        client=cmd("iperf3", "-c", dst, "-B", src, "-p", port, "-t", f"{measure:g}", "-O", omit,
                    "-C", RATE_CHECK_CC, "-J", node=client_node, check=False))
+
+
+def judge_rate(rc: RateCheckCmds, shape: LinkShape, mtu: int, client_stdout: str | None,
+               direction: str | None = None) -> Check:
+    """The rate check's verdict from its client's output (None: it never ran)."""
+    if rc.udp:
+        try:
+            data = json.loads(client_stdout or "")
+        except ValueError:
+            data = None
+        return capacity_check(shape, mtu, parse_capacity_mbps(data) if isinstance(data, dict) else None, direction)
+    return rate_check(shape, parse_rate_mbps(client_stdout or ""), direction)
 
 
 def parse_rate_mbps(iperf3_json: str) -> float | None:

@@ -32,7 +32,7 @@ from .commands import Cmd, cmd
 from .emulation.linkmodel import DirectedLink
 from .lab.network import Link
 from .lab.schema import ExperimentBody, Flow
-from .linkcheck import Check, parse_rate_mbps, ping_cmd, rate_check, rate_check_cmds, rtt_checks
+from .linkcheck import Check, RateCheckCmds, judge_rate, ping_cmd, rate_check_cmds, rtt_checks
 from .middlebox.nft import counter_cmd as mb_counter_cmd
 from .netconfig import firewall_counter_cmd
 from .plan import Plan, bring_up
@@ -206,8 +206,9 @@ def _direction_name(dl: DirectedLink) -> str:
 
 
 class LinkCheck(Step):
-    """RTT on every repetition (both directions at once: a round trip); rate (one TCP flow,
-    linkcheck.rate_check_cmds) once per run for each distinct link configuration, the result
+    """RTT on every repetition (both directions at once: a round trip); rate (one TCP flow, or
+    UDP above the rate where the queue holds less than a round trip: linkcheck.rate_check_cmds,
+    judge_rate) once per run for each distinct link configuration, the result
     shared by every scenario. A symmetric link's rate is checked a -> b only (b -> a is the
     same shape on the same emulator); an asymmetric link's in each direction against its
     own shape, the sender at that direction's source."""
@@ -229,7 +230,7 @@ class LinkCheck(Step):
     def _rate_cmds(self, rep: Rep, link: Link, dl: DirectedLink) -> Any:
         # the client sends: it runs at the direction's source, the server at its end
         return rate_check_cmds(dl.dst.node, dl.src.node, str(link.addr(dl.src).ip), str(link.addr(dl.dst).ip),
-                               parse_time(rep.body.calibration.rate_seconds))
+                               parse_time(rep.body.calibration.rate_seconds), shape=dl.shape, mtu=link.mtu)
 
     def _rated(self, rep: Rep, link: Link) -> list[DirectedLink]:
         """The directions whose rate is checked."""
@@ -266,7 +267,9 @@ class LinkCheck(Step):
             for dl in self._rated(rep, link):
                 key = (link.name, _direction_name(dl), repr(dl.shape), link.mtu)
                 if key not in rep.ctx.rate_cache:
-                    rep.ctx.rate_cache[key] = rate_check(dl.shape, self._rate(rep, link, dl), _direction_name(dl))
+                    rc = self._rate_cmds(rep, link, dl)
+                    rep.ctx.rate_cache[key] = judge_rate(rc, dl.shape, link.mtu, self._rate(rep, rc),
+                                                         _direction_name(dl))
                     rate_measured_here = True
                 checks.append(rep.ctx.rate_cache[key])
             ab, ba = link.directions()
@@ -281,14 +284,14 @@ class LinkCheck(Step):
                 rep.warnings.append(f"link {link.name} out of tolerance: {bad}")
             rep.calibration.append(entry)
 
-    def _rate(self, rep: Rep, link: Link, dl: DirectedLink) -> float | None:
-        rc = self._rate_cmds(rep, link, dl)
+    def _rate(self, rep: Rep, rc: RateCheckCmds) -> str:
+        """The rate check's client output (iperf3's JSON)."""
         backend = rep.backend
         assert rc.server.node is not None
         srv = backend.spawn(rc.server.node, rc.server.argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         try:
             wait_for(lambda: _answers(backend, rc.listening), READY_TIMEOUT_S, f"iperf3 on {rc.server.node}")
-            return parse_rate_mbps(backend.run([rc.client])[0].stdout)
+            return backend.run([rc.client])[0].stdout
         finally:
             backend.signal(srv, signal.SIGTERM)
             srv.wait(timeout=5)

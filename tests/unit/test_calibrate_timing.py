@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import math
 
-from mptcplab.calibrate import delayline_checks, tcp_buffer_max, tcp_timing
+from mptcplab.calibrate import delayline_checks, tcp_buffer_max
 from mptcplab.emulation.linkmodel import LinkShape
+from mptcplab.linkcheck import tcp_timing
 
 
 def test_buffers_cover_the_bdp_of_the_papers_links() -> None:

@@ -3,6 +3,8 @@ goodput is reported, the rate judged by UDP offered above it (linkcheck.tcp_fill
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mptcplab.emulation.linkmodel import LinkShape
@@ -65,3 +67,27 @@ def test_capacity_is_the_receivers_median_second() -> None:
     assert parse_capacity_mbps(_server([50, 388, 100], omitted=0)) == 388
     assert parse_capacity_mbps({"server_output_text": "..."}) is None   # server not in JSON mode
     assert parse_capacity_mbps(_server([388, 389])) is None               # nothing left to judge
+
+
+def test_the_runs_rate_check_is_udp_where_tcp_cannot_fill() -> None:
+    from mptcplab.linkcheck import judge_rate, rate_check_cmds
+
+    long = LinkShape.parse(rate="100mbit", delay="200ms")
+    rc = rate_check_cmds("r", "c", "10.0.2.2", "10.0.2.1", 2.0, shape=long)
+    assert rc.udp
+    # the server reports its own intervals (-i is not passed on by the client), in JSON
+    assert list(rc.server.argv[-3:]) == ["-i", "0.4", "-J"]
+    argv = rc.client.argv
+    assert argv[argv.index("-b") + 1] == str(capacity_offer_bps(long, 1500)) and "--get-server-output" in argv
+    def out(*mbps: float) -> str:
+        return json.dumps(_server(list(mbps), omitted=0))
+
+    assert judge_rate(rc, long, 1500, out(50, 97.2, 97.3, 97.1, 40)).ok
+    assert judge_rate(rc, long, 1500, out(50, 90.2, 90.3, 90.1, 40)).ok is False
+    assert judge_rate(rc, long, 1500, "").ok is False                      # it never ran
+    # a short link keeps one TCP flow; a slow long one gets its slow start omitted
+    short = rate_check_cmds("r", "c", "10.0.1.2", "10.0.1.1", 2.0, shape=LinkShape.parse(rate="100mbit", delay="2ms"))
+    assert not short.udp and short.client.argv[short.client.argv.index("-O") + 1] == "1"
+    slow_link = LinkShape.parse(rate="1mbit", delay="200ms", queue="1s")       # its queue holds a round trip
+    slow = rate_check_cmds("r", "c", "10.0.1.2", "10.0.1.1", 2.0, shape=slow_link)
+    assert not slow.udp and slow.client.argv[slow.client.argv.index("-O") + 1] == "3"
