@@ -3,7 +3,7 @@
 In the spirit of netlab's provider plugins: a backend declares what it supports
 (link emulators, capabilities), says whether this host can use it (``available``),
 builds itself for a run or a dry run, and gets no-op lifecycle hooks it may
-override. The order a repetition calls them in (runner.py, plan.bring_up):
+override. The order a repetition calls them in (runner/measure.py, plan.bring_up):
 
     begin(net)        record ownership (state file) before anything exists
     pre_start(net)    e.g. containerlab writes its topology copy

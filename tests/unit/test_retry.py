@@ -11,7 +11,8 @@ from typing import Any, cast
 
 import pytest
 
-from mptcplab import labrun, runner
+from mptcplab import labrun
+from mptcplab.runner import retry
 from mptcplab.traffic.base import Outcome
 from mptcplab.traffic.iperf3 import Iperf3Kind
 from mptcplab.traffic.udp import UdpKind
@@ -56,15 +57,15 @@ LATE: list[bool] = []
 
 
 def measure(sc: str, rep: int, out: Path, log: Any, late_retries: int = 0) -> Any:
-    """runner.measure_repetition with the fake runner (the context and scenario go unread)."""
-    return runner.measure_repetition(cast(Any, SimpleNamespace()), cast(Any, SimpleNamespace(name=sc)), rep, out,
+    """retry.measure_repetition with the fake runner (the context and scenario go unread)."""
+    return retry.measure_repetition(cast(Any, SimpleNamespace()), cast(Any, SimpleNamespace(name=sc)), rep, out,
                                      log, cast(Any, FakeRunner), late_retries=late_retries)
 
 
 def test_never_started_is_measured_again_once_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FakeRunner.attempts = []
     LATE.clear()
-    monkeypatch.setattr(runner, "setup_failure", lambda m: f"flow mp: {NEVER_STARTED}")  # fails every time
+    monkeypatch.setattr(retry, "setup_failure", lambda m: f"flow mp: {NEVER_STARTED}")  # fails every time
     lines: list[str] = []
     out = tmp_path / "scenarios" / "lia" / "rep3"
     m = measure("lia", 3, out, lines.append)
@@ -73,14 +74,14 @@ def test_never_started_is_measured_again_once_and_says_so(tmp_path: Path, monkey
     assert (kept / "commands.log").read_text() == "attempt 1\n", "the failed attempt is kept, not overwritten"
     assert (out / "commands.log").read_text() == "attempt 2\n"
     (w,) = [w for w in m.job.warnings if isinstance(w, dict)]
-    assert w["code"] == runner.REPETITION_RETRIED and NEVER_STARTED in w["message"]
+    assert w["code"] == retry.REPETITION_RETRIED and NEVER_STARTED in w["message"]
     assert "lia/failed/rep3-attempt1" in w["message"] and "a step's warning" in m.job.warnings
     assert len(lines) == 1 and "measuring it again" in lines[0]
 
 
 def test_a_repetition_that_started_is_measured_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FakeRunner.attempts = []
-    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    monkeypatch.setattr(retry, "setup_failure", lambda m: None)
     m = measure("s", 1, tmp_path / "rep1", print)
     assert len(FakeRunner.attempts) == 1 and m.job.warnings == ["a step's warning"]
     assert not (tmp_path / "failed").exists()
@@ -92,7 +93,7 @@ def test_a_disturbed_repetition_is_measured_again_up_to_the_limit(tmp_path: Path
     counts (still late: the run's validity check sees it)."""
     FakeRunner.attempts = []
     LATE[:] = [True, True, True]
-    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    monkeypatch.setattr(retry, "setup_failure", lambda m: None)
     lines: list[str] = []
     out = tmp_path / "scenarios" / "wlan" / "rep2"
     m = measure("wlan", 2, out, lines.append, late_retries=2)
@@ -101,9 +102,9 @@ def test_a_disturbed_repetition_is_measured_again_up_to_the_limit(tmp_path: Path
         kept = tmp_path / "scenarios" / "wlan" / "failed" / f"rep2-attempt{k}"
         assert (kept / "commands.log").read_text() == f"attempt {k}\n"
     assert (out / "commands.log").read_text() == "attempt 3\n"
-    assert runner.late_delay_lines(m) is not None, "the last attempt counts as it is"
+    assert retry.late_delay_lines(m) is not None, "the last attempt counts as it is"
     (w,) = [w for w in m.job.warnings if isinstance(w, dict)]
-    assert w["code"] == runner.REPETITION_RETRIED
+    assert w["code"] == retry.REPETITION_RETRIED
     assert "wlan/failed/rep2-attempt1" in w["message"] and "wlan/failed/rep2-attempt2" in w["message"]
     assert "release lateness p99 3000 us" in w["message"] and "attempt 3's" in w["message"]
     assert [ln.split(":")[0] for ln in lines] == ["wlan rep 2"] * 2
@@ -112,9 +113,9 @@ def test_a_disturbed_repetition_is_measured_again_up_to_the_limit(tmp_path: Path
 def test_a_repetition_on_time_after_one_retry_stops_there(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FakeRunner.attempts = []
     LATE[:] = [True, False, True]
-    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    monkeypatch.setattr(retry, "setup_failure", lambda m: None)
     m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=3)
-    assert len(FakeRunner.attempts) == 2 and runner.late_delay_lines(m) is None
+    assert len(FakeRunner.attempts) == 2 and retry.late_delay_lines(m) is None
     LATE[:] = [True]
     FakeRunner.attempts = []
     m = measure("s", 2, tmp_path / "scenarios" / "s" / "rep2", print, late_retries=0)
@@ -128,7 +129,7 @@ def test_a_late_attempt_with_a_fault_is_reported_not_measured_again(tmp_path: Pa
     line was late too. A clean re-measure would hide the fault: it stays the repetition."""
     FakeRunner.attempts = []
     LATE[:] = [True, False]
-    monkeypatch.setattr(runner, "setup_failure", lambda m: None)
+    monkeypatch.setattr(retry, "setup_failure", lambda m: None)
     real = FakeRunner.measure
 
     def with_dead_server(self: FakeRunner) -> Any:
@@ -138,11 +139,11 @@ def test_a_late_attempt_with_a_fault_is_reported_not_measured_again(tmp_path: Pa
 
     monkeypatch.setattr(FakeRunner, "measure", with_dead_server)
     m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=1)
-    assert len(FakeRunner.attempts) == 1 and runner.attempt_failed(m) == "the server of flow mp died"
+    assert len(FakeRunner.attempts) == 1 and retry.attempt_failed(m) == "the server of flow mp died"
     assert m.job.warnings == ["a step's warning"]
     m.job.clients = {}
     m.job.extra["capture_stats"] = {"client:eth1": {"died": -9}}
-    assert runner.attempt_failed(m) == "the capture at client:eth1 died"
+    assert retry.attempt_failed(m) == "the capture at client:eth1 died"
 
 
 def test_never_started_then_disturbed_numbers_the_attempts_in_order(tmp_path: Path,
@@ -150,7 +151,7 @@ def test_never_started_then_disturbed_numbers_the_attempts_in_order(tmp_path: Pa
     FakeRunner.attempts = []
     LATE[:] = [False, True, False]
     calls = iter([f"flow mp: {NEVER_STARTED}"])
-    monkeypatch.setattr(runner, "setup_failure", lambda m: next(calls, None))
+    monkeypatch.setattr(retry, "setup_failure", lambda m: next(calls, None))
     m = measure("s", 1, tmp_path / "scenarios" / "s" / "rep1", print, late_retries=1)
     assert len(FakeRunner.attempts) == 3
     (w,) = [w for w in m.job.warnings if isinstance(w, dict)]

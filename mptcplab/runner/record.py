@@ -1,0 +1,88 @@
+"""A measured repetition's captures and client reports turned into its record (rep.json),
+validated against the result model (docs/results-format.md). Runs in a worker process while
+the next repetition is measured."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..analysis import CaptureFile
+from ..analysis.labspec import backup_paths
+from ..capture import capture_file_name
+from ..probes.analysis import OtherFlow, analyse_probes
+from ..results.model import UNCLASSIFIED, Repetition
+from ..timeline.record import EVENTS_FILE, add_capture_time
+from ..traffic.analyse import analyse_one, coded
+from ..traffic.fairness import jain_index, shares
+from .measure import AnalysisJob
+
+
+def analyse(job: AnalysisJob) -> dict[str, Any]:
+    """Captures and client reports of one repetition -> its record (also written to rep.json).
+
+    Every flow is analysed on its own (traffic/analyse.py); the primary measured flow's
+    numbers are also the record's top-level fields (format 1), the others are in ``flows``
+    with the fairness across the measured ones.
+    """
+    body, net, out = job.body, job.net, job.out
+    # coded warnings (docs/results-format.md): the steps' own are plain text (unclassified)
+    warnings: list[dict[str, Any]] = [w if isinstance(w, dict) else coded(UNCLASSIFIED, w) for w in job.warnings]
+    caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
+    parts = {name: analyse_one(name, flow, body, net, out, job.clients.get(name), caps, job.workers,
+                               primary=name == job.measured)
+             for name, flow in body.traffic.flows.items()}
+    main = parts[job.measured]
+    for p in parts.values():
+        warnings += p.warnings
+    fa = main.fa
+    if fa is not None:
+        # its tables (timeseries.csv, dsn.csv, ...) are written by analyse_one, each flow's
+        add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
+        for trace in sorted(out.glob("controller-*.csv")):  # and the controllers' steps
+            add_capture_time(trace, fa.t0_epoch)
+    probes: dict[str, Any] = {}
+    if fa is not None:
+        primary = body.traffic.flows[job.measured]
+        beside = [OtherFlow(n, p.fa, getattr(body.traffic.flows[n], "direction", "upload") == "upload")
+                  for n, p in parts.items() if n != job.measured and p.fa is not None]
+        probes, probe_warnings = analyse_probes(out, body, fa, getattr(primary, "direction", "upload") == "upload",
+                                                backup_paths(body, primary), flow=job.measured, others=beside)
+        warnings += [coded(UNCLASSIFIED, w) for w in probe_warnings]
+    measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]
+    goodputs = {n: parts[n].outcome.goodput_mbps or 0.0 for n in measured
+                if parts[n].outcome.goodput_mbps is not None}
+    share_of = shares(goodputs)
+    for n, p in parts.items():
+        p.record["share"] = share_of.get(n)
+    fairness = {"flows": len(goodputs), "jain_index": jain_index(list(goodputs.values())), "shares": share_of}
+    others = {n: p.outcome.goodput_mbps for n, p in parts.items() if n != job.measured}
+    m = main.record
+    record = {
+        "name": job.scenario, "rep": job.rep, "dir": None,
+        "sweep": job.sweep_point,
+        **{k: m.get(k) for k in ("goodput_mbps", "sender_mbps", "retransmits", "duration_s", "iperf3_error", "cpu")},
+        "goodput_mbps": m.get("goodput_mbps") or 0.0,
+        "mptcp": m["mptcp"],
+        "subflows": m.get("subflows", []),
+        "add_addrs": m.get("add_addrs", []),
+        "warnings": warnings,
+        "findings": [f for p in parts.values() for f in p.findings],
+        "calibration_ok": all(c["ok"] for c in job.calibration),
+        "other_flows_goodput_mbps": others,
+        "analysis_seconds": round(fa.analysis_seconds, 3) if fa is not None else None,
+        "packets": fa.packets if fa is not None else None,
+        "flows": [p.record for p in parts.values()],
+        "fairness": fairness,
+        # servers that ended by themselves with a failure (a crash, a kill from outside):
+        # their side of the record is lost, the run is invalid (labrun._summary)
+        "servers_died": {n: c["server_rc"] for n, c in sorted(job.clients.items())
+                         if c.get("server_rc") not in (0, None)},
+        **({"probes": probes} if probes else {}),
+        **job.extra,
+    }
+    # the result model is the contract (docs/results-format.md): a record it cannot read fails here
+    rep = Repetition.model_validate(record)
+    (out / "rep.json").write_text(json.dumps(rep.model_dump(), indent=2, default=str))
+    return record
+
