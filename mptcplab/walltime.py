@@ -34,6 +34,11 @@ class Estimate:
     overhead_per_rep_s: float
     #: where the overhead comes from: "default" or the run directory it was measured in
     overhead_source: str
+    #: flows that end by count (their bytes sent, their connections made) whose duration is a
+    #: limit; with no earlier run to say how long they took, traffic_seconds is an upper bound
+    by_count: tuple[str, ...] = ()
+    #: the run whose measured traffic per repetition bounded those flows' seconds, if any
+    traffic_source: str | None = None
 
     @property
     def wall_seconds(self) -> float:
@@ -45,7 +50,13 @@ class Estimate:
     def line(self) -> str:
         source = ("the default, measured on a 2-core host" if self.overhead_source == "default"
                   else f"as measured in {self.overhead_source}")
-        return (f"estimated wall time: {_clock(self.wall_seconds)} = {self.traffic_seconds:.0f} s of traffic + "
+        bound = self.by_count and self.traffic_source is None
+        traffic = f"{self.traffic_seconds:.0f} s of traffic"
+        if self.by_count:
+            names = ", ".join(self.by_count)
+            traffic += (f" (flow(s) {names} end by count: their durations are limits, so this is an upper bound)"
+                        if bound else f" (flow(s) {names} end by count: as long as they took in {self.traffic_source})")
+        return (f"estimated wall time: {'at most ' if bound else ''}{_clock(self.wall_seconds)} = {traffic} + "
                 f"{self.repetitions} repetition(s) x {self.overhead_per_rep_s:.1f} s of set-up, checks and "
                 f"teardown ({source})")
 
@@ -61,9 +72,27 @@ def traffic_seconds(body: ExperimentBody, quick: bool) -> float:
     return max(ends, default=0.0)
 
 
-def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | None:
-    """Overhead per repetition of the lab's latest complete run under ``results_root``:
-    (seconds, run directory), None when there is none or it lacks the numbers."""
+def ends_by_count(body: ExperimentBody) -> tuple[str, ...]:
+    """Timed flows that end when their bytes are sent or their connections made (``bytes``,
+    a churn's ``count``): their ``duration`` is a limit, not how long they run."""
+    background = set(background_flows(body))
+    return tuple(n for n, f in body.traffic.flows.items() if n not in background
+                 and (getattr(f, "bytes", None) is not None or getattr(f, "count", None) is not None))
+
+
+@dataclass(frozen=True)
+class PastRun:
+    """Per repetition, what the lab's latest complete run took."""
+
+    overhead_s: float
+    traffic_s: float
+    run_dir: str
+    quick: bool = False
+
+
+def latest_run(results_root: Path, lab_name: str) -> PastRun | None:
+    """The lab's latest complete run under ``results_root``, None when there is none or it
+    lacks the numbers (its manifest's traffic_seconds is what the flows measured)."""
     from .results.read import load_manifest
 
     latest = results_root / lab_name / "latest"
@@ -77,16 +106,34 @@ def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | 
     if not (m.complete and m.wall_seconds and m.traffic_seconds is not None and m.repetitions and m.scenarios):
         return None
     reps = m.repetitions * len(m.scenarios)
-    return max(0.0, (m.wall_seconds - m.traffic_seconds) / reps), str(latest.resolve())
+    return PastRun(max(0.0, (m.wall_seconds - m.traffic_seconds) / reps), m.traffic_seconds / reps,
+                   str(latest.resolve()), bool(m.quick))
+
+
+def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | None:
+    """Overhead per repetition of the lab's latest complete run under ``results_root``:
+    (seconds, run directory), None when there is none or it lacks the numbers."""
+    past = latest_run(results_root, lab_name)
+    return (past.overhead_s, past.run_dir) if past is not None else None
 
 
 def estimate(lab: Lab, scenarios: Sequence[ScenarioRun], reps_of: Callable[[ScenarioRun], int], quick: bool,
              results_root: Path | None = None) -> Estimate:
-    measured = measured_overhead(results_root, lab.name) if results_root is not None else None
-    overhead, source = measured if measured is not None else (DEFAULT_OVERHEAD_S, "default")
+    past = latest_run(results_root, lab.name) if results_root is not None else None
+    overhead, source = (past.overhead_s, past.run_dir) if past is not None else (DEFAULT_OVERHEAD_S, "default")
     total_reps = sum(reps_of(sc) for sc in scenarios)
-    traffic = sum(reps_of(sc) * traffic_seconds(sc.body, quick) for sc in scenarios)
-    return Estimate(total_reps, traffic, overhead, source)
+    by_count = tuple(dict.fromkeys(n for sc in scenarios for n in ends_by_count(sc.body)))
+    # a flow that ends by count runs at most its duration; the lab's last complete run of the
+    # same kind (a quick run's counts and durations are smaller) says how long it took
+    typical = past.traffic_s if past is not None and by_count and past.quick == quick else None
+
+    def per_rep(sc: ScenarioRun) -> float:
+        limit = traffic_seconds(sc.body, quick)
+        return min(limit, typical) if typical is not None and ends_by_count(sc.body) else limit
+
+    traffic = sum(reps_of(sc) * per_rep(sc) for sc in scenarios)
+    return Estimate(total_reps, traffic, overhead, source, by_count,
+                    past.run_dir if typical is not None and past is not None else None)
 
 
 def _clock(seconds: float) -> str:

@@ -165,3 +165,29 @@ def test_report_says_a_subset_ran_and_what_it_cannot_judge():
     assert "Subset `paper` of the lab" in text and "p6c-symmetric-links" in text
     assert "p4.4-m12-matches-best-path" in text
     assert "Subset" not in "\n".join(_header(summary, Manifest()))
+
+
+def test_flows_that_end_by_count_make_the_estimate_an_upper_bound_until_a_run_says(tmp_path):
+    lab = load_lab(LABS / "setup")
+    opts = RunOptions(quick=False)
+    selected = select_scenarios(lab, opts.scenarios)
+    est = estimate(lab, selected, lambda sc: 3, quick=False, results_root=tmp_path)
+    # 20,000 connections take 40-120 s here; the churn's 600 s is its limit
+    assert est.by_count == ("churn",) and est.traffic_source is None
+    assert est.traffic_seconds == 18 * 600 and "at most" in est.line() and "upper bound" in est.line()
+    # a complete full run of the lab says how long its repetitions' traffic took
+    run = tmp_path / "setup" / "20261124T000000Z-abcd"
+    run.mkdir(parents=True)
+    (tmp_path / "setup" / "latest").symlink_to(run.name)
+    manifest = {"lab": "setup", "complete": True, "repetitions": 3, "scenarios": ["a", "b"],
+                "wall_seconds": 600.0, "traffic_seconds": 480.0, "quick": False}
+    (run / "manifest.json").write_text(json.dumps(manifest))
+    est = estimate(lab, selected, lambda sc: 3, quick=False, results_root=tmp_path)
+    assert est.traffic_seconds == pytest.approx(18 * 80) and est.traffic_source == str(run.resolve())
+    assert "at most" not in est.line() and "as long as they took in" in est.line()
+    # a quick run says nothing of a full one
+    (run / "manifest.json").write_text(json.dumps({**manifest, "quick": True}))
+    assert estimate(lab, selected, lambda sc: 3, quick=False, results_root=tmp_path).traffic_source is None
+    # a lab whose flows run for their duration is not affected
+    mtu = load_lab(LABS / "mtu")
+    assert estimate(mtu, select_scenarios(mtu, None), lambda sc: 1, quick=False).by_count == ()
