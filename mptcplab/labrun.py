@@ -366,6 +366,10 @@ def _log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds
     verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
     flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
     rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {scale.rate_unit(factor)}"
+    churn = (rec.get("flows") or [{}])[0].get("churn")     # the primary flow's: it has no goodput
+    if churn and churn.get("attempted") is not None:
+        rate = (f"{churn.get('completed') or 0:,} of {churn['attempted']:,} connections"
+                + (f" ({churn['rate_per_s']:.0f}/s)" if churn.get("rate_per_s") else ""))
     took = "" if rec["analysis_seconds"] is None else f", analysed in {rec['analysis_seconds']:.1f} s"
     log(f"{rec['name']} rep {rec['rep']}/{reps}: {rate}, {verdict}, measured in {seconds:.1f} s{took}{flag}")
     for w in rec["warnings"]:
