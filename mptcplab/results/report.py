@@ -8,6 +8,7 @@ loudly, everything that went wrong (policy.py decides what that is; this module 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
@@ -25,10 +26,12 @@ from .model import Manifest, Summary, Warning
 from .policy import collect_warnings, functional_check_reason
 from .read import as_summary, load_events, load_icmp, load_manifest, load_subflow_series, load_summary, load_timeseries
 from .tables import (
+    CPU_BOUND_IDLE,
     aggregates_frame,
     calibration_rows,
     findings_table,
     flows_table,
+    host_cpu_frame,
     published_notes,
     published_table,
     reps_frame,
@@ -139,6 +142,31 @@ def _calibration(manifest: Manifest) -> list[str]:
     else:
         lines += [f"All {len(rows)} link checks within tolerance.", ""]
     return lines + ["<details><summary>every link check</summary>", "", _records_table(rows), "", "</details>", ""]
+
+
+def _host_cpu_section(summary: Summary) -> list[str]:
+    """How much of the two cores the traffic left: a scenario that had no headroom measured
+    the host, and the report says so beside its numbers' section. Nothing when no repetition
+    recorded the host's CPU (runs before the probe)."""
+    hc = host_cpu_frame(summary)
+    if hc.empty:
+        return []
+    bound = hc[hc["idle"] < CPU_BOUND_IDLE]["scenario"].tolist()
+    rows = [[str(r["scenario"]), str(r["reps"]), f"{float(r['idle']):.0%}", f"{float(r['softirq']):.0%}",
+             f"{float(r['steal']):.1%}", DASH if math.isnan(float(r["psi_some"])) else f"{float(r['psi_some']):.0%}"]
+            for r in hc.to_dict("records")]
+    lines = ["## Host CPU during the traffic", "",
+             "Shares of the CPUs' time over each repetition's traffic (/proc/stat and /proc/pressure/cpu, "
+             "record `host_cpu`), mean over repetitions: idle is the headroom; softirq is packet work "
+             "(the delay lines' included); steal is the hypervisor's; PSI some is the time a runnable "
+             "task waited for a CPU.", ""]
+    if bound:
+        lines += [f"**CPU-bound (idle below {CPU_BOUND_IDLE:.0%}): {', '.join(bound)}.** These numbers are "
+                  "what this host's cores carried, not what the emulated links allow.", ""]
+    else:
+        lines += [f"Every scenario left at least {CPU_BOUND_IDLE:.0%} of the CPUs idle.", ""]
+    header = ["scenario", "reps", "idle", "softirq", "steal", "PSI some"]
+    return lines + ["<details><summary>per scenario</summary>", "", md_table(header, rows), "", "</details>", ""]
 
 
 def _warnings_section(warnings: list[Warning]) -> list[str]:
@@ -291,6 +319,7 @@ def render_report(
     lines += _header(s, m)
     lines += _warnings_section(collect_warnings(s, missing_files, figure_errors, m))
     lines += _calibration(m)
+    lines += _host_cpu_section(s)
     lines += _scenario_section(s)
     lines += _flows_section(s)
     lines += _published_section(s)

@@ -38,6 +38,33 @@ def reps_frame(summary: Summary) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=REPS_COLUMNS)
 
 
+#: a scenario whose CPUs were idle less than this share of its traffic time was limited by the
+#: host's CPU: its numbers say what these cores carried, not what the links would have
+CPU_BOUND_IDLE = 0.10
+
+HOST_CPU_COLUMNS = ["scenario", "reps", "idle", "softirq", "steal", "psi_some"]
+
+
+def host_cpu_frame(summary: Summary) -> pd.DataFrame:
+    """Per scenario, the host's CPU over its repetitions' traffic (record ``host_cpu``), each a
+    share of the time, mean over the repetitions that recorded it: idle (the headroom),
+    softirq (packet processing, the delay lines' kernel work), steal (the hypervisor's),
+    psi_some (time some runnable task waited for a CPU). Empty when no repetition recorded it."""
+    rows: dict[str, list[tuple[float, float, float, float]]] = {}
+    for r in summary.scenarios:
+        h = r.host_cpu
+        capacity = h.interval_s * 1000 * h.cpus if h is not None else 0.0
+        if h is None or capacity <= 0:
+            continue
+        psi = _num(h.psi_cpu_some_us) / 1000 / (h.interval_s * 1000)
+        rows.setdefault(r.name, []).append((h.total.idle_ms / capacity, h.total.softirq_ms / capacity,
+                                            h.total.steal_ms / capacity, psi))
+    out = [{"scenario": name, "reps": len(v), **{c: sum(x[i] for x in v) / len(v)
+                                                for i, c in enumerate(HOST_CPU_COLUMNS[2:])}}
+           for name, v in rows.items()]
+    return pd.DataFrame(out, columns=HOST_CPU_COLUMNS)
+
+
 SUBFLOW_COLUMNS = ["scenario", "rep", "path", "src", "sport", "dst", "dport", "initial", "established",
                    "bytes", "share", "median_seg", "max_seg", "icmp_frag_needed", "retransmissions"]
 

@@ -10,7 +10,7 @@ from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .model import Summary
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
 from .read import as_summary
-from .tables import aggregates_frame, flows_frame, path_stats, published_frame
+from .tables import CPU_BOUND_IDLE, aggregates_frame, flows_frame, host_cpu_frame, path_stats, published_frame
 
 _SHORT = {"goodput_mbps": "goodput", "subflow_share": "share", "median_seg": "median seg",
           "max_seg": "max seg", "icmp_frag_needed": "ICMP", "flow_goodput_mbps": "goodput",
@@ -83,6 +83,11 @@ def print_table(summary: Summary | dict[str, Any]) -> str:
                    f"the paper's rates are compared ×{s.scale:g}")
     out += ["", line(header), line(["-" * w for w in widths])]
     out += [line(r) for r in rows]
+    hc = host_cpu_frame(s)
+    bound = hc[hc["idle"] < CPU_BOUND_IDLE]["scenario"].tolist() if not hc.empty else []
+    if bound:
+        out += ["", f"CPU-BOUND (CPUs idle below {CPU_BOUND_IDLE:.0%} during the traffic): {', '.join(bound)}: "
+                "their numbers are this host's, not the links' (report.md, Host CPU)"]
     n_warn = len(collect_warnings(s))
     if n_warn:
         out += ["", f"{n_warn} WARNING(S): see the WARNINGS section of report.md"]

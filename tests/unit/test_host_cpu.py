@@ -4,9 +4,10 @@ beside a delay line that did not keep time (labrun.daemon_problems)."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from types import SimpleNamespace
-from typing import cast
+from typing import Any, cast
 
 import pytest
 
@@ -111,3 +112,32 @@ def test_a_late_delay_line_is_told_with_the_steal_of_its_interval() -> None:
     assert daemon_problems({"delay_line_stats": {"delayline a": lost}, "host_cpu": hc.model_dump()})[0] == [
         "delayline a: 2 netlink receive buffer overflows (ENOBUFS)"]
     assert daemon_problems({"delay_line_stats": {"delayline a": late}})[0][0].endswith("(CPU-starved?)")
+
+
+def _rep(name: str, rep: int, idle_ms: float, steal_ms: float = 0.0, psi_us: int | None = 500_000) -> dict[str, Any]:
+    # 2 CPUs over 10 s: 20,000 ms of CPU time
+    return {"name": name, "rep": rep, "mptcp": {"requested": False},
+            "host_cpu": {"interval_s": 10.0, "cpus": 2, "psi_cpu_some_us": psi_us,
+                         "total": {"busy_ms": 20_000 - idle_ms - 2_000 - steal_ms, "idle_ms": idle_ms,
+                                   "softirq_ms": 2_000, "steal_ms": steal_ms}}}
+
+
+def test_report_states_the_headroom_and_names_cpu_bound_scenarios() -> None:
+    from mptcplab.results.read import as_summary
+    from mptcplab.results.report import render_report
+    from mptcplab.results.tables import host_cpu_frame
+    from mptcplab.results.terminal import print_table
+
+    s = as_summary({"lab": "x", "run_id": "r", "complete": True, "aggregates": [], "findings": [],
+                    "scenarios": [_rep("small", 1, 400), _rep("small", 2, 1_200), _rep("big", 1, 12_000, 200, None)]})
+    hc = {r["scenario"]: r for r in host_cpu_frame(s).to_dict("records")}
+    assert hc["small"]["reps"] == 2 and hc["small"]["idle"] == pytest.approx(0.04)   # (2 % + 6 %) / 2
+    assert hc["big"]["steal"] == pytest.approx(0.01) and math.isnan(hc["big"]["psi_some"])
+    assert hc["small"]["softirq"] == pytest.approx(0.10) and hc["small"]["psi_some"] == pytest.approx(0.05)
+    text = render_report(s)
+    assert "## Host CPU during the traffic" in text and "**CPU-bound (idle below 10%): small.**" in text
+    assert "CPU-BOUND" in print_table(s) and "small" in print_table(s).split("CPU-BOUND")[1]
+    # a run whose repetitions did not record it has no such section
+    bare = as_summary({"lab": "x", "run_id": "r", "scenarios": [{"name": "a", "mptcp": {"requested": False}}],
+                       "aggregates": [], "findings": []})
+    assert "Host CPU" not in render_report(bare) and "CPU-BOUND" not in print_table(bare)
