@@ -31,12 +31,11 @@ from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, Experime
 from .linkcheck import (
     CAPACITY_OFFER,
     Check,
-    capacity_check,
-    capacity_offer_bps,
+    judge_rate,
     loss_check,
-    parse_capacity_mbps,
     ping_argv,
     rate_check,
+    rate_check_cmds,
     rate_reported,
     rtt_checks,
     tcp_fills,
@@ -135,14 +134,13 @@ def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
                 f"({(shape.rate_bps or 0) / 8 * 2 * (shape.delay_s + shape.jitter_s) / 1e6:.2f} MB): one TCP flow's "
                 "loss recovery idles such a link for longer than the check lasts, so its goodput is reported and "
                 f"the rate is judged by UDP offered at {CAPACITY_OFFER:.0%} of it, "
-                f"{udp_payload(req.mtu)}-byte datagrams, the receiver's median second")
+                f"{udp_payload(req.mtu)}-byte datagrams, the receiver's median interval (a fifth of the check)")
         caps = _start_captures(backend, workdir, link) if req.capture else []
         try:
             goodput = _tcp_goodput(backend, a_ip, b_ip, measure, omit)
             checks.append((rate_check if fills else rate_reported)(shape, goodput, "a:eth1->b:eth1"))
             if not fills:
-                checks.append(capacity_check(shape, req.mtu, _udp_capacity(backend, a_ip, b_ip, shape, req.mtu,
-                                                                           measure, omit), "a:eth1->b:eth1"))
+                checks.append(_udp_capacity(backend, a_ip, b_ip, shape, req.mtu, measure))
             if shape.loss > 0:
                 lost, total = _udp_loss(backend, a_ip, b_ip, shape, req.seconds)
                 checks.append(loss_check(shape, lost, total))
@@ -206,10 +204,8 @@ def _stop_captures(backend: NetnsBackend, caps: list[tuple[subprocess.Popen[byte
     return out
 
 
-def _iperf(backend: NetnsBackend, client_argv: list[str], server_json: bool = False) -> dict[str, Any] | None:
-    # server_json: the server reports in JSON too, so --get-server-output gives its intervals as data
-    srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299", *(["-J"] if server_json else [])],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | None:
+    srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 5
         while time.monotonic() < deadline:
@@ -237,13 +233,22 @@ def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float, om
         return None
 
 
-def _udp_capacity(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, mtu: int, seconds: float,
-                  omit: int) -> float | None:
-    """UDP offered above the link's rate (linkcheck.capacity_offer_bps): the receiver's rate."""
-    data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-u", "-b",
-                            str(capacity_offer_bps(shape, mtu)), "-l", str(udp_payload(mtu)), "-t", f"{seconds:g}",
-                            "-O", str(omit), "--get-server-output", "-J"], server_json=True)
-    return parse_capacity_mbps(data) if data else None
+def _udp_capacity(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, mtu: int,
+                  seconds: float) -> Check:
+    """The run's own rate check of a link TCP cannot fill (linkcheck.rate_check_cmds: UDP
+    above the rate, the receiver's median interval), a -> b, judged by linkcheck.judge_rate."""
+    rc = rate_check_cmds("b", "a", a_ip, b_ip, seconds, shape=shape, mtu=mtu)
+    assert rc.server.node is not None and rc.client.node is not None
+    srv = backend.spawn(rc.server.node, list(rc.server.argv), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and not backend.run([rc.listening])[0].stdout.strip():
+            time.sleep(0.02)
+        out = backend.run([rc.client])[0].stdout
+    finally:
+        backend.signal(srv, signal.SIGTERM)
+        srv.wait(timeout=5)
+    return judge_rate(rc, shape, mtu, out, "a:eth1->b:eth1")
 
 
 def _udp_loss(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, seconds: float) -> tuple[int, int]:
