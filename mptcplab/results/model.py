@@ -308,6 +308,10 @@ class TransferMetrics(_Model):
 
     bytes: int | None = None
     received_bytes: int | None = None
+    #: the bytes the flow was to send (``bytes`` of the lab file)
+    size: int | None = None
+    #: the run stopped the transfer at its duration limit before it ended (a stall)
+    stopped: bool | None = None
     sent_sha256: str | None = None
     received_sha256: str | None = None
     #: equal, differs (same length, other content) or incomplete
