@@ -299,8 +299,12 @@ class TransferDifference(_Model):
     length: int
     #: bytes in it that differ (the rest equal the stream by chance)
     differing: int
-    #: the stream offset these bytes were sent at (misplaced); None: found nowhere in it
+    #: the stream offset these bytes were sent at (misplaced; of the first piece when the range
+    #: is several); None: found nowhere in it
     source: int | None = None
+    #: of ``differing``, the bytes found elsewhere in the stream, piece by piece (0 in records
+    #: written before it)
+    misplaced: int = 0
 
 
 class TransferMetrics(_Model):

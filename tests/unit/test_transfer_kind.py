@@ -153,12 +153,29 @@ def test_comparison_caps_runs_and_counts_the_rest():
 
 def test_ranges_merge_near_runs_and_look_up_only_known_bytes():
     one = [{"offset": 10, "length": 40, "data": SENT[500:540].hex()}]
-    assert ranges(one, 9, N) == [Range(10, 40, 40, 500)]
+    assert ranges(one, 9, N) == [Range(10, 40, 40, 500, 40)]
     assert ranges(one, None, None) == [Range(10, 40, 40, None)]  # no stream to look in
     # 10 equal bytes between two runs: one range; the second run's bytes were not kept
     two = [*one, {"offset": 60, "length": 40, "data": ""}]
     assert ranges(two, 9, N) == [Range(10, 90, 80, None)]
     assert ranges([{"offset": 10, "length": 20, "data": SENT[500:520].hex()}], 9, N)[0].source is None  # < PROBE
+
+
+def test_a_range_of_several_misplaced_pieces_is_found_piece_by_piece():
+    """Labs/middlebox row d with one subflow: the receiver delivered one re-sent chunk again and
+    again in place of what followed; every piece is the stream's own, none made up."""
+    chunk = SENT[3000:3500]
+    got = bytearray(SENT)
+    got[20_000:21_500] = chunk * 3
+    rep = compare(bytes(got))
+    (r,) = ranges(rep["runs"], 9, N)
+    assert r.source == 3000 and 0 < r.misplaced == r.differing == rep["differing_bytes"]
+    assert foreign_bytes([r], rep["differing_bytes"]) == 0
+    # the same with a made-up tail: the pieces stop where nothing is found, the rest is foreign
+    got[21_500:21_600] = bytes(100)
+    rep = compare(bytes(got))
+    (r,) = ranges(rep["runs"], 9, N)
+    assert r.source == 3000 and 0 < foreign_bytes([r], rep["differing_bytes"]) <= 100
 
 
 def test_server_argv_and_read_carry_the_comparison(tmp_path: Path):
