@@ -466,8 +466,11 @@ class Traffic(Step):
             if not kind_of(flows[name]).server_exits and server.poll() is None:
                 rep.backend.signal(server, signal.SIGTERM)  # a web or echo server runs until told
                 signalled = True
-            if not _waited(server):
-                if rep.clients.get(name, {}).get("stopped"):
+            client_stopped = bool(rep.clients.get(name, {}).get("stopped"))
+            # a server whose client the run stopped ends within a round trip if the connection
+            # still works (the client's close): no need to wait as long for it
+            if not _waited(server, 2 if client_stopped else 5):
+                if client_stopped:
                     # its client was stopped mid-transfer (a stall at the duration limit): told
                     # in turn, a server that ends by itself writes what it got (transfer_tool)
                     rep.backend.signal(server, signal.SIGTERM)
