@@ -123,7 +123,7 @@ COUNTERS = ("MPCapableSYNRX", "MPCapableSYNTX", "MPCapableSYNACKRX", "MPCapableA
             "DSSNotMatching", "DSSNoMatchTCP", "DSSCorruptionFallback", "DSSCorruptionReset",
             "DataCsumErr", "InfiniteMapTx", "InfiniteMapRx", "MPFailTx", "MPFailRx",
             "MPRstTx", "MPRstRx", "RcvPruned", "AddAddr", "AddAddrTx", "EchoAdd", "MPFallbackTokenInit",
-            "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt")
+            "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt", "DssFallback")
 SIDES = ("client", "server")
 
 # The declarations: a section per module of mptcplab/metrics/, the one that computes them.
@@ -291,6 +291,9 @@ declare("mp_joins", "median",
 declare("transfer_intact", "min",
         "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); min over "
         "reps: 1 only when every repetition arrived intact", accepts=FLOW)
+declare("transfer_received_fraction", "min",
+        "bytes the server received / bytes the transfer was to send (transfer kind): below 1 when it stalled and "
+        "the run stopped it at its duration limit; min over reps", accepts=FLOW)
 declare("transfer_differing_bytes", "max",
         "bytes where what the server received differs from the seeded stream the client sent (the server's "
         "comparison; transfer kind); max over reps", unit="bytes", accepts=FLOW)

@@ -456,7 +456,8 @@ class Traffic(Step):
         rep.running.check()  # a delay line that died invalidates the run: fail loudly
 
     def _stop_servers(self, rep: Rep) -> None:
-        """Each server stopped (SIGTERM when its kind runs until told) and its exit status put
+        """Each server stopped (SIGTERM when its kind runs until told, or when it runs to its
+        client's end and that client was stopped mid-flow) and its exit status put
         beside its client's: a server that died by itself (a crash, a kill from outside)
         fails its flow even when the client finished, since its side of the record is lost."""
         flows = rep.body.traffic.flows
@@ -465,13 +466,20 @@ class Traffic(Step):
             if not kind_of(flows[name]).server_exits and server.poll() is None:
                 rep.backend.signal(server, signal.SIGTERM)  # a web or echo server runs until told
                 signalled = True
-            try:
-                server.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                rep.warnings.append(f"{flows[name].kind} server of flow {name} did not exit")
-                rep.backend.signal(server, signal.SIGKILL)
-                server.wait(timeout=5)
-                signalled = True
+            client_stopped = bool(rep.clients.get(name, {}).get("stopped"))
+            # a server whose client the run stopped ends within a round trip if the connection
+            # still works (the client's close): no need to wait as long for it
+            if not _waited(server, 2 if client_stopped else 5):
+                if client_stopped:
+                    # its client was stopped mid-transfer (a stall at the duration limit): told
+                    # in turn, a server that ends by itself writes what it got (transfer_tool)
+                    rep.backend.signal(server, signal.SIGTERM)
+                    signalled = True
+                if not _waited(server):
+                    rep.warnings.append(f"{flows[name].kind} server of flow {name} did not exit")
+                    rep.backend.signal(server, signal.SIGKILL)
+                    server.wait(timeout=5)
+                    signalled = True
             if name in rep.clients:
                 # None: this run stopped the server or its client; its status says nothing
                 stopped = signalled or rep.clients[name].get("stopped")
@@ -633,3 +641,12 @@ def render(rep: Rep, steps: list[Step]) -> list[str]:
                 line = f"#   (runner) {shlex.join(p.cmd.argv)}" + (" &" if p.background else "")
             lines.append(line + (f"    # {p.note}" if p.note else ""))
     return lines
+
+
+def _waited(p: subprocess.Popen[bytes], timeout: float = 5) -> bool:
+    """Whether ``p`` exited within ``timeout`` seconds."""
+    try:
+        p.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True

@@ -20,6 +20,7 @@ from . import contribution, delivery, departures, depth, diagnose, tcpseq, usefu
 from .flows import (
     Subflow,
     dss_missing,
+    dss_removed,
     find_subflows,
     group_connections,
     only_joins_off_port,
@@ -88,13 +89,14 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
     mp_fail_t = min(mp_fail) if mp_fail else None
     dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
+    stripped = dss_removed(t, ini, upload) if (negotiated and ini is not None) else ([], {})
 
     paths = dict(spec.paths)
     icmp = icmp_for_subflows(pk, conn, {spec.server_port, *spec.join_ports}, paths, t0)
     numbers = {s.key: subflow_numbers(t, s, upload, t0) for s in conn}
     reset_only = mp_fail_t is not None and mp_fail_reset_subflow(conn, numbers, mp_fail_t - t0)
     fallback = (spec.mptcp and not negotiated) or (
-        negotiated and ((mp_fail_t is not None and not reset_only) or dss[2]))
+        negotiated and ((mp_fail_t is not None and not reset_only) or dss[2] or bool(stripped[0])))
     total = sum(n["bytes"] for n in numbers.values())
 
     results: list[SubflowResult] = []
@@ -152,6 +154,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
 
     findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0, reset_only)
     findings += diagnose.removal_lines(spec, conn)
+    if ini is not None and stripped[0]:
+        findings += diagnose.dss_removed_lines(spec, ini, *stripped)
     plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
                                      negotiated=negotiated, fallback=fallback)
     findings += plines

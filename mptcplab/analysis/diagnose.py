@@ -126,6 +126,26 @@ def removal_lines(spec: FlowSpec, conn: list[Subflow]) -> list[Finding]:
     return out
 
 
+def dss_removed_lines(spec: FlowSpec, sf: Subflow, points: list[str],
+                      counts: dict[str, tuple[int, int]]) -> list[Finding]:
+    """Data segments that carry DSS where they were sent and none where they arrive
+    (flows.dss_removed): a middlebox removed the option mid-connection, the receiver fell
+    back to TCP and the sender did not."""
+    p = spec.paths.get(sf.cip)
+    where = f"path {p}: " if p else ""
+    seen = ", ".join(f"{b} of {n} data segments without an MPTCP option at {pt}" for pt, (n, b) in counts.items())
+    ev = {"subflow": f"{sf.cip}:{sf.cport}", "with": [sf.point], "without": points,
+          "without_dss": {pt: b for pt, (_, b) in counts.items()}}
+    return [
+        Finding("mptcp-option-removed",
+                f"{where}the data segments of {sf.cip}:{sf.cport} carry DSS at {sf.point} but not on arrival "
+                f"({seen}): the MPTCP option was removed on the way, mid-connection (a middlebox)", p, ev),
+        Finding("mptcp-fallback",
+                "the receiver saw the data stop carrying DSS, so it took the connection for a fallback to TCP, "
+                f"while the sender went on with MPTCP ({where}{sf.cip}:{sf.cport}): not MPTCP end to end", p, ev),
+    ]
+
+
 def _icmp_text(ev: pd.DataFrame) -> str:
     code = int(ev["code"].iloc[0])
     v6 = bool(is_v6(ev.iloc[:1])[0])

@@ -401,10 +401,11 @@ def pick_data_connection(conns: dict[str, list[Subflow]]) -> str | None:
     return max(conns, key=weight)
 
 
-def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[int, int, bool]:
-    """Data segments in one direction at the chosen point: (total, without any MPTCP option,
-    whether the last ten all lack one). Linux stops sending MPTCP options after a fallback."""
-    idx = sf.rows[sf.point]
+def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool, point: str | None = None) -> tuple[int, int, bool]:
+    """Data segments in one direction at ``point`` (default: the chosen one): (total, without
+    any MPTCP option, whether the last ten all lack one). Linux stops sending MPTCP options
+    after a fallback."""
+    idx = sf.rows[sf.point if point is None else point]
     sel = (t["from_client"].to_numpy()[idx] == from_client) & (t["tlen"].to_numpy()[idx] > 0)
     mp = t["mp"].to_numpy()[idx][sel]
     n = len(mp)
@@ -412,6 +413,19 @@ def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[int, i
         return 0, 0, False
     bare = (mp & ((1 << DSS) | (1 << MP_CAPABLE))) == 0
     return n, int(bare.sum()), bool(bare[-10:].all())
+
+
+def dss_removed(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[list[str], dict[str, tuple[int, int]]]:
+    """The capture points where the subflow's data segments in one direction stopped carrying
+    an MPTCP option although they still carry it at the chosen point (the sender's side): an
+    option removed on the way mid-connection (NSDI 2012 row d), so the receiver takes the
+    connection for a fallback while the sender does not. (points, {point: (data segments,
+    without an option)})."""
+    at = {p: dss_missing(t, sf, from_client, p) for p in sf.rows if p != sf.point}
+    if not at or dss_missing(t, sf, from_client)[2]:
+        return [], {}
+    bare = sorted(p for p, (_, _, tail) in at.items() if tail)
+    return bare, {p: at[p][:2] for p in bare}
 
 
 def option_removed(sf: Subflow) -> list[tuple[str, list[str], list[str]]]:

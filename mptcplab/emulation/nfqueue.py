@@ -272,6 +272,9 @@ def queue_maxlen(shape: LinkShape, mtu: int) -> int:
 DELAYLINE_ENV_OPTIONS = {
     "MPTCPLAB_DELAYLINE_TIMER": "--timer",                        # abs (default) | rel (before 2026-11-24)
     "MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH": "--offcpu-min-batch",  # 1: off-CPU time of every verdict
+    # the release slot in us for every delay line, instead of release_slot_us's (after it in
+    # argv, so it wins); 0: none
+    "MPTCPLAB_DELAYLINE_SLOT_US": "--slot-us",
 }
 
 

@@ -4,6 +4,8 @@ middlebox rules matched.
 
 * ``transfer_intact``: 1 when the transfer kind's SHA-256 of what the server received equals
   the client's of what it sent (same length), else 0 (traffic/transfer.py).
+* ``transfer_received_fraction``: bytes the server received over the bytes the flow was to
+  send: below 1 when the transfer stalled and the run stopped it at its duration limit.
 * ``transfer_differing_bytes``, ``transfer_foreign_bytes``: bytes where what arrived differs
   from the sent stream, and of those the ones not shown to be the stream's own bytes from
   another offset (the server's comparison, traffic/transfer_diff.py): 0 and 0 when intact;
@@ -36,6 +38,14 @@ def _intact(r: Repetition, sel: Select) -> float | None:
     if f is None or f.transfer is None or f.transfer.verdict is None:
         return None
     return 1.0 if f.transfer.verdict == "equal" else 0.0
+
+
+def _received_fraction(r: Repetition, sel: Select) -> float | None:
+    f = selected_flow(r, sel)
+    t = None if f is None else f.transfer
+    if t is None or not t.size or t.received_bytes is None:
+        return None
+    return t.received_bytes / t.size
 
 
 def _transfer(field: str) -> Callable[[Repetition, Select], float | None]:
@@ -87,6 +97,7 @@ def _mbox(counter: str) -> Callable[[Repetition, Select], float | None]:
 
 
 register("transfer_intact", _intact)
+register("transfer_received_fraction", _received_fraction)
 register("transfer_differing_bytes", _transfer("differing_bytes"))
 register("transfer_foreign_bytes", _transfer("foreign_bytes"))
 register("mbox_split", _mbox("split"))

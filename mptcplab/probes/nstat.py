@@ -10,6 +10,7 @@ another node's (or another run's) history would be wrong. The delta is ours.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -25,6 +26,12 @@ if TYPE_CHECKING:
 PREFIXES = ("MPTcpExt", "TcpExt", "Tcp")
 COLUMNS = ["node", "counter", "before", "after", "delta"]
 PHASES = ("before", "after")
+#: the kernel's MPTCP black-hole detection (6.12+): an MP_CAPABLE SYN left unanswered until
+#: the plain retry (net.mptcp.syn_retrans_before_tcp_fallback) counts as a middlebox black
+#: hole, and new connections of that namespace then start without MP_CAPABLE for
+#: net.mptcp.blackhole_timeout seconds
+BLACKHOLE = "MPTcpExtBlackhole"
+SYN_TX_DISABLED = "MPTcpExtMPCapableSYNTXDisabled"
 
 
 def nstat_cmd(node: str) -> Cmd:
@@ -85,3 +92,32 @@ def counter_rows(node: str, before: str, after: str) -> list[dict[str, Any]]:
     b, a = _counters(before), _counters(after)
     return [{"node": node, "counter": k, "before": b.get(k, 0), "after": v, "delta": v - b.get(k, 0)}
             for k, v in sorted(a.items()) if k.startswith(PREFIXES)]
+
+
+@dataclass(frozen=True)
+class BlackHole:
+    """A node whose kernel turned MPTCP off for new connections during the traffic."""
+
+    node: str
+    detected: int  #: MP_CAPABLE SYNs it took for a black hole
+    disabled: int  #: connections it then started without MP_CAPABLE
+
+    def message(self) -> str:
+        return (f"{self.node}'s kernel started {self.disabled} connection(s) without MP_CAPABLE after it "
+                f"took {self.detected} unanswered MP_CAPABLE SYN(s) for a middlebox black hole "
+                f"({BLACKHOLE}, {SYN_TX_DISABLED.removeprefix('MPTcpExt')}): those connections are plain "
+                "TCP by the kernel's choice, and new ones stay so for net.mptcp.blackhole_timeout seconds")
+
+
+def blackholes(table: pd.DataFrame) -> list[BlackHole]:
+    """The nodes of a counter table (NstatProbe.analyse) whose black-hole detection turned MPTCP
+    off during the traffic: the delta of SYN_TX_DISABLED moved."""
+    if table.empty:
+        return []
+    out = []
+    for node, g in table.groupby("node", sort=True):
+        delta = g.set_index("counter")["delta"]
+        disabled = int(delta.get(SYN_TX_DISABLED, 0))
+        if disabled > 0:
+            out.append(BlackHole(str(node), int(delta.get(BLACKHOLE, 0)), disabled))
+    return out

@@ -299,8 +299,12 @@ class TransferDifference(_Model):
     length: int
     #: bytes in it that differ (the rest equal the stream by chance)
     differing: int
-    #: the stream offset these bytes were sent at (misplaced); None: found nowhere in it
+    #: the stream offset these bytes were sent at (misplaced; of the first piece when the range
+    #: is several); None: found nowhere in it
     source: int | None = None
+    #: of ``differing``, the bytes found elsewhere in the stream, piece by piece (0 in records
+    #: written before it)
+    misplaced: int = 0
 
 
 class TransferMetrics(_Model):
@@ -308,6 +312,10 @@ class TransferMetrics(_Model):
 
     bytes: int | None = None
     received_bytes: int | None = None
+    #: the bytes the flow was to send (``bytes`` of the lab file)
+    size: int | None = None
+    #: the run stopped the transfer at its duration limit before it ended (a stall)
+    stopped: bool | None = None
     sent_sha256: str | None = None
     received_sha256: str | None = None
     #: equal, differs (same length, other content) or incomplete

@@ -192,31 +192,6 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     parts.record["aggregation_benefit"] = _round(aggregation.benefit(o.goodput_mbps, caps))
 
 
-def blackhole_cause(rep_dir: Path, client: str) -> str:
-    """Why connections of an MPTCP flow went out as plain TCP, when the client's MIB counters
-    (the nstat probe) say its kernel had turned MPTCP off: since 6.12 an MP_CAPABLE SYN that
-    goes unanswered until the plain retry (syn_retrans_before_tcp_fallback) counts as a
-    middlebox black hole (MPTcpExtBlackhole), and new connections of that namespace then
-    start without MP_CAPABLE (MPTcpExtMPCapableSYNTXDisabled) for net.mptcp.blackhole_timeout
-    seconds. "" when the counters are not there or did not move."""
-    from ..probes.nstat import NstatProbe
-
-    try:
-        c = NstatProbe.analyse(rep_dir)
-    except (OSError, ValueError):
-        return ""
-    mine = c[c["node"] == client].set_index("counter")["delta"] if not c.empty else None
-    if mine is None:
-        return ""
-    disabled = int(mine.get("MPTcpExtMPCapableSYNTXDisabled", 0))
-    holes = int(mine.get("MPTcpExtBlackhole", 0))
-    if not disabled:
-        return ""
-    return (f"; {client}'s kernel started {disabled} connection(s) without MP_CAPABLE after it took "
-            f"{holes} unanswered MP_CAPABLE SYN(s) for a middlebox black hole (MPTcpExtBlackhole, "
-            "MPCapableSYNTXDisabled; net.mptcp.blackhole_timeout)")
-
-
 def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
@@ -242,8 +217,7 @@ def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Networ
                                     f"{flow.port} in the captures: nothing proves this flow"))
     elif flow.mptcp and mp < seen:
         parts.warnings.append(coded("mptcp-fallback", f"{label}{seen - mp} of {seen} connections were NOT MPTCP "
-                                    "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"
-                                    + blackhole_cause(out, flow.client)))
+                                    "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"))
     parts.warnings += [coded(UNCLASSIFIED, label + w) for w in rep.warnings]
     ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None) \
         and client.get("server_rc") in (0, None)

@@ -96,8 +96,9 @@ class TransferKind(TrafficKind[TransferFlow]):
         server, serr = _json(server_file(path.parent, name))
         sent_b = client.get("bytes")
         recv_b = server.get("bytes")
+        stopped = bool(client.get("stopped") or server.get("stopped"))
         metrics: dict[str, Any] = {
-            "bytes": sent_b, "received_bytes": recv_b,
+            "bytes": sent_b, "received_bytes": recv_b, "size": client.get("size"), "stopped": stopped,
             "sent_sha256": client.get("sent_sha256"), "received_sha256": server.get("received_sha256"),
             "connect_s": client.get("connect_s"), "seed": client.get("seed"), "mptcp_socket": client.get("mptcp"),
         }
@@ -106,6 +107,8 @@ class TransferKind(TrafficKind[TransferFlow]):
         seconds = server.get("seconds") or client.get("seconds")
         goodput = recv_b * 8 / seconds / 1e6 if isinstance(recv_b, int) and seconds else None
         error = cerr or client.get("error") or serr or server.get("error")
-        if error is None and metrics["verdict"] == "incomplete":
+        if error is None and metrics["verdict"] == "incomplete" and not stopped:
+            # stopped by the run (its duration limit) is the stall measured, not a failure:
+            # the verdict says incomplete and the flow's warning says it was stopped
             error = f"incomplete: {recv_b} of {sent_b} bytes received"
         return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)

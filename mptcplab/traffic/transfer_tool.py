@@ -11,8 +11,13 @@ The server accepts one connection, reads to EOF, writes {"received_sha256", "byt
 what arrives with that stream and adds "differs": the count of differing bytes and each run
 of them with what arrived there (Comparison; traffic/transfer_diff.py tells whose they are).
 The client connects, sends, shuts its sending side, waits for the server's close (so
-everything sent was read) and prints {"sent_sha256", "bytes", "connect_s", "seconds",
+everything sent was read) and prints {"sent_sha256", "bytes", "size", "connect_s", "seconds",
 "mptcp"} as JSON on stdout; an error is reported there too.
+
+A transfer that stalls (labs/middlebox row d with one subflow) is ended by the run: SIGINT
+to the client at the flow's duration limit, then SIGTERM to the server. Each side then
+still writes its report, with "stopped": true and what it had sent or received so far, so a
+stall is a measured outcome (the bytes that got through) rather than a lost record.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import hashlib
 import json
 import random
 import re
+import signal
 import socket
 import sys
 import time
@@ -107,6 +113,14 @@ class Comparison:
                 "runs": [{"offset": r.offset, "length": r.length, "data": r.data.hex()} for r in self.runs]}
 
 
+class Stopped(Exception):
+    """The run told the server to stop (SIGTERM) before its client's data ended."""
+
+
+def _stop(signum: int, frame: object) -> None:
+    raise Stopped
+
+
 def _socket(mptcp: bool) -> socket.socket:
     return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP)
 
@@ -116,9 +130,13 @@ def serve(address: str, port: int, out: str, mptcp: bool, expect: tuple[int, int
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((address, port))
     lsock.listen(1)
-    conn, _ = lsock.accept()
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        conn, _ = lsock.accept()
+    except Stopped:
+        return 0  # no connection came: nothing to report, the client's side says why
     t0 = time.monotonic()
-    h, n, error = hashlib.sha256(), 0, None
+    h, n, error, stopped = hashlib.sha256(), 0, None, False
     cmp = Comparison(*expect) if expect else None
     try:
         while data := conn.recv(CHUNK):
@@ -128,9 +146,13 @@ def serve(address: str, port: int, out: str, mptcp: bool, expect: tuple[int, int
                 cmp.feed(data)
     except OSError as e:
         error = str(e)
+    except Stopped:
+        stopped = True
+    # a stop that comes now, while the report is written, is the stop it asks for already
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     seconds = time.monotonic() - t0
     report: dict[str, object] = {"received_sha256": h.hexdigest(), "bytes": n, "seconds": round(seconds, 6),
-                                 "error": error}
+                                 "error": error, "stopped": stopped}
     if cmp:
         report["differs"] = cmp.report()
     with open(out, "w") as f:
@@ -149,30 +171,72 @@ def _is_mptcp(s: socket.socket) -> bool | None:
         return False
 
 
+class _Interrupt:
+    """SIGINT, the run's stop: raises only while connecting; afterwards it sets a flag the
+    send and receive loops look at between system calls (which time out every POLL_S), so
+    no byte the socket took goes uncounted, as an exception between a send and its count
+    could make happen."""
+
+    def __init__(self) -> None:
+        self.raising = True
+        self.stopped = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.stopped = True
+        if self.raising:
+            raise KeyboardInterrupt
+
+
+#: how often a blocked send or receive looks at the stop flag
+POLL_S = 0.1
+
+
 def send(address: str, port: int, n: int, seed: int, bind: str | None, mptcp: bool) -> dict[str, object]:
     s = _socket(mptcp)
     h = hashlib.sha256()
-    report: dict[str, object] = {"bytes": 0, "seed": seed}
+    report: dict[str, object] = {"bytes": 0, "size": n, "seed": seed, "stopped": False}
+    stop = _Interrupt()
+    # set here, not inherited: a process started with SIGINT ignored (a shell's background
+    # job) would otherwise never see it
+    signal.signal(signal.SIGINT, stop)
     t0 = time.monotonic()
     try:
         if bind:
             s.bind((bind, 0))
         s.connect((address, port))
+        stop.raising = False
+        s.settimeout(POLL_S)
         report["connect_s"] = round(time.monotonic() - t0, 6)
         sent = 0
         for chunk in stream(seed, n):
-            s.sendall(chunk)
-            h.update(chunk)
-            sent += len(chunk)
-            report["bytes"] = sent
-        report["mptcp"] = _is_mptcp(s) if mptcp else False
-        s.shutdown(socket.SHUT_WR)
-        while s.recv(CHUNK):  # the server closes after reading everything
-            pass
+            view = memoryview(chunk)
+            while view and not stop.stopped:
+                try:
+                    k = s.send(view)
+                except TimeoutError:
+                    continue
+                h.update(view[:k])
+                sent += k
+                report["bytes"] = sent
+                view = view[k:]
+            if stop.stopped:
+                break
+        else:
+            report["mptcp"] = _is_mptcp(s) if mptcp else False
+            s.shutdown(socket.SHUT_WR)
+            while not stop.stopped:  # the server closes after reading everything
+                try:
+                    if not s.recv(CHUNK):
+                        break
+                except TimeoutError:
+                    continue
     except OSError as e:
         report["error"] = str(e)
+    except KeyboardInterrupt:
+        pass
     finally:
         s.close()
+    report["stopped"] = stop.stopped
     report["sent_sha256"] = h.hexdigest()
     report["seconds"] = round(time.monotonic() - t0, 6)
     return report

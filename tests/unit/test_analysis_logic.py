@@ -335,3 +335,28 @@ def test_an_mp_fail_that_reset_its_subflow_while_another_went_on_is_not_a_fallba
     # one subflow only: RFC 8684's fallback
     a.rst_t = 101.01
     assert not mp_fail_reset_subflow([a], {a.key: {"last_data_t": 1.0}}, fail_rel_t=1.0)
+
+
+def test_dss_removed_between_the_ends_is_a_fallback_at_the_receiver():
+    """NSDI 2012 row d with one subflow: the sender's capture shows DSS on every data segment,
+    the receiver's shows the last ones without it (a middlebox removed the option mid-way).
+    The receiver takes that for a fallback and the sender does not: not MPTCP end to end."""
+    segs = [(i * 1000, 1000) for i in range(40)]
+    near = mpc_connection(0.0, 40002, 6, 2222, isn=1, segs=segs, point="client:eth1")
+    far = [dict(p, t=p["t"] + 0.0001, point="server:eth1", ip_ttl=63) for p in near]
+    for p in far:
+        if p["tlen"] and p["seq"] >= 1 + 20_000:
+            p["mp"] = 0                                     # stripped on the way
+    spec = FlowSpec(SRV, 5201, {"10.0.1.2": "A"}, ("A",), True)
+    r = analyze_packets(table(near + far), ["client:eth1", "server:eth1"], spec)
+    assert r.subflows[0].point == "client:eth1" and r.mptcp_negotiated
+    assert r.fallback and not r.verified
+    removed = [f for f in r.findings if f.code == "mptcp-option-removed"]
+    assert len(removed) == 1 and removed[0].path == "A"
+    assert removed[0].evidence["without"] == ["server:eth1"]
+    assert removed[0].evidence["without_dss"] == {"server:eth1": 20}
+    assert "mptcp-fallback" in codes(r)
+    # the same connection with the option intact at both ends: nothing of the kind
+    far_ok = [dict(p, t=p["t"] + 0.0001, point="server:eth1", ip_ttl=63) for p in near]
+    ok = analyze_packets(table(near + far_ok), ["client:eth1", "server:eth1"], spec)
+    assert not ok.fallback and ok.verified and "mptcp-option-removed" not in codes(ok)

@@ -120,6 +120,10 @@ def test_daemon_env_switches(tmp_path: Path) -> None:
     argv = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env=env).argv
     assert argv[:len(plain)] == plain and argv[len(plain):] == ("--timer", "rel", "--offcpu-min-batch", "1")
     assert nfqueue.env_options({"MPTCPLAB_DELAYLINE_TIMER": ""}) == ()  # empty: unset
+    # the slot's switch comes after the computed --slot-us, so the delay line's getopt takes it
+    argv = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env={"MPTCPLAB_DELAYLINE_SLOT_US": "200"}).argv
+    slots = [argv[i + 1] for i, a in enumerate(argv) if a == "--slot-us"]
+    assert slots == [str(nfqueue.release_slot_us(2000)), "200"]
 
 
 def test_emulator_link_cmds(tmp_path: Path) -> None:

@@ -6,6 +6,11 @@ from __future__ import annotations
 
 import hashlib
 import json
+import signal
+import socket
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -13,7 +18,7 @@ from pydantic import ValidationError
 
 from mptcplab.lab.schema import Traffic, TransferFlow
 from mptcplab.traffic import KINDS
-from mptcplab.traffic.transfer import TransferKind, server_file, verdict
+from mptcplab.traffic.transfer import TOOL, TransferKind, server_file, verdict
 from mptcplab.traffic.transfer_diff import Range, foreign_bytes, ranges
 from mptcplab.traffic.transfer_tool import MAX_RUNS, Comparison, stream
 
@@ -148,12 +153,29 @@ def test_comparison_caps_runs_and_counts_the_rest():
 
 def test_ranges_merge_near_runs_and_look_up_only_known_bytes():
     one = [{"offset": 10, "length": 40, "data": SENT[500:540].hex()}]
-    assert ranges(one, 9, N) == [Range(10, 40, 40, 500)]
+    assert ranges(one, 9, N) == [Range(10, 40, 40, 500, 40)]
     assert ranges(one, None, None) == [Range(10, 40, 40, None)]  # no stream to look in
     # 10 equal bytes between two runs: one range; the second run's bytes were not kept
     two = [*one, {"offset": 60, "length": 40, "data": ""}]
     assert ranges(two, 9, N) == [Range(10, 90, 80, None)]
     assert ranges([{"offset": 10, "length": 20, "data": SENT[500:520].hex()}], 9, N)[0].source is None  # < PROBE
+
+
+def test_a_range_of_several_misplaced_pieces_is_found_piece_by_piece():
+    """Labs/middlebox row d with one subflow: the receiver delivered one re-sent chunk again and
+    again in place of what followed; every piece is the stream's own, none made up."""
+    chunk = SENT[3000:3500]
+    got = bytearray(SENT)
+    got[20_000:21_500] = chunk * 3
+    rep = compare(bytes(got))
+    (r,) = ranges(rep["runs"], 9, N)
+    assert r.source == 3000 and 0 < r.misplaced == r.differing == rep["differing_bytes"]
+    assert foreign_bytes([r], rep["differing_bytes"]) == 0
+    # the same with a made-up tail: the pieces stop where nothing is found, the rest is foreign
+    got[21_500:21_600] = bytes(100)
+    rep = compare(bytes(got))
+    (r,) = ranges(rep["runs"], 9, N)
+    assert r.source == 3000 and 0 < foreign_bytes([r], rep["differing_bytes"]) <= 100
 
 
 def test_server_argv_and_read_carry_the_comparison(tmp_path: Path):
@@ -176,3 +198,59 @@ def test_server_argv_and_read_carry_the_comparison(tmp_path: Path):
     path = write(tmp_path, {"bytes": N, "sent_sha256": SHA_A, "seconds": 1.0, "seed": 9},
                  {"bytes": N, "received_sha256": SHA_A, "seconds": 1.0})
     assert "differing_bytes" not in KINDS["transfer"].read(path).metrics  # an older server: not compared
+
+
+def test_read_stopped_transfer_is_a_measured_stall_not_an_error(tmp_path: Path):
+    """A transfer the run stopped at its duration limit (a stall) reads as incomplete with no
+    error: the repetition stays valid, the finding says what got through."""
+    path = write(tmp_path, {"bytes": 100, "size": 400, "stopped": True, "sent_sha256": SHA_A, "seconds": 10.0},
+                 {"bytes": 60, "received_sha256": SHA_B, "seconds": 10.0, "stopped": True})
+    o = KINDS["transfer"].read(path)
+    assert o.error is None and o.metrics["verdict"] == "incomplete"
+    assert (o.metrics["stopped"], o.metrics["size"], o.metrics["received_bytes"]) == (True, 400, 60)
+
+
+def _tool(*args: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-I", str(TOOL), *args], stdout=subprocess.PIPE)
+
+
+def _listening(port: int) -> None:
+    """Waits for a listener on ``port`` without connecting (the server accepts one connection)."""
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
+        if any(r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A" for r in rows):
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_stopped_sides_still_write_their_reports(tmp_path: Path):
+    """The run's stop (SIGINT to the client at the duration limit, then SIGTERM to the server)
+    leaves both reports, with what was sent and received so far: the client's count is what
+    its socket took, exactly, even mid-chunk."""
+    out = tmp_path / "server.json"
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    # the server reads everything; the client is stopped long before 1 GB has gone
+    server = _tool("server", "--address", "127.0.0.1", "--port", str(port), "--out", str(out))
+    try:
+        _listening(port)
+        client = _tool("client", "--address", "127.0.0.1", "--port", str(port), "--bytes", str(1 << 30),
+                       "--seed", "3")
+        time.sleep(0.5)
+        client.send_signal(signal.SIGINT)
+        c = json.loads(client.communicate(timeout=10)[0])
+        server.send_signal(signal.SIGTERM)
+        assert server.wait(timeout=10) == 0
+    finally:
+        for p in (server, client):
+            if p.poll() is None:
+                p.kill()
+    s = json.loads(out.read_text())
+    assert c["stopped"] is True, (c, client.returncode)
+    assert c["size"] == 1 << 30 and 0 < c["bytes"] < 1 << 30 and "error" not in c
+    # the client's socket closed when it stopped, so the server saw every byte it took
+    assert s["bytes"] == c["bytes"] and s["received_sha256"] == c["sent_sha256"]
+    assert s["stopped"] in (True, False) and s["error"] is None
