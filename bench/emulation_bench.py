@@ -28,9 +28,11 @@ Figures (2-core shared VM, load 9-11 from other jobs, captures on; 2026-11-23):
 release lateness p99 of the worse direction, tbf -> rate stage: 400 Mbit/s 2 ms
 23 ms -> 0.29 ms, 100 ms 52 ms -> 0.51 ms, 200 ms 108 ms -> 5.3 ms, 1 Gbit/s 1 ms
 1.3 -> 1.2 ms, two lines at once 31/48 ms -> 0.52/0.85 ms. Delay-line CPU per
-Mbit/s 0.21-0.26 % of a core either way without the release slot; with it (the
-default, ``nfqueue.release_slot_us``) 0.14-0.17 at 400 Mbit/s and 0.07 at 1 Gbit/s
-(load 10-15). Most of the rest is the kernel's TCP receive path of released
+Mbit/s 0.21-0.26 % of a core either way without the release slot; with it
+(``nfqueue.release_slot_us``, then 100 us below 10 ms of delay) 0.14-0.17 at 400 Mbit/s
+and 0.07 at 1 Gbit/s (load 10-15). Idle host, 2026-11-24, with the 200 us slot now used
+at every delay: 400 Mbit/s 2 ms 0.098-0.105, 100 and 200 ms 0.085-0.091, 1 Gbit/s 1 ms
+0.059-0.061; lateness p99 236-289 us on every line. Most of the rest is the kernel's TCP receive path of released
 packets, which runs inside the verdict call (docs/architecture.md). The delay
 line's own ceiling on this host: a SCHED_FIFO sleeper alone sees wake-up lateness
 p99 1.2-2.9 ms under this load (PREEMPT_NONE kernel), so p99 < 0.5 ms is

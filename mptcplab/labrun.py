@@ -33,6 +33,7 @@ from .results import store
 from .results.manifest import git_state, host_facts, kernel_patches, tool_versions
 from .results.model import HostCpu
 from .results.summary import build_summary, summary_rows
+from .results.validity import cpu_bound_reason
 from .runner import (
     DeferredSignals,
     Interrupted,
@@ -49,8 +50,6 @@ from .steps import Rep
 from .steps import render as render_steps
 
 REPO = Path(__file__).resolve().parent.parent
-#: iperf3's own CPU accounting above this means the sender or receiver, not the link, set the rate
-CPU_BOUND_PERCENT = 90.0
 
 
 @dataclass
@@ -398,13 +397,14 @@ def _summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, opts:
              records: list[dict[str, Any]], reps: int | None, run_dir: Path | None = None) -> dict[str, Any]:
     timing: list[str] = []  # what makes timing numbers wrong: link calibration, CPU, delay line
     invalid: list[str] = []  # what makes the evidence itself wrong
+    declared = {sc.name for sc in lab.scenarios if sc.body.cpu_bound}
     for r in records:
         tag = f"{r['name']} rep {r['rep']}"
         if not r["calibration_ok"]:
             timing.append(f"{tag}: emulated links out of tolerance")
-        cpu = [c for c in (r.get("cpu") or {}).values() if c is not None]
-        if cpu and max(cpu) > CPU_BOUND_PERCENT:
-            timing.append(f"{tag}: iperf3 reports {max(cpu):.0f}% CPU: the measurement was CPU-bound")
+        cpu = cpu_bound_reason(r["name"], r["rep"], (r.get("cpu") or {}).values(), r["name"] in declared)
+        if cpu:
+            timing.append(cpu)
         late, broken = daemon_problems(r)
         timing += [f"{tag}: {p}" for p in late]
         invalid += [f"{tag}: {p}" for p in broken]

@@ -14,7 +14,7 @@ from typing import Any
 
 from ..lab.loader import load_lab
 from ..lab.schema import Published
-from ..results import store
+from ..results import store, validity
 from ..results.model import Manifest, Repetition, Summary
 from ..results.read import load_manifest, load_summary
 from ..results.summary import build_summary_model
@@ -97,19 +97,25 @@ def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) ->
     }
 
 
-def _published(runs: list[ItemRun], lab_dirs: dict[str, str]) -> Published | None:
+def _lab_facts(runs: list[ItemRun], lab_dirs: dict[str, str]) -> tuple[Published | None, set[str]]:
+    """The lab's published findings and the scenarios it declares CPU-bound (``cpu_bound``),
+    from the lab as it is now; (None, none) when it cannot be read."""
     lab_dir = lab_dirs.get(runs[0].lab)
     if not lab_dir:
-        return None
+        return None, set()
     try:
-        return load_lab(lab_dir).published
+        lab = load_lab(lab_dir)
     except Exception:  # noqa: BLE001 - a lab moved since: the merge keeps the measurements, without the paper
-        return None
+        return None, set()
+    return lab.published, {sc.name for sc in lab.scenarios if sc.body.cpu_bound}
 
 
 def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any], runs: list[ItemRun],
-               pub: Published | None) -> Column:
+               pub: Published | None, cpu_bound: set[str] | None = None) -> Column:
+    """``cpu_bound``: the scenarios the lab declares CPU-bound now; a round recorded before the
+    declaration keeps its measurements, and its CPU-bound flag on them is not held against it."""
     runs = sorted(runs, key=lambda r: r.round)
+    notes_exempt: list[str] = []
     reps: list[Repetition] = []
     invalid: list[str] = []
     timing: list[str] = []
@@ -117,10 +123,14 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
         for rep in r.summary.scenarios:
             # a repetition's number in the merged set is its round; its directory stays where it is
             reps.append(rep.model_copy(update={"rep": r.round, "dir": str(r.run_dir / rep.rel_dir())}))
-        invalid += [f"round {r.round}: {x}" for x in r.summary.invalid_reasons]
+        kept = [x for x in r.summary.invalid_reasons if not validity.exempt(x, cpu_bound or set())]
+        if len(kept) < len(r.summary.invalid_reasons):
+            notes_exempt.append(f"round {r.round}: {len(r.summary.invalid_reasons) - len(kept)} CPU-bound flag(s) "
+                                "on scenarios the lab declares CPU-bound (cpu_bound: true) not held against it")
+        invalid += [f"round {r.round}: {x}" for x in kept]
         timing += [f"round {r.round}: {x}" for x in r.summary.timing_notes]
     fp = fingerprint(target, target_rec, runs)
-    notes = []
+    notes = list(notes_exempt)
     if len(fp["kernels"]) > 1:
         notes.append(f"{target} ran several kernels during the campaign: {', '.join(map(str, fp['kernels']))}")
     if fp["release"] and any(k != fp["release"] for k in fp["kernels"]):
@@ -145,8 +155,9 @@ def merge(out: Path, write: bool = True) -> list[Column]:
     cols = []
     order = list((state.get("targets") or {}).keys())
     for (lab, target), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _pos(order, kv[0][1]))):
+        pub, cpu_bound = _lab_facts(runs, lab_dirs)
         col = merge_runs(str(state.get("name", out.name)), lab, target,
-                         (state.get("targets") or {}).get(target, {}), runs, _published(runs, lab_dirs))
+                         (state.get("targets") or {}).get(target, {}), runs, pub, cpu_bound)
         if write:
             d = out / MERGED / lab / target
             d.mkdir(parents=True, exist_ok=True)

@@ -233,20 +233,21 @@ def max_lateness_p99_us(delay_us: float | None) -> float:
 #: sleep (a timer armed) and a wake-up (an interrupt), and in a VM both exit to
 #: the hypervisor: at 400 Mbit/s the rate stage spaces releases 30 us apart, and
 #: ppoll plus the timer interrupt were ~45% of the delay line's CPU. Measured
-#: (bench/emulation_bench.py rows, 400 Mbit/s, 2 and 100 ms, load 11-14,
-#: interleaved, 3 rounds): CPU per Mbit/s 0.20-0.24 % of a core without a slot,
-#: 0.15-0.20 with 100 us, 0.11-0.15 with 200 us; lateness p50 +Q/2, p99 within
-#: the host's noise. A lone packet (ping) is never held back: the slot counts
-#: from the previous release.
+#: (bench/emulation_bench.py --papers, idle host, captures on, interleaved A/B,
+#: MPTCPLAB_DELAYLINE_SLOT_US, 2 rounds, 2026-11-24): 400 Mbit/s 2 ms, CPU per
+#: Mbit/s 0.145-0.158 % of a core with 100 us, 0.098-0.105 with 200 us (the
+#: baseline without a slot was 0.20-0.24), lateness p99 153-187 us and 244-257 us;
+#: 1 Gbit/s 1 ms 0.075-0.078 and 0.059-0.061, p99 242-374 and 280-289 us. A lone
+#: packet (ping) is never held back: the slot counts from the previous release.
 RELEASE_SLOT_MAX_US = 200
-#: The slot never takes more than this share of the lateness a delay line may have.
-RELEASE_SLOT_SHARE = 0.2
+#: The slot never takes more than this share of the lateness a delay line may have:
+#: with the 0.5 ms floor, 200 us for every delay.
+RELEASE_SLOT_SHARE = 0.4
 
 
 def release_slot_us(delay_us: float) -> int:
-    """The release slot for a delay line of ``delay_us`` one way: 100 us up to
-    10 ms of delay (a fifth of the 0.5 ms floor), then 1% of the delay, at most
-    200 us (from 20 ms on)."""
+    """The release slot for a delay line of ``delay_us`` one way: 200 us (two fifths of
+    the 0.5 ms lateness floor, and never more than RELEASE_SLOT_MAX_US)."""
     return int(min(RELEASE_SLOT_MAX_US, RELEASE_SLOT_SHARE * max_lateness_p99_us(delay_us)))
 
 

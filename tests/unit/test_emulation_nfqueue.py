@@ -101,9 +101,8 @@ def test_daemon_description(tmp_path: Path) -> None:
         "--stats", daemon.stats_path, "--control", str(tmp_path / "delayline-ra_eth2-q4.ctl"),
         "--slot-us", "200", "--rt-prio", str(nfqueue.DEFAULT_RT_PRIO),
     ]
-    # the release slot is a fifth of the lateness allowed, at most 200 us
-    assert nfqueue.release_slot_us(1000) == 100 and nfqueue.release_slot_us(10_000) == 100
-    assert nfqueue.release_slot_us(15_000) == 150
+    # the release slot is two fifths of the lateness allowed (0.5 ms floor), at most 200 us
+    assert nfqueue.release_slot_us(1000) == 200 and nfqueue.release_slot_us(10_000) == 200
     assert nfqueue.release_slot_us(40_000) == 200 and nfqueue.release_slot_us(200_000) == 200
     assert all(nfqueue.release_slot_us(d) <= nfqueue.RELEASE_SLOT_SHARE * nfqueue.max_lateness_p99_us(d)
                for d in (0, 500, 2000, 10**6))
@@ -121,9 +120,9 @@ def test_daemon_env_switches(tmp_path: Path) -> None:
     assert argv[:len(plain)] == plain and argv[len(plain):] == ("--timer", "rel", "--offcpu-min-batch", "1")
     assert nfqueue.env_options({"MPTCPLAB_DELAYLINE_TIMER": ""}) == ()  # empty: unset
     # the slot's switch comes after the computed --slot-us, so the delay line's getopt takes it
-    argv = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env={"MPTCPLAB_DELAYLINE_SLOT_US": "200"}).argv
+    argv = nfqueue.delayline_daemon(d, 1, tmp_path, BIN, env={"MPTCPLAB_DELAYLINE_SLOT_US": "150"}).argv
     slots = [argv[i + 1] for i, a in enumerate(argv) if a == "--slot-us"]
-    assert slots == [str(nfqueue.release_slot_us(2000)), "200"]
+    assert slots == [str(nfqueue.release_slot_us(2000)), "150"]
 
 
 def test_emulator_link_cmds(tmp_path: Path) -> None:

@@ -171,7 +171,7 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
     dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
                "capture_stats": {"client:eth1": {"dropped": 5}}}
     # stand-ins for Lab and RunOptions: _summary reads these attributes only
-    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0)
+    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0, scenarios=[])
     opts: Any = SimpleNamespace(quick=True, warnings=[])
     kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
     tcg = {"virtualization": "qemu", "software_emulated_cpu": True, "source": "systemd-detect-virt"}
@@ -199,7 +199,7 @@ def test_a_server_that_died_by_itself_invalidates_the_run():
     from mptcplab.labrun import _summary
 
     died = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": True, "servers_died": {"main": -9}}
-    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0)
+    lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0, scenarios=[])
     opts: Any = SimpleNamespace(quick=True, warnings=[])
     kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
     m = _summary(lab, "id", {"kernel": "6.18", "platform": kvm}, True, opts, [died], 1)
