@@ -317,9 +317,13 @@ def test_make_notebooks_serves_the_venv_on_loopback_with_token(browser: Any, wor
     log = ARTIFACTS / "30-make-notebooks.log"
     log.parent.mkdir(parents=True, exist_ok=True)
     with log.open("w") as out:
+        # SIGINT as a terminal's Ctrl-C finds it: a test process started as a background job
+        # of a script (nohup ... &) has SIGINT ignored, every child inherits that, and a
+        # non-interactive bash cannot trap a signal ignored on entry: nothing would stop
         proc = subprocess.Popen(["make", "-s", "notebooks", f"NOTEBOOKS_PORT={port}"], cwd=REPO, env=env,
                                 stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
+                                start_new_session=True,
+                                preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     try:
         url = _wait_for_line(log, "/lab/tree/notebooks/index.ipynb?token=", proc, 120)
         assert url == f"http://127.0.0.1:{port}/lab/tree/notebooks/index.ipynb?token={token}"
