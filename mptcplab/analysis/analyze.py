@@ -89,7 +89,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
     mp_fail_t = min(mp_fail) if mp_fail else None
     dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
-    stripped = dss_removed(t, ini, upload) if (negotiated and ini is not None) else ([], {})
+    stripped = dss_removed(t, ini, upload, dss) if (negotiated and ini is not None) else ([], {})
 
     paths = dict(spec.paths)
     icmp = icmp_for_subflows(pk, conn, {spec.server_port, *spec.join_ports}, paths, t0)

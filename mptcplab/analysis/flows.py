@@ -415,15 +415,16 @@ def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool, point: str | No
     return n, int(bare.sum()), bool(bare[-10:].all())
 
 
-def dss_removed(t: pd.DataFrame, sf: Subflow, from_client: bool) -> tuple[list[str], dict[str, tuple[int, int]]]:
+def dss_removed(t: pd.DataFrame, sf: Subflow, from_client: bool,
+                at_sender: tuple[int, int, bool]) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """The capture points where the subflow's data segments in one direction stopped carrying
     an MPTCP option although they still carry it at the chosen point (the sender's side): an
     option removed on the way mid-connection (NSDI 2012 row d), so the receiver takes the
-    connection for a fallback while the sender does not. (points, {point: (data segments,
-    without an option)})."""
+    connection for a fallback while the sender does not. ``at_sender``: dss_missing at the
+    chosen point. (points, {point: (data segments, without an option)})."""
+    if at_sender[2]:
+        return [], {}  # the sender itself stopped sending options: its own fallback
     at = {p: dss_missing(t, sf, from_client, p) for p in sf.rows if p != sf.point}
-    if not at or dss_missing(t, sf, from_client)[2]:
-        return [], {}
     bare = sorted(p for p, (_, _, tail) in at.items() if tail)
     return bare, {p: at[p][:2] for p in bare}
 

@@ -94,7 +94,6 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     return record
 
 
-
 def blackhole_warnings(out: Path) -> list[dict[str, Any]]:
     """The kernel's own reason for plain-TCP connections of an MPTCP run, from the nstat probe's
     counters (none without the probe): labs/http at scale 0.03 had 106 such connections after 6

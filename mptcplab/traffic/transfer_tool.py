@@ -113,12 +113,26 @@ class Comparison:
                 "runs": [{"offset": r.offset, "length": r.length, "data": r.data.hex()} for r in self.runs]}
 
 
-class Stopped(Exception):
-    """The run told the server to stop (SIGTERM) before its client's data ended."""
+class _Interrupt:
+    """The run's stop (SIGINT to the client, SIGTERM to the server): raises only while
+    connecting or accepting; afterwards it sets a flag the send and receive loops look at
+    between system calls (which time out every POLL_S), so no byte a socket took or gave
+    goes uncounted, as an exception between a system call and its count could make happen.
+    Installed by each side itself, not inherited: a process started with the signal ignored
+    (a shell's background job) would otherwise never see it."""
+
+    def __init__(self) -> None:
+        self.raising = True
+        self.stopped = False
+
+    def __call__(self, signum: int, frame: object) -> None:
+        self.stopped = True
+        if self.raising:
+            raise KeyboardInterrupt
 
 
-def _stop(signum: int, frame: object) -> None:
-    raise Stopped
+#: how often a blocked send or receive looks at the stop flag
+POLL_S = 0.1
 
 
 def _socket(mptcp: bool) -> socket.socket:
@@ -130,25 +144,34 @@ def serve(address: str, port: int, out: str, mptcp: bool, expect: tuple[int, int
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((address, port))
     lsock.listen(1)
-    signal.signal(signal.SIGTERM, _stop)
+    stop = _Interrupt()
+    signal.signal(signal.SIGTERM, stop)
     try:
         conn, _ = lsock.accept()
-    except Stopped:
+    except KeyboardInterrupt:
         return 0  # no connection came: nothing to report, the client's side says why
+    stop.raising = False
+    conn.settimeout(POLL_S)
     t0 = time.monotonic()
-    h, n, error, stopped = hashlib.sha256(), 0, None, False
+    h, n, error = hashlib.sha256(), 0, None
     cmp = Comparison(*expect) if expect else None
     try:
-        while data := conn.recv(CHUNK):
+        while not stop.stopped:
+            try:
+                data = conn.recv(CHUNK)
+            except TimeoutError:
+                continue
+            if not data:
+                break
             h.update(data)
             n += len(data)
             if cmp:
                 cmp.feed(data)
     except OSError as e:
         error = str(e)
-    except Stopped:
-        stopped = True
-    # a stop that comes now, while the report is written, is the stop it asks for already
+    stopped = stop.stopped
+    # a stop that comes now, while the report is written or the interpreter exits (which
+    # restores the default handlers), is the stop it asks for already
     signal.signal(signal.SIGTERM, signal.SIG_IGN)
     seconds = time.monotonic() - t0
     report: dict[str, object] = {"received_sha256": h.hexdigest(), "bytes": n, "seconds": round(seconds, 6),
@@ -171,33 +194,11 @@ def _is_mptcp(s: socket.socket) -> bool | None:
         return False
 
 
-class _Interrupt:
-    """SIGINT, the run's stop: raises only while connecting; afterwards it sets a flag the
-    send and receive loops look at between system calls (which time out every POLL_S), so
-    no byte the socket took goes uncounted, as an exception between a send and its count
-    could make happen."""
-
-    def __init__(self) -> None:
-        self.raising = True
-        self.stopped = False
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.stopped = True
-        if self.raising:
-            raise KeyboardInterrupt
-
-
-#: how often a blocked send or receive looks at the stop flag
-POLL_S = 0.1
-
-
 def send(address: str, port: int, n: int, seed: int, bind: str | None, mptcp: bool) -> dict[str, object]:
     s = _socket(mptcp)
     h = hashlib.sha256()
     report: dict[str, object] = {"bytes": 0, "size": n, "seed": seed, "stopped": False}
     stop = _Interrupt()
-    # set here, not inherited: a process started with SIGINT ignored (a shell's background
-    # job) would otherwise never see it
     signal.signal(signal.SIGINT, stop)
     t0 = time.monotonic()
     try:
