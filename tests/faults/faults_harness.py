@@ -326,7 +326,13 @@ def results_problems(results: Path, complete_runs: dict[str, dict[str, str]]) ->
 def new_capture_bytes(results: Path, known: set[str]) -> int:
     """Bytes the captures of the run under way have written (runs in `known` are earlier)."""
     total = 0
-    for f in results.rglob("*.pcap"):
+    try:
+        found = list(results.rglob("*.pcap"))
+    except FileNotFoundError:
+        # the run renamed its .partial directory under the walk (it became the final run
+        # directory): nothing is counted this time, the next poll reads the new name
+        return 0
+    for f in found:
         if str(f.relative_to(results)).split("/scenarios/")[0] in known:
             continue
         try:
