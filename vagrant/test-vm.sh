@@ -28,6 +28,12 @@
 #                 names the VM's kernel and the containerlab backend
 #   patch-log     MPTCPLAB_KERNEL=prebuilt only: the VM runs <version>-mptcplab and its
 #                 kernel log has the patch's "mptcplab: subflow" lines from the lab's run
+#   stock-boot    MPTCPLAB_TEST_VM_ALSO_STOCK=1 only (after patch-log, or after results with
+#                 another kernel): one boot (grub-reboot) into the box's Debian 6.1 kernel,
+#                 still installed, GRUB's saved default unchanged
+#   stock-lab     the same `make lab-mtu` on that kernel; stock-results checks it as results
+#   side-by-side  `mptcplab compare` of the two runs (.cache/test-vm/compare/compare.md):
+#                 both columns there, complete; the black-hole rows printed
 #   destroy       `vagrant destroy -f`: no domain, disk volume or network left
 #
 # Environment: MPTCPLAB_TEST_VM_KEEP=1 keeps the VM (for debugging, no destroy stage);
@@ -39,7 +45,10 @@
 # stage's run arguments (default --quick; the results stage needs the three mptcp-*
 # scenarios, so a shorter check is e.g. "--quick --scenario 'mptcp-*' --scenario
 # 'blackhole-probing*'"); MPTCPLAB_TEST_VM_REPROVISION=0 leaves out the reprovision stage
-# (about 18 min; the stage table says "skipped"). Logs: .cache/test-vm/<stage>.log.
+# (about 18 min; the stage table says "skipped"); MPTCPLAB_TEST_VM_ALSO_STOCK=1 adds the
+# stock-* stages: the same lab on the box's own 6.1 in the same VM, compared side by side
+# with the first run (the patched kernel's question with MPTCPLAB_KERNEL=prebuilt).
+# Logs: .cache/test-vm/<stage>.log.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
@@ -212,6 +221,51 @@ patch_log() {
   echo "$lines"
 }
 
+# the newest Debian 6.1 kernel in the VM's /boot: the box's own, which the kernel role left
+# installed beside the one it chose
+stock_release() {
+  guest "ls /boot" | sed -n 's/^vmlinuz-\(6\.1\.0-[0-9]*-amd64\)$/\1/p' | sort -V | tail -1
+}
+
+boot_id() { timeout 60 vagrant ssh -c 'cat /proc/sys/kernel/random/boot_id' -- -q -o ConnectTimeout=20 2>/dev/null | tr -d '\r'; }
+
+stock_boot() {
+  local rel entry old new running deadline
+  rel=$(stock_release)
+  [ -n "$rel" ] || { echo "no Debian 6.1 kernel (vmlinuz-6.1.0-*-amd64) in the VM's /boot"; return 1; }
+  # boot.yml's entry name; grub-reboot needs GRUB_DEFAULT=saved, which boot.yml set
+  entry="Advanced options for Debian GNU/Linux>Debian GNU/Linux, with Linux $rel"
+  old=$(boot_id)
+  [ -n "$old" ] || { echo "cannot read the VM's boot id"; return 1; }
+  guest "sudo grub-reboot $(printf '%q' "$entry") && echo one-time boot: $(printf '%q' "$entry")" || return 1
+  vagrant ssh -c 'sudo systemctl reboot' -- -q >/dev/null 2>&1 || true
+  # a fresh connection each time (a half-open one hung for 16 min once, docs/appliance.md)
+  deadline=$(( $(date +%s) + ${MPTCPLAB_REBOOT_TIMEOUT:-1200} ))
+  while new=$(boot_id); [ -z "$new" ] || [ "$new" = "$old" ]; do
+    [ "$(date +%s)" -lt "$deadline" ] || { echo "the VM did not come back from the reboot in time"; return 1; }
+    sleep 15
+  done
+  running=$(guest 'uname -r')
+  [ "$running" = "$rel" ] || { echo "running $running after a one-time boot of $rel"; return 1; }
+  cp "$logs/vm-kernel" "$logs/vm-kernel-first"
+  echo "$running" >"$logs/vm-kernel"
+  echo "running the box's stock $running (the saved default stays $(cat "$logs/vm-kernel-first"))"
+}
+
+side_by_side() {
+  local stock_run
+  stock_run=$(readlink -f results/mtu/latest)
+  [ "$stock_run" != "$first_run" ] || { echo "the stock lab made no new run (results/mtu/latest is still $first_run)"; return 1; }
+  rm -rf "$logs/compare"
+  .venv/bin/mptcplab compare "$first_run" "$stock_run" --out "$logs/compare" || return 1
+  local md=$logs/compare/compare.md
+  grep -q "$(cat "$logs/vm-kernel-first")" "$md" || { echo "no column of $(cat "$logs/vm-kernel-first") in $md"; return 1; }
+  grep -q "$(cat "$logs/vm-kernel")" "$md" || { echo "no column of $(cat "$logs/vm-kernel") in $md"; return 1; }
+  echo "$md: $first_run beside $stock_run"
+  sed -n '/^## Verdicts that change/,/^### Goodput/p' "$md" | grep -v '^### Goodput'
+  grep -E '^\| (blackhole|mptcp-bottleneck)' "$md" || true
+}
+
 destroy() {
   local dom
   dom=$(virsh -c qemu:///system domname "$(cat .vagrant/machines/default/libvirt/id)" 2>/dev/null || true)
@@ -260,9 +314,17 @@ else
   stage reprovision reprovision
 fi
 stage lab lab
+first_run=$(readlink -f results/mtu/latest)
 stage results results
 cat "$logs/results.log"
 if [ "$MPTCPLAB_KERNEL" = prebuilt ]; then stage patch-log patch_log; fi
+if [ "${MPTCPLAB_TEST_VM_ALSO_STOCK:-0}" = 1 ]; then
+  stage stock-boot stock_boot
+  stage stock-lab lab
+  stage stock-results results
+  stage side-by-side side_by_side
+  cat "$logs/side-by-side.log"
+fi
 if [ "${MPTCPLAB_TEST_VM_KEEP:-0}" != 1 ]; then
   stage destroy destroy
   tail -1 "$logs/destroy.log"
