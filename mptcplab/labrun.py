@@ -46,8 +46,8 @@ from .runner import (
     restore_signal_handlers,
 )
 from .sequence import Teardown, measurement_steps
-from .steps import Rep
-from .steps import render as render_steps
+from .steps.base import Rep
+from .steps.base import render as render_steps
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -126,7 +126,7 @@ def uniform_repetitions(lab: Lab, opts: RunOptions, scenarios: Sequence[Scenario
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
             emulation_forced: bool = True, notes: Sequence[str] = ()) -> None:
     """Print, for each scenario, the exact commands a repetition runs: the run's own
-    steps (steps.py), asked for their commands instead of run. Runs none, creates
+    steps (sequence.py), asked for their commands instead of run. Runs none, creates
     nothing, needs no root. ``notes`` (the reachability estimate) follow the header
     line as comments."""
     backend_cls = backends.get(opts.backend)

@@ -1,7 +1,7 @@
 """A repetition's steps in their order, and the teardown that ends every one.
 
-steps.py is the step framework (Rep, Planned, Step) and the engine's own steps; the
-congestion-control, probe and timeline steps build on it in their own packages. This
+steps/base.py is the step framework (Rep, Planned, Step), steps/ the engine's own steps; the
+congestion-control, probe and timeline steps build on the framework in their own packages. This
 module composes them all, above every one of them, so that none of them imports upward.
 Why this order: docs/architecture.md.
 """
@@ -10,17 +10,13 @@ from __future__ import annotations
 
 from .cc.step import RegisterCongestionControls, release_all, release_commands
 from .probes.step import StartProbes, StopProbes, close_probes
-from .steps import (
-    Deploy,
-    FirewallCounters,
-    LinkCheck,
-    Planned,
-    Rep,
-    Step,
-    StopDaemons,
-    SysctlReadback,
-    Traffic,
-)
+from .steps.base import Planned, Rep, Step
+from .steps.counters import FirewallCounters
+from .steps.daemons import StopDaemons
+from .steps.deploy import Deploy
+from .steps.links import LinkCheck
+from .steps.sysctls import SysctlReadback
+from .steps.traffic import Traffic
 from .timeline.step import Timeline, TimelineEnd
 
 

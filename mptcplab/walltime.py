@@ -16,7 +16,7 @@ from typing import Any
 
 from .lab.model import Lab, ScenarioRun
 from .lab.schema import ExperimentBody
-from .steps import background_flows, event_started, flow_seconds
+from .steps.flows import background_flows, event_started, flow_seconds
 from .units import parse_time
 
 #: seconds per repetition besides its traffic, measured on the 2-core development host with

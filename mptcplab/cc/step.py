@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 
 from .. import runstate
-from ..steps import Planned, Rep, Step
+from ..steps.base import Planned, Rep, Step
 from . import holds
 from .bpfcc import BpfCc, wanted
 

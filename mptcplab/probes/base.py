@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, ClassVar
 import pandas as pd
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Planned, Rep
 
 PROBES_DIR = "probes"
 

@@ -12,11 +12,12 @@ from typing import TYPE_CHECKING, ClassVar
 import pandas as pd
 
 from ..commands import cmd
+from ..steps.base import Planned
 from .base import Probe
 from .procstat import Snapshot, interval, read_snapshot, tick_hz
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Rep
 
 FILES = ("/proc/stat", "/proc/pressure/cpu")
 
@@ -29,8 +30,6 @@ class HostCpuProbe(Probe):
         self._before: Snapshot | None = None
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         return [Planned(cmd("cat", *FILES), in_process=True, note="before and after the traffic: record's host_cpu")]
 
     def start(self, rep: Rep) -> None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
+from ..steps.base import Planned, Rep
 from ..units import parse_time
 from .base import Probe, probes_dir
 from .ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_cmd
@@ -35,8 +36,6 @@ from .ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_c
 if TYPE_CHECKING:
     from ..lab.network import Network
     from ..lab.schema import ExperimentBody
-    from ..steps import Planned, Rep
-
 TABLE = "ss.csv"
 MEM_COLUMNS = list(SKMEM_FIELDS.values())
 COLUMNS = ["t", "t_run", "node", "role", "flow", "conn", "socket", "local", "lport", "peer", "pport", "recv_q",
@@ -159,8 +158,6 @@ class SsMemoryProbe(Probe):
         return [TABLE, *(raw_name(n) for n in self._nodes)]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         every = rep.body.probes.ss_interval
         return [Planned(ss_mem_cmd(n), note=f"every {every} during the traffic (a thread of the runner): "
                         f"probes/{TABLE}") for n in end_nodes(flow_ends(rep.body, rep.plan.net))]

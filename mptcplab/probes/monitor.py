@@ -21,10 +21,11 @@ from typing import IO, TYPE_CHECKING, Any
 import pandas as pd
 
 from ..commands import cmd
+from ..steps.base import Planned
 from .base import Probe, probes_dir
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Rep
 
 MONITOR_ARGV = ("ip", "-ts", "mptcp", "monitor")
 #: ip prints nothing before the first event, so "subscribed" is read from the kernel:
@@ -63,8 +64,6 @@ class MptcpMonitor(Probe):
         return [file_name(n) for n, _, _ in self._procs]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         return [Planned(cmd(*MONITOR_ARGV, node=n), background=True, note=f"probes/{file_name(n)}; SIGTERM after")
                 for n in mptcp_nodes(rep)]
 

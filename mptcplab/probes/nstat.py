@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from ..commands import Cmd, cmd
+from ..steps.base import Planned
 from .base import Probe, probes_dir
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Rep
 
 #: the counters kept in the table (nstat reports ~400 per namespace)
 PREFIXES = ("MPTcpExt", "TcpExt", "Tcp")
@@ -52,8 +53,6 @@ class NstatProbe(Probe):
         return [file_name(n, p) for n in self._nodes for p in PHASES]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         nodes = list(rep.plan.net.nodes)
         return [Planned(nstat_cmd(n), note=f"{phase}: probes/{file_name(n, phase)}")
                 for phase in PHASES for n in nodes]

@@ -8,7 +8,7 @@ every exit path: a tracefs instance is host-wide and must not outlive the repeti
 
 from __future__ import annotations
 
-from ..steps import Planned, Rep, Step
+from ..steps.base import Planned, Rep, Step
 from .base import Probe
 from .hostcpu import HostCpuProbe
 from .registry import enabled

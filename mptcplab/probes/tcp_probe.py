@@ -34,11 +34,12 @@ import numpy as np
 import pandas as pd
 
 from ..commands import Cmd, cmd
+from ..steps.base import Planned
 from .base import Probe, probes_dir
 from .tracefs import EventSetting, Instance, instance_dir, setup_writes
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Rep
 
 TRACE_FILE = "tcp_probe.trace"
 META_FILE = "tcp_probe.json"
@@ -106,8 +107,6 @@ class TcpProbe(Probe):
         return [TRACE_FILE, META_FILE]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         nodes = end_nodes(rep)
         d = instance_dir(self.instance_name)
         out = [Planned(c, note=c.why) for n in nodes for c in mark_cmds(n, self.mark)]

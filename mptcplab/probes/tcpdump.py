@@ -25,10 +25,11 @@ import pandas as pd
 
 from ..capture import CaptureCommand, capture_command, parse_tcpdump_stats
 from ..commands import Cmd
+from ..steps.base import READY_TIMEOUT_S, Planned, wait_for
 from .base import Probe
 
 if TYPE_CHECKING:
-    from ..steps import Planned, Rep
+    from ..steps.base import Rep
 
 LOG_SUFFIX = ".tcpdump.log"
 
@@ -75,8 +76,6 @@ class TcpdumpCapture(Probe):
         return [capture_command(cp, rep.out) for cp in rep.body.capture]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        from ..steps import Planned
-
         # SIGINT at stop: a signal, no command to list
         return [Planned(Cmd(cc.argv, node=cc.node), background=True) for cc in self._cmds(rep)]
 
@@ -84,8 +83,6 @@ class TcpdumpCapture(Probe):
         return [n for cc, _, _ in self._running for n in (cc.path.name, log_name(cc))]
 
     def start(self, rep: Rep) -> None:
-        from ..steps import READY_TIMEOUT_S, wait_for
-
         for cc in self._cmds(rep):
             err = rep.out / log_name(cc)
             p = rep.backend.spawn(cc.node, cc.argv, stdout=subprocess.DEVNULL, stderr=err.open("wb"))

@@ -7,7 +7,7 @@ Teardown runs on every exit path (normal end, error, Ctrl-C, SIGTERM).
 
 from __future__ import annotations
 
-from ..steps import RunContext
+from ..steps.base import RunContext
 from .measure import AnalysisJob, Measured, RepRunner
 from .record import analyse
 from .retry import (

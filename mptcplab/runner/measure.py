@@ -14,7 +14,8 @@ from ..lab.network import Network
 from ..lab.schema import ExperimentBody
 from ..plan import build_plan
 from ..sequence import Teardown, measurement_steps
-from ..steps import Rep, RunContext, measured_flows
+from ..steps.base import Rep, RunContext
+from ..steps.flows import measured_flows
 from ..supervise import Supervisor
 
 
@@ -49,7 +50,7 @@ class Measured:
 
 class RepRunner:
     """One repetition of one scenario, from deploy to teardown: the steps of
-    steps.py in order, teardown on every exit path. Analysis comes after (analyse)."""
+    sequence.py in order, teardown on every exit path. Analysis comes after (analyse)."""
 
     def __init__(self, ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path) -> None:
         self.ctx = ctx

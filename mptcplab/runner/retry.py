@@ -10,7 +10,7 @@ from typing import Any
 
 from ..emulation.nfqueue import lateness_problem
 from ..lab.model import ScenarioRun
-from ..steps import RunContext
+from ..steps.base import RunContext
 from ..traffic import kind_of
 from ..traffic.analyse import coded
 from ..traffic.base import Outcome, TrafficKind

@@ -1,4 +1,4 @@
-"""The timeline and the controllers as steps of a repetition (steps.py lists them).
+"""The timeline and the controllers as steps of a repetition (sequence.py orders them).
 
 ``Timeline`` runs before the traffic: it resolves every event into commands, starts
 the scheduler thread and the controller threads, which all wait for the measured
@@ -17,7 +17,8 @@ from ..controllers.runner import ControllerThread
 from ..lab.events import FlowStart, FlowStop
 from ..probes.ss import SsSampler, ss_cmd
 from ..results.model import Event
-from ..steps import Planned, Rep, Step, Traffic
+from ..steps.base import Planned, Rep, Step
+from ..steps.traffic import Traffic
 from .actions import ActionEnv, Resolved, resolve_timeline
 from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor

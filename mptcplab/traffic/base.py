@@ -2,7 +2,7 @@
 
 A kind turns one flow of experiment.yml into commands (server, client, a readiness
 check) and reads the client's output back into an ``Outcome``. It generates; it never
-executes: the Traffic step (steps.py) runs the commands, so ``--dry-run`` prints the same
+executes: the Traffic step (steps/traffic.py) runs the commands, so ``--dry-run`` prints the same
 argv the run executes. Adding a kind = one module here + one schema class in
 lab/schema.py + its entry in the registry (traffic/__init__.py).
 """

@@ -22,7 +22,8 @@ from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Link, build_network
 from mptcplab.linkcheck import expected_rtt_s, rtt_checks
 from mptcplab.plan import build_plan
-from mptcplab.steps import LinkCheck, Rep, RunContext
+from mptcplab.steps.base import Rep, RunContext
+from mptcplab.steps.links import LinkCheck
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
 CLIENT_ETH1 = Endpoint("client", "eth1")

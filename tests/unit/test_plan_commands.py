@@ -13,18 +13,12 @@ from mptcplab.probes.registry import REGISTRY
 from mptcplab.probes.step import StartProbes, StopProbes, probes_of
 from mptcplab.probes.tcpdump import TcpdumpCapture
 from mptcplab.sequence import Teardown, measurement_steps
-from mptcplab.steps import (
-    SYSCTL_READBACK,
-    FirewallCounters,
-    LinkCheck,
-    Rep,
-    RunContext,
-    StartOffsets,
-    Step,
-    SysctlReadback,
-    Traffic,
-    render,
-)
+from mptcplab.steps.base import Rep, RunContext, Step, render
+from mptcplab.steps.counters import FirewallCounters
+from mptcplab.steps.flows import StartOffsets
+from mptcplab.steps.links import LinkCheck
+from mptcplab.steps.sysctls import SYSCTL_READBACK, SysctlReadback
+from mptcplab.steps.traffic import Traffic
 from mptcplab.traffic import flow_commands
 
 LABS = Path(__file__).resolve().parents[2] / "labs"

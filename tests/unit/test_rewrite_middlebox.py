@@ -17,7 +17,8 @@ from mptcplab.lab.schema import ExperimentBody, ModifyPayload, NodeSpec
 from mptcplab.labrun import daemon_problems
 from mptcplab.middlebox import rewrite
 from mptcplab.netconfig import middlebox_cmds
-from mptcplab.steps import Rep, StopDaemons
+from mptcplab.steps.base import Rep
+from mptcplab.steps.daemons import StopDaemons
 from mptcplab.supervise import Daemon, Supervisor
 
 EXE = Path("/x/mptcplab-mbox")

@@ -18,7 +18,9 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import ChurnFlow, Flow, HttpFlow, IperfFlow, UdpFlow
 from mptcplab.plan import build_plan
-from mptcplab.steps import Rep, RunContext, Traffic, event_started_flows, flow_duration, measured_flows
+from mptcplab.steps.base import Rep, RunContext
+from mptcplab.steps.flows import event_started_flows, flow_duration, measured_flows
+from mptcplab.steps.traffic import Traffic
 from mptcplab.traffic import KINDS, KindContext, kind_of
 from mptcplab.traffic.churn import TOOL
 from mptcplab.traffic.fairness import jain_index, shares
