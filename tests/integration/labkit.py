@@ -52,6 +52,17 @@ def run_quick(lab: Path, results: Path, *extra: str) -> tuple[int, dict[str, Any
 REPO = Path(__file__).resolve().parents[2]
 
 
+def assert_status(rc: int, summary: dict[str, Any]) -> None:
+    """The run's exit status agrees with its summary: 0 for a complete, valid run; 1 for a
+    complete run judged invalid, which says why (a late delay line on a loaded host is one).
+    Anything else fails: 130 (incomplete), 2 (refused), or a status the summary contradicts."""
+    assert summary["complete"], (rc, summary.get("invalid_reasons"))
+    if summary["valid"]:
+        assert rc == 0, (rc, summary["invalid_reasons"])
+    else:
+        assert rc == 1 and summary["invalid_reasons"], (rc, summary["invalid_reasons"])
+
+
 def run_repo_lab(lab: str, results: Path, nodes: int, scenarios: int, *selectors: str) -> Path:
     """A quick run of the repository's labs/<lab> (``--scenario`` per selector; all when
     none); asserts the command logs name ``nodes`` namespaces per scenario (``scenarios``
@@ -67,7 +78,7 @@ def run_repo_lab(lab: str, results: Path, nodes: int, scenarios: int, *selectors
     made = created_namespaces(runs[-1].parent)
     assert len(made) == nodes * scenarios, sorted(made)
     assert made & netns() == set(), f"the run left namespaces behind: {made & netns()}"
-    assert rc in (0, 1), rc
+    assert_status(rc, json.loads(runs[-1].read_text()))
     latest = results / lab / "latest"
     assert latest.is_symlink() and latest.resolve() == runs[-1].parent
     return runs[-1].parent

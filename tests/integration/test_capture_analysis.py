@@ -25,7 +25,7 @@ import pytest
 from mptcplab.analysis import CaptureFile, oracle
 from mptcplab.analysis.standalone import analyze_files
 
-from .labkit import run_quick, write_lab
+from .labkit import assert_status, run_quick, write_lab
 
 pytestmark = [pytest.mark.netns,
               pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")]
@@ -59,7 +59,7 @@ def rep_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("capana")
     lab = write_lab(root, "capana", TOPO, EXP)
     rc, summary = run_quick(lab, root / "results")
-    assert rc in (0, 1), summary            # 1: the verdict may flag the lossy path; the files count here
+    assert_status(rc, summary)              # 1: the verdict may flag the lossy path; the files count here
     run = sorted((root / "results" / "capana").glob("2*/summary.json"))[-1].parent
     return run / "scenarios" / "two-paths" / "rep1"
 

@@ -11,6 +11,8 @@ import pytest
 
 from mptcplab.cli import main
 
+from .labkit import assert_status
+
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
 
@@ -20,7 +22,7 @@ def test_sndbuf_paper_scenario_quick(tmp_path: Path) -> None:
     run = (tmp_path / "sndbuf" / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
     manifest = json.loads((run / "manifest.json").read_text())
-    assert rc in (0, 1) and summary["complete"]
+    assert_status(rc, summary)
     s = summary["scenarios"][0]
     assert s["mptcp"]["verified"], s["warnings"]
     assert {x["path"] for x in s["subflows"] if x["bytes"] > 0} == {"A", "B"}

@@ -4,6 +4,7 @@ normalised). Both walk the same steps (mptcplab/sequence.py, mptcplab/steps/); t
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 import subprocess
@@ -11,6 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from .labkit import assert_status
 
 REPO = Path(__file__).resolve().parents[2]
 MPTCPLAB = [sys.executable, "-m", "mptcplab.cli"]
@@ -46,8 +49,8 @@ def test_dry_run_prints_every_command_the_run_executes(tmp_path: Path, lab: str,
     assert dry.returncode == 0, dry.stderr
     assert not results.exists()
     run = subprocess.run([*MPTCPLAB, "run", *args], cwd=REPO, capture_output=True, text=True, timeout=300)
-    assert run.returncode in (0, 1), run.stderr  # 1: judged invalid, still complete and logged
     run_dir = (results / lab / "latest").resolve()
+    assert_status(run.returncode, json.loads((run_dir / "summary.json").read_text()))  # 1: judged invalid, still logged
     log = (run_dir / "scenarios" / scenario / "rep1" / "commands.log").read_text()
     logged = {_tokens(line, run_dir.name) for line in log.splitlines() if line.strip()}
     printed = _dry_lines(dry.stdout)
