@@ -14,7 +14,8 @@ What the kernel gives. The papers' out-of-tree MPTCP bounded the connection-leve
 socket's buffer by tcp_wmem[2]. Upstream (net/mptcp/protocol.h, __mptcp_sync_sndbuf) sets
 the MPTCP socket's sk_sndbuf to tcp_wmem[0] plus the sum of its subflows' sk_sndbuf, each
 autotuned up to tcp_wmem[2], unless the application locked it with SO_SNDBUF (then it is
-the doubled request, capped by net.core.wmem_max, on the MPTCP socket and every subflow).
+the doubled request, capped by net.core.wmem_max unless forced, on the MPTCP socket and
+every subflow: tools/latency's expected_locked_buffer).
 """
 
 from __future__ import annotations
@@ -35,14 +36,6 @@ def upstream_unlocked_sndbuf(tcp_wmem: tuple[int, int, int], subflows: int) -> i
     """The largest MPTCP-socket send buffer upstream allows without SO_SNDBUF:
     tcp_wmem[0] + subflows x tcp_wmem[2] (each subflow autotunes up to tcp_wmem[2])."""
     return tcp_wmem[0] + subflows * tcp_wmem[2]
-
-
-def locked_sndbuf(requested: int, wmem_max: int | None = None, forced: bool = False) -> int:
-    """What setsockopt(SO_SNDBUF, requested) stores: twice the request (the kernel's
-    allowance for its own overhead), the request first capped by net.core.wmem_max unless
-    forced (SO_SNDBUFFORCE); at least SOCK_MIN_SNDBUF (4608 on 64-bit)."""
-    v = requested if forced or wmem_max is None else min(requested, wmem_max)
-    return max(2 * v, 4608)
 
 
 def parse_wmem(value: str | int | None) -> tuple[int, int, int] | None:

@@ -239,8 +239,8 @@ class HoldMetrics(_Model):
 class LatencyMetrics(_Model):
     """The latency tool's flow (traffic/latency.py): per-block delay (receive time minus the
     sender's write time, one clock) over the received blocks, in ms; the buffers as
-    getsockopt read them back at the end (a locked buffer holds twice the request, capped
-    by net.core.wmem_max/rmem_max); the time the sender waited for send-buffer space."""
+    getsockopt read them back at the end (a locked buffer holds twice the request: the kind
+    forces it past net.core.wmem_max/rmem_max); the time the sender waited for send-buffer space."""
 
     blocks: int = 0
     blocks_sent: int | None = None

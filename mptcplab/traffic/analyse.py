@@ -123,6 +123,7 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
     if o.error:
         parts.warnings.append(coded(f"{flow.kind}-error" if flow.kind != "iperf3" else "iperf3-error",
                                     f"{label}{flow.kind} reported an error: {o.error}"))
+    parts.warnings += [coded(code, f"{label}{message}") for code, message in o.notes]
     if kind.capture_analysis == "connection":
         _connection(parts, flow, body, net, out, client, captures, workers, label, primary)
     elif kind.capture_analysis == "connections":

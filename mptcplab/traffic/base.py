@@ -55,6 +55,9 @@ class Outcome:
     #: bytes the client's completed report intervals counted: evidence that data went out
     #: even when an error left no end summary (a server killed mid-transfer)
     interval_bytes: int | None = None
+    #: (code, message) of what the kind's own output shows went otherwise than the lab
+    #: asked, short of an error (a buffer the kernel did not give as requested)
+    notes: list[tuple[str, str]] = field(default_factory=list)
 
 
 class TrafficKind(ABC, Generic[F]):

@@ -5,6 +5,11 @@ locked) where the lab asks; the server records when each block completed. The re
 the per-block delay distribution, the time the sender was blocked in send, the buffers
 the kernel really gave (read back with getsockopt) and the receiver's goodput.
 
+A buffer the lab sets is forced (SO_SNDBUFFORCE/SO_RCVBUFFORCE: the engine runs as root),
+so it does not depend on the host's net.core.wmem_max/rmem_max: a qemu guest's default
+212992 would otherwise cap a 512 KiB request to 416 KiB, silently. A buffer read back
+other than the kernel's double of the request is a warning (``buffer-not-as-requested``).
+
 Files of a flow ``<name>`` in the repetition directory (docs/results-format.md):
 ``latency-<name>.{server,client}.json`` (the tool's summaries), ``latency-<name>.{recv,send}.bin``
 (its binary per-block records), ``latency-<name>.csv`` (one row per received block,
@@ -20,9 +25,10 @@ from typing import Any
 
 from ..errors import HostNotReady
 from ..lab.schema import LatencyFlow
-from ..tools.latency import LatencyFiles, LatencyParams, analyse, latency_binary
+from ..tools.latency import LatencyFiles, LatencyParams, analyse, expected_locked_buffer, latency_binary
 from ..tools.latency import client_argv as tool_client_argv
 from ..tools.latency import server_argv as tool_server_argv
+from ..tools.latency.read import BufferReadback, LatencySummary
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
 
@@ -48,7 +54,26 @@ def params(flow: LatencyFlow, ctx: KindContext) -> LatencyParams:
         duration_s=ctx.duration_s, rate_bps=float(parse_rate(flow.rate)) if flow.rate is not None else None,
         rate_blocks_per_s=flow.blocks_per_s,
         sndbuf=parse_size(flow.sndbuf) if flow.sndbuf is not None else None,
-        rcvbuf=parse_size(flow.rcvbuf) if flow.rcvbuf is not None else None, cc=flow.cc)
+        rcvbuf=parse_size(flow.rcvbuf) if flow.rcvbuf is not None else None, cc=flow.cc,
+        force_buffers=flow.sndbuf is not None or flow.rcvbuf is not None)
+
+
+def buffer_notes(client: LatencySummary, server: LatencySummary) -> list[tuple[str, str]]:
+    """The buffers the lab set, each read back right after setsockopt: anything below the
+    kernel's double of the request means it was capped (not forced, or a kernel limit)."""
+    out = []
+    ends: list[tuple[str, str, BufferReadback | None]] = [
+        ("client", "SO_SNDBUF", client.sndbuf), ("server", "SO_RCVBUF", server.rcvbuf)]
+    for end, opt, rb in ends:
+        if rb is None or rb.requested is None:
+            continue
+        want = expected_locked_buffer(rb.requested, cap=rb.requested, forced=True)
+        if rb.after_setsockopt < want:
+            how = "forced" if rb.forced else "capped by net.core." + ("wmem_max" if opt == "SO_SNDBUF" else "rmem_max")
+            out.append(("buffer-not-as-requested",
+                        f"the {end}'s {opt} of {rb.requested} bytes reads back as {rb.after_setsockopt}, "
+                        f"not {want} ({how}): the flow did not run with the buffer the lab set"))
+    return out
 
 
 def _finite(v: float | None, digits: int = 3) -> float | None:
@@ -107,4 +132,4 @@ class LatencyKind(TrafficKind[LatencyFlow]):
             "cc": client.raw.get("cc"),
         }
         return Outcome(goodput_mbps=metrics["goodput_mbps"], sender_mbps=metrics["sent_mbps"],
-                       seconds=span, error=error, metrics=metrics)
+                       seconds=span, error=error, metrics=metrics, notes=buffer_notes(client, server))

@@ -75,7 +75,9 @@ def test_locked_sndbuf_reads_back_as_the_kernel_gives_it(run: tuple[Path, dict[s
     _, rec = run
     lat = _flow(rec)["latency"]
     assert lat["sndbuf_requested"] == SNDBUF
-    assert lat["sndbuf_effective"] == expected_locked_buffer(SNDBUF, cap=_wmem_max())
+    # the kind forces a buffer the lab sets: this host's net.core.wmem_max does not cap it
+    assert lat["sndbuf_effective"] == expected_locked_buffer(SNDBUF, cap=_wmem_max(), forced=True)
+    assert "buffer-not-as-requested" not in {w["code"] for w in rec["warnings"]}
     assert lat["rcvbuf_requested"] is None  # not asked: autotuned, read back but not locked
 
 

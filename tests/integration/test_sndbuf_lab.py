@@ -12,10 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.analysis.sendbuffer import eq1_required_bytes, locked_sndbuf
+from mptcplab.analysis.sendbuffer import eq1_required_bytes
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.model import LatencyMetrics, Repetition, Summary
 from mptcplab.results.read import load_summary
+from mptcplab.tools.latency import expected_locked_buffer
 
 from .labkit import run_notebook, run_repo_lab
 
@@ -68,17 +69,17 @@ def test_every_scenario_ran_and_mptcp_used_both_paths(summary: Summary) -> None:
 
 
 def test_locked_buffer_is_the_papers_and_sysctl_only_is_upstreams(summary: Summary) -> None:
-    wmem_max = int(Path("/proc/sys/net/core/wmem_max").read_text())
+    # forced (SO_SNDBUFFORCE): the paper's 1 MiB whatever this host's net.core.wmem_max
     locked = latency(summary, "mptcp-paper-locked")
     assert locked.sndbuf_requested == MIB // 2
-    assert locked.sndbuf_effective == locked_sndbuf(MIB // 2, wmem_max)
+    assert locked.sndbuf_effective == expected_locked_buffer(MIB // 2, cap=0, forced=True) == MIB
     # sysctl only, tcp_wmem 1 MiB min = default = max: upstream's MPTCP socket holds
     # tcp_wmem[0] + the subflows' buffers, more than the paper's 1 MiB, at most 3 MiB
     free = latency(summary, "mptcp-paper-app")
     assert free.sndbuf_requested is None and free.sndbuf_effective is not None
     assert MIB < free.sndbuf_effective <= 3 * MIB, free.sndbuf_effective
     cell = latency(summary, "table2-locked-wmem1m-rtt75ms")
-    assert cell.sndbuf_effective == locked_sndbuf(MIB // 2, wmem_max)
+    assert cell.sndbuf_effective == MIB
     # every latency flow ran cubic on its socket, not the namespace's default
     for name in SCENARIOS:
         assert latency(summary, name).cc == "cubic", name

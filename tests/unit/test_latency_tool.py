@@ -236,6 +236,23 @@ def test_summary_mptcp(tmp_path: Path) -> None:
     assert read_summary(_dump(tmp_path / "o.json", old)).subflow_count == 2
 
 
+
+def test_a_buffer_below_the_kernels_double_of_the_request_is_a_warning() -> None:
+    from mptcplab.tools.latency.read import parse_summary
+    from mptcplab.traffic.latency import buffer_notes
+
+    server = parse_summary(dict(CLIENT, role="server"))
+    assert buffer_notes(parse_summary(CLIENT), server) == []          # 100000 -> 200000: as asked
+    capped = dict(CLIENT, sndbuf={"requested": 524288, "forced": False, "after_setsockopt": 425984,
+                                  "established": 425984, "at_end": 425984})
+    ((code, message),) = buffer_notes(parse_summary(capped), server)
+    assert code == "buffer-not-as-requested"
+    assert "SO_SNDBUF of 524288 bytes reads back as 425984, not 1048576 (capped by net.core.wmem_max)" in message
+    rcv = dict(CLIENT, role="server", rcvbuf={"requested": 100000, "forced": True, "after_setsockopt": -1,
+                                              "established": -1, "at_end": -1})
+    ((_, message),) = buffer_notes(parse_summary(CLIENT), parse_summary(rcv))
+    assert "server's SO_RCVBUF of 100000 bytes reads back as -1, not 200000 (forced)" in message
+
 def test_summary_fallback_and_tcp(tmp_path: Path) -> None:
     fb = dict(CLIENT, mptcp_active=False, mptcp_info=None, subflows=None)
     assert read_summary(_dump(tmp_path / "f.json", fb)).mptcp_fallback is True

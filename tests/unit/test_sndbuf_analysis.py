@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 from mptcplab.analysis.cwnd_events import Socket, count_without_loss, reductions, socket_samples
-from mptcplab.analysis.sendbuffer import eq1_required_bytes, locked_sndbuf, parse_wmem, upstream_unlocked_sndbuf
+from mptcplab.analysis.sendbuffer import eq1_required_bytes, parse_wmem, upstream_unlocked_sndbuf
 from mptcplab.errors import LabInputError
 from mptcplab.labrun import RunOptions, repetitions, uniform_repetitions
 from mptcplab.results.model import Repetition
@@ -31,9 +31,6 @@ def test_upstream_buffer_rules() -> None:
     # unlocked: tcp_wmem[0] + each subflow up to tcp_wmem[2] (the 2020 case: ~3 MiB, not 1 MiB)
     assert upstream_unlocked_sndbuf((1048576, 1048576, 1048576), 2) == 3 * 1048576
     # locked: twice the request, capped by wmem_max first
-    assert locked_sndbuf(524288, wmem_max=4194304) == 1048576
-    assert locked_sndbuf(524288, wmem_max=212992) == 425984
-    assert locked_sndbuf(524288, wmem_max=212992, forced=True) == 1048576
     assert parse_wmem("4096\t16384 4194304") == (4096, 16384, 4194304)
     assert parse_wmem("1 2") is None and parse_wmem(None) is None
 
