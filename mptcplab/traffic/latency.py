@@ -8,7 +8,7 @@ the kernel really gave (read back with getsockopt) and the receiver's goodput.
 A buffer the lab sets is forced (SO_SNDBUFFORCE/SO_RCVBUFFORCE: the engine runs as root),
 so it does not depend on the host's net.core.wmem_max/rmem_max: a qemu guest's default
 212992 would otherwise cap a 512 KiB request to 416 KiB, silently. A buffer read back
-other than the kernel's double of the request is a warning (``buffer-not-as-requested``).
+below the kernel's double of the request is a warning (``buffer-not-as-requested``).
 
 Files of a flow ``<name>`` in the repetition directory (docs/results-format.md):
 ``latency-<name>.{server,client}.json`` (the tool's summaries), ``latency-<name>.{recv,send}.bin``
