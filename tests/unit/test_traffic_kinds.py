@@ -156,6 +156,18 @@ def test_churn_argv_runs_the_projects_own_tool_with_the_engines_python():
     assert srv[3:] == ("server", "--address", "10.0.5.2", "--port", "7000", "--mptcp")
 
 
+
+def test_latency_forces_the_buffers_a_lab_sets_and_only_those():
+    # forced (SO_*BUFFORCE): the host's net.core.wmem_max/rmem_max must not change a lab's buffer
+    locked = flow(kind="latency", sndbuf=524288, rcvbuf="200KB")
+    client = KINDS["latency"].client_argv(locked, "lat", ctx())
+    assert client[client.index("--sndbuf") + 1] == "524288" and "--force-buffers" in client
+    server = KINDS["latency"].server_argv(locked, "lat", ctx())
+    assert server[server.index("--rcvbuf") + 1] == "200000" and "--force-buffers" in server
+    free = flow(kind="latency")  # autotuned: nothing set, nothing forced
+    assert "--force-buffers" not in KINDS["latency"].client_argv(free, "lat", ctx())
+    assert "--force-buffers" not in KINDS["latency"].server_argv(free, "lat", ctx())
+
 def test_hold_is_a_background_flow_ready_when_the_server_counts_every_connection():
     f = flow(kind="hold", connections=3, port=7100)
     k = KINDS["hold"]
