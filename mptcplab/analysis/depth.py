@@ -17,7 +17,8 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
 * MPTCP-level retransmission: a mapping whose data range overlaps that of an earlier mapping
   (on any subflow, not the same chunk): the same data sent again at the MPTCP level, on
   another subflow (a reinjection) or on the same one under a new subflow sequence number.
-  One row per (re-sending mapping, earlier mapping) pair, with the overlapping bytes.
+  One row per re-sending mapping, with the bytes of it that were mapped before and the
+  earliest carrier of its first such byte.
 * RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
   from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
   side (the data direction's sender); at the receiver's side it is only the ACK delay.
@@ -244,8 +245,11 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     DSN-to-subflow-sequence offset place the same data at the same place (Linux repeats a
     chunk's mapping on each of its segments and grows the mapping of an unsent chunk), so
     their overlaps are not re-sends. Of two overlapping mappings, the later one re-sends.
-    One row per pair (re-sending mapping, earlier mapping it overlaps), with the overlapping
-    bytes, in the order of the re-send's time.
+    One row per re-sending mapping, in the order of its time: ``dsn`` its first byte sent
+    before, ``length`` its bytes sent before (the union of its overlaps with earlier
+    mappings, so data re-sent k times counts k times, not once per pair), ``first_*`` the
+    earliest mapping that carried that first byte (tshark's ``mptcp.reinjection_of`` points
+    at the earliest frame too).
 
     Cost O(n log n + overlapping pairs): with the mappings sorted by data sequence, those
     overlapping mapping a from above are the contiguous run after a that starts below a's
@@ -268,21 +272,26 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     times = u["t"].to_numpy()
     later = np.where(times[b] >= times[a], b, a)         # equal times: the one further in sequence
     first = a + b - later
-    # rows in the order of the re-send's time; equal times keep the order the pairwise scan
-    # of earlier versions gave (pairs of a mapping that overlaps one below it, in sequence
-    # order, first), so the table does not change from one version to the next
-    flagged = np.zeros(len(u), dtype=bool)
-    flagged[b] = True
-    fa = flagged[a]
-    order = np.lexsort((np.where(fa, b, a), np.where(fa, a, b), times[later]))
-    later, first, a, b = later[order], first[order], a[order], b[order]
+    lo, hi = start[b], np.minimum(end[a], end[b])        # a < b by start: the overlap is [lo, hi)
+    # the pairs grouped by re-send, its overlaps by start; of those starting at its first
+    # re-sent byte (they cover it), the earliest carrier first: each group's head row
+    o = np.lexsort((first, times[first], lo, later))
+    later, first, lo, hi = later[o], first[o], lo[o], hi[o]
+    head = np.r_[True, later[1:] != later[:-1]]
+    # bytes re-sent = the union of a re-send's overlaps: sorted by start, each overlap adds
+    # what reaches past the furthest end before it in its group
+    reach = pd.Series(hi).groupby(np.cumsum(head)).cummax().to_numpy()
+    before = np.where(head, lo, np.r_[lo[:1], reach[:-1]])
+    covered = np.add.reduceat(np.maximum(hi - np.maximum(lo, before), 0), np.flatnonzero(head))
+    rs, fc, dsn = later[head], first[head], lo[head]
+    order = np.lexsort((rs, times[rs]))                  # by re-send time, ties in data sequence
+    rs, fc, dsn, covered = rs[order], fc[order], dsn[order], covered[order]
     sub = u["subflow"].to_numpy()
     path = u["path"].to_numpy()
     return pd.DataFrame({
-        "t": times[later], "path": path[later], "subflow": sub[later],
-        "dsn": start[b], "length": np.minimum(end[a], end[b]) - start[b],
-        "first_t": times[first], "first_path": path[first], "first_subflow": sub[first],
-        "same_subflow": sub[first].astype(str) == sub[later].astype(str),
+        "t": times[rs], "path": path[rs], "subflow": sub[rs], "dsn": dsn, "length": covered,
+        "first_t": times[fc], "first_path": path[fc], "first_subflow": sub[fc],
+        "same_subflow": sub[fc].astype(str) == sub[rs].astype(str),
     }, columns=REINJECTION_COLUMNS).infer_objects()    # column types as built row by row (a path all NaN: float)
 
 

@@ -167,9 +167,9 @@ def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, sce
     The definitions differ, so the lists are not equal: tshark marks packets whose bytes
     were sent before on another subflow, each segment, and a TCP retransmission of re-sent
     data again; we list mappings (a data range mapped again: on another subflow, or on the
-    same one under a new subflow sequence number), once per pair of overlapping mappings,
-    including bytes the first subflow had mapped but not yet sent when the scheduler moved
-    them (recorded join_rst and b_starved runs have those)."""
+    same one under a new subflow sequence number), once per re-sending mapping, including
+    bytes the first subflow had mapped but not yet sent when the scheduler moved them
+    (recorded join_rst and b_starved runs have those)."""
     files = sorted(DATA.glob(f"{scenario}__client_eth*.pcap"))
     direction = "download" if "download" in scenario else "upload"
     spec = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True, direction)  # type: ignore[arg-type]
@@ -221,35 +221,33 @@ def random_mappings(rng: np.random.Generator) -> pd.DataFrame:
 
 
 def reinjections_brute_force(maps: pd.DataFrame) -> pd.DataFrame:
-    """The rules of the depth module's docstring, pair by pair, in the order the analysis
-    has always given: by re-send time, ties in the order of a scan over the mappings (in
-    data sequence) that overlap one below them, each with all it overlaps, pairs once."""
+    """The rules of the depth module's docstring, byte by byte: for each mapping (in data
+    sequence order, as the analysis sorts them), the mappings before it in (time, that
+    order) whose range overlaps it under another (subflow, DSN - SSN); the set of its bytes
+    they carried; the earliest of those carrying the first such byte."""
     u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
     u = u[u["length"] > 0].sort_values(["dsn", "t"], kind="stable").reset_index(drop=True)
     t, path, sub = u["t"].tolist(), u["path"].tolist(), u["subflow"].tolist()
     start, length, ssn = (u[c].astype(int).tolist() for c in ("dsn", "length", "ssn"))
 
-    def overlap(i: int, j: int) -> int:
-        if (sub[i], start[i] - ssn[i]) == (sub[j], start[j] - ssn[j]):
-            return 0
-        return min(start[i] + length[i], start[j] + length[j]) - max(start[i], start[j])
+    def span(i: int) -> set[int]:
+        return set(range(start[i], start[i] + length[i]))
 
     rows: list[tuple[object, ...]] = []
-    seen: set[tuple[int, int]] = set()
     for i in range(len(u)):
-        if not any(overlap(i, j) > 0 for j in range(i)):
+        earlier = [j for j in range(len(u)) if (t[j], j) < (t[i], i) and span(i) & span(j)
+                   and (sub[i], start[i] - ssn[i]) != (sub[j], start[j] - ssn[j])]
+        if not earlier:
             continue
-        for j in range(len(u)):
-            later, first = (i, j) if (t[i], i) > (t[j], j) else (j, i)
-            if overlap(i, j) > 0 and (later, first) not in seen:
-                seen.add((later, first))
-                rows.append((t[later], path[later], sub[later], max(start[i], start[j]), overlap(i, j),
-                             t[first], path[first], sub[first], sub[later] == sub[first]))
-    out = pd.DataFrame(rows, columns=REINJECTION_COLUMNS)
-    return out.sort_values("t", kind="stable").reset_index(drop=True)
+        sent = set().union(*(span(i) & span(j) for j in earlier))
+        x = min(sent)
+        _, f = min((t[j], j) for j in earlier if x in span(j))
+        rows.append((t[i], path[i], sub[i], x, len(sent), t[f], path[f], sub[f], sub[i] == sub[f], i))
+    out = pd.DataFrame(rows, columns=[*REINJECTION_COLUMNS, "order"])
+    return out.sort_values(["t", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
-def test_reinjections_match_a_pairwise_brute_force() -> None:
+def test_reinjections_match_a_bytewise_brute_force() -> None:
     rng = np.random.default_rng(8684)
     found = 0
     for _ in range(400):
