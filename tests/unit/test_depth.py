@@ -207,6 +207,18 @@ def test_recorded_pmtud_run_has_one_reinjection_at_the_black_hole() -> None:
     assert icmp_t is not None and x["first_t"].iloc[0] <= icmp_t + 0.05
 
 
+def test_a_range_resent_many_times_counts_once_per_resend(tmp_path: Path) -> None:
+    """labs/middlebox row d (tests/data/README.md): the client re-sends the same data range
+    every ~200 ms on its one subflow. One row per re-send comes near the kernel's own
+    MPTCPRetrans counter (59); one row per pair of overlapping mappings made 1,830."""
+    fa, _ = analyze_files([DATA / "dss_strip" / "client_eth1.pcap"], tmp_path / "a")
+    x = fa.reinjections
+    assert abs(len(x) - 59) <= 2 and x["same_subflow"].astype(bool).all()
+    assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
+    assert fa.mptcp_retrans_bytes == int(x["length"].sum())
+    assert x["first_t"].nunique() < len(x)      # many re-sends go back to one first carrier
+
+
 def random_mappings(rng: np.random.Generator) -> pd.DataFrame:
     """A few mappings on up to 3 subflows over a short data range: overlaps, same-key
     (grown, repeated) mappings, duplicates, equal times and missing paths all come up."""
