@@ -123,7 +123,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
             last_ack_advance_t=n["last_ack_advance_t"],
             syn_fallback_s=(None if s.syn_plain_t is None or s.syn_first_t is None
                             else round(s.syn_plain_t - s.syn_first_t, 6)),
-            rst_reason=s.rst_reason,
+            rst_reason=s.rst_reason, translated=dict(s.translated),
         ))
     for r in results:  # the lab's retirements, on this analysis' time axis
         if r.path in spec.retired_paths:

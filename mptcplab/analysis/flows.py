@@ -18,6 +18,9 @@ grouping needs only the handshakes:
 * A subflow seen at several capture points is counted from one point only (see
   find_subflows: most data segments, then nearest the sender by TTL); handshake facts (SYN
   answered, RST, ...) are taken from all points.
+* A NAT between capture points gives one subflow another 4-tuple beyond it. Two 4-tuples
+  seen at disjoint sets of points whose handshakes carry the same client and server ISNs
+  are one subflow (merge_translated); it keeps the 4-tuple of the client's side.
 
 The data connection is the connection (MP_CAPABLE subflow plus its joins, or a plain TCP
 connection) whose subflows carry the most TCP payload, both directions summed, at their
@@ -77,6 +80,9 @@ class Subflow:
     ack_mp_at: dict[str, bool] = field(default_factory=dict)
     payload: int = 0                # both directions, at the chosen point
     conn: str = ""                  # connection id
+    #: point -> "addr:port" of the client side where a NAT made this subflow another
+    #: 4-tuple (merge_translated); empty without one
+    translated: dict[str, str] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, int, str, int]:
@@ -334,6 +340,7 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     for (cip, cport, sip, sport, point, isn), idx in group_rows(t).items():
         sf = subs.setdefault((cip, cport, sip, sport, isn), Subflow(cip, cport, sip, sport, isn))
         sf.rows[str(point)] = np.asarray(idx)
+    merge_translated(subs, t)
     fc = t["from_client"].to_numpy()
     ttl = t["ttl"].to_numpy()
 
@@ -353,6 +360,42 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
             _handshake(sf, t, idx, p)
         sf.payload = int(tlen[sf.rows[sf.point]].sum())
     return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
+
+
+def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame) -> None:
+    """Subflows that are one subflow seen through a NAT, merged in place (module docstring).
+
+    The client's SYN and the server's SYN/ACK name a subflow by their ISNs (64 random bits
+    together); a NAT rewrites addresses and ports, not sequence numbers. The 4-tuples are
+    merged only when no point saw two of them (one point seeing both would be two
+    connections) and only with both ISNs captured. The merged subflow keeps the 4-tuple
+    whose client SYN came with the highest IP TTL: the one nearest the client, before the
+    NAT, whose address the lab's paths know."""
+    flags = t["flags"].to_numpy()
+    fc = t["from_client"].to_numpy()
+    seq, ttl = t["seq"].to_numpy(), t["ttl"].to_numpy()
+    syn = (flags & SYN) != 0
+    ack = (flags & ACK) != 0
+    by_isns: dict[tuple[int, int], list[tuple]] = {}
+    client_ttl: dict[tuple, float] = {}
+    for k, sf in subs.items():
+        idx = np.concatenate(list(sf.rows.values()))
+        c, a = idx[syn[idx] & ~ack[idx] & fc[idx]], idx[syn[idx] & ack[idx] & ~fc[idx]]
+        if len(c) and len(a) and not (np.isnan(seq[c[0]]) or np.isnan(seq[a[0]])):
+            by_isns.setdefault((int(seq[c[0]]), int(seq[a[0]])), []).append(k)
+            client_ttl[k] = float(np.nanmax(ttl[c])) if not np.isnan(ttl[c]).all() else -1.0
+    for keys in by_isns.values():
+        points = [p for k in keys for p in subs[k].rows]
+        if len(keys) < 2 or len(points) != len(set(points)):
+            continue
+        keep = subs[max(keys, key=lambda k: client_ttl[k])]
+        for k in keys:
+            other = subs[k]
+            if other is keep:
+                continue
+            keep.rows.update(other.rows)
+            keep.translated.update({p: f"{other.cip}:{other.cport}" for p in other.rows})
+            del subs[k]
 
 
 def only_joins_off_port(subs: list[Subflow], server_port: int) -> list[Subflow]:

@@ -173,6 +173,9 @@ class SubflowResult:
     syn_fallback_s: float | None = None
     #: MP_TCPRST reason of the server side's first RST (None: no RST or no MP_TCPRST)
     rst_reason: int | None = None
+    #: capture point -> "addr:port" the client side had there, where a NAT made this
+    #: subflow another 4-tuple (flows.merge_translated); empty without one
+    translated: dict[str, str] = field(default_factory=dict)
 
     @property
     def name(self) -> str:

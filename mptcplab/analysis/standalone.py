@@ -4,7 +4,8 @@ Wireshark or tcpdump capture), without a lab to say what the run was meant to be
 What a lab states, this guesses from the packets, and says so in the output: the server port
 is the destination port of the SYNs of the connection that carried most payload (without a
 captured SYN: the lower port of that connection); the direction is the side that sent most
-payload; every client address becomes a path (A, B, ... in order of first appearance);
+payload; every client address becomes a path (A, B, ... in order of first appearance),
+except an address that is only another's seen beyond a NAT (nat_addresses);
 MPTCP counts as requested when any SYN carried MP_CAPABLE; the MP_JOIN SYNs to other ports
 (joins to an address:port the server announced) name the join ports the analysis follows too.
 ``--server-port``, ``--path`` and ``--direction`` override the guesses.
@@ -45,6 +46,23 @@ class Guess:
     mptcp_connections: int = 0
 
 
+def nat_addresses(syns: pd.DataFrame) -> set[str]:
+    """Client addresses that are only another address seen beyond a NAT: every SYN from them
+    has the ISN of a SYN from another address that came with a higher IP TTL (nearer the
+    client). ``syns``: the client SYNs (packets.py columns)."""
+    isn = syns["seq"].to_numpy()
+    src = syns["ip_src"].astype(str).to_numpy()
+    ttl = np.nan_to_num(syns["ip_ttl"].to_numpy(dtype=float), nan=-1.0)
+    nearest: dict[int, tuple[float, str]] = {}
+    for i, a, h in zip(isn, src, ttl, strict=True):
+        if not np.isnan(i) and (int(i) not in nearest or h > nearest[int(i)][0]):
+            nearest[int(i)] = (float(h), str(a))
+    mine: dict[str, list[bool]] = {}
+    for i, a in zip(isn, src, strict=True):
+        mine.setdefault(str(a), []).append(not np.isnan(i) and nearest[int(i)][1] != a)
+    return {a for a, translated in mine.items() if all(translated)}
+
+
 def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str, str] | None = None,
                direction: str | None = None) -> Guess:
     """The FlowSpec facts a lab would give, read off the packets (see the module docstring)."""
@@ -80,6 +98,11 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
     if paths is None:
         clients = list(dict.fromkeys(np.where(to_srv, tcp["ip_src"].astype(object), tcp["ip_dst"].astype(object))
                                      [to_srv | from_srv]))
+        behind = nat_addresses(tcp[syn & to_srv])
+        if behind:
+            clients = [c for c in clients if str(c) not in behind]
+            how.append(f"not paths: {', '.join(sorted(behind))}: their SYNs are the SYNs of other addresses "
+                       "(the same ISNs) seen beyond a NAT")
         labels = list(string.ascii_uppercase) + [f"P{i}" for i in range(27, 1000)]
         paths = {str(c): labels[i] for i, c in enumerate(clients)}
         how.append("paths: " + ", ".join(f"{v}={k}" for k, v in paths.items()))

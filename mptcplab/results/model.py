@@ -114,6 +114,9 @@ class Subflow(HolNumbers):
     syn_fallback_s: float | None = None
     #: MP_TCPRST reason of the server side's first RST
     rst_reason: int | None = None
+    #: capture point -> "addr:port" of the client side there, where a NAT made this
+    #: subflow another 4-tuple (runs before 2026-11-24 17:30 UTC listed those as subflows)
+    translated: dict[str, str] = Field(default_factory=dict)
     kind: str | None = None
     point: str | None = None
     acked_bytes: int | None = None

@@ -185,6 +185,12 @@ def test_row_g_add_addr_then_join_through_nat(summary: dict[str, Any]) -> None:
     r = rec(summary, "g-nat")
     assert mib(r, "client", "AddAddr") >= 1 and mib(r, "server", "MPJoinAckRx") >= 2  # both joins passed NAT
     assert r["middlebox"]["ra"] >= 1 and r["middlebox"]["rb"] >= 1
+    # the server-side captures see the NAT's addresses: the same subflows under other 4-tuples
+    # (analysis/flows.merge_translated), not more subflows on no known path
+    subs = r["subflows"]
+    assert subs and all(s["path"] in ("A", "B") and s["translated"] for s in subs), subs
+    assert not [w for w in r["warnings"] if "no known path" in w["message"]]
+    assert r["mptcp"]["hol_unavailable"] is None    # the server side's view is the receiver's
 
 
 def test_row_i_strict_firewall_drops_nothing(summary: dict[str, Any]) -> None:
