@@ -18,7 +18,11 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   (on any subflow, not the same chunk): the same data sent again at the MPTCP level, on
   another subflow (a reinjection) or on the same one under a new subflow sequence number.
   One row per re-sending mapping, with the bytes of it that were mapped before and the
-  earliest carrier of its first such byte.
+  earliest carrier of its first such byte. A one-byte mapping of a byte the receiver had
+  already acknowledged at the data level is a *window probe*, not a retransmission: Linux
+  probes a zero MPTCP-level window with the byte below its data ACK (``mptcp_sendmsg_frag``,
+  ``zero_window_probe``). It keeps its row (``window_probe``) and counts nowhere else; the
+  kernel's MPTcpExtMPTCPRetrans leaves it out too.
 * RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
   from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
   side (the data direction's sender); at the receiver's side it is only the ACK delay.
@@ -41,7 +45,7 @@ from .stats import unwrap32
 
 DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
-                       "same_subflow"]
+                       "same_subflow", "window_probe"]
 EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
 
 
@@ -224,8 +228,9 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         # modulo 2^64, then signed: a data ACK just below the origin stays a small negative
         dsn["dsn"] = (dsn["dsn64"].to_numpy(dtype=np.uint64) - np.uint64(origin)).view(np.int64)
         dsn = dsn.drop(columns="dsn64").sort_values("t", kind="stable").reset_index(drop=True)
-        reinj = _reinjections(dsn[dsn["kind"] == "map"])
-        for sub, (count, nbytes) in reinj.groupby("subflow", sort=False)["length"].agg(["size", "sum"]).iterrows():
+        reinj = _reinjections(dsn[dsn["kind"] == "map"], dsn[dsn["kind"] == "ack"])
+        resent = reinj[~reinj["window_probe"].astype(bool)]
+        for sub, (count, nbytes) in resent.groupby("subflow", sort=False)["length"].agg(["size", "sum"]).iterrows():
             per[str(sub)].update(mptcp_retransmissions=int(count), mptcp_retrans_bytes=int(nbytes))
         dsn = dsn[DSN_COLUMNS]
     ev = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else _empty(EVENT_COLUMNS)
@@ -236,7 +241,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
                  idsn=base, origin=origin)
 
 
-def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
+def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.DataFrame:
     """MPTCP-level retransmissions among the mappings (see the module docstring).
 
     Subflows take data ranges out of order (a range queued on a slow subflow goes out after
@@ -249,7 +254,8 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     before, ``length`` its bytes sent before (the union of its overlaps with earlier
     mappings, so data re-sent k times counts k times, not once per pair), ``first_*`` the
     earliest mapping that carried that first byte (tshark's ``mptcp.reinjection_of`` points
-    at the earliest frame too).
+    at the earliest frame too). ``window_probe``: a one-byte mapping whose byte is below the
+    highest data ACK in ``acks`` (the dsn table's "ack" rows) at or before its time.
 
     Cost O(n log n + overlapping pairs): with the mappings sorted by data sequence, those
     overlapping mapping a from above are the contiguous run after a that starts below a's
@@ -288,11 +294,24 @@ def _reinjections(maps: pd.DataFrame) -> pd.DataFrame:
     rs, fc, dsn, covered = rs[order], fc[order], dsn[order], covered[order]
     sub = u["subflow"].to_numpy()
     path = u["path"].to_numpy()
+    probe = (end[rs] - start[rs] == 1) & (dsn < _acked_below(acks, times[rs]))
     return pd.DataFrame({
         "t": times[rs], "path": path[rs], "subflow": sub[rs], "dsn": dsn, "length": covered,
         "first_t": times[fc], "first_path": path[fc], "first_subflow": sub[fc],
-        "same_subflow": sub[fc].astype(str) == sub[rs].astype(str),
+        "same_subflow": sub[fc].astype(str) == sub[rs].astype(str), "window_probe": probe,
     }, columns=REINJECTION_COLUMNS).infer_objects()    # column types as built row by row (a path all NaN: float)
+
+
+def _acked_below(acks: pd.DataFrame | None, at: np.ndarray) -> np.ndarray:
+    """The highest data ACK (relative DSN: every byte below it acknowledged) seen at or before
+    each time in ``at``, over all subflows; the lowest int64 where none was."""
+    low = np.iinfo(np.int64).min
+    if acks is None or acks.empty:
+        return np.full(len(at), low, dtype=np.int64)
+    a = acks.sort_values("t", kind="stable")
+    best = np.maximum.accumulate(a["dsn"].to_numpy(dtype=np.int64))
+    i = np.searchsorted(a["t"].to_numpy(), at, side="right") - 1
+    return np.where(i >= 0, best[np.maximum(i, 0)], low)
 
 
 PAIR_BLOCK = 1 << 22      # candidate pairs made at once (bounds memory, not the result)

@@ -260,12 +260,23 @@ class FlowAnalysis:
     tcp_seq: pd.DataFrame | None = None
 
     @property
+    def resends(self) -> pd.DataFrame:
+        """The rows of ``reinjections`` that are retransmissions (window probes left out)."""
+        r = self.reinjections
+        return r[~r["window_probe"].astype(bool)] if "window_probe" in r else r
+
+    @property
     def mptcp_retransmissions(self) -> int:
-        return len(self.reinjections)
+        return len(self.resends)
 
     @property
     def mptcp_retrans_bytes(self) -> int:
-        return int(self.reinjections["length"].sum()) if len(self.reinjections) else 0
+        return int(self.resends["length"].sum()) if len(self.resends) else 0
+
+    @property
+    def mptcp_window_probes(self) -> int:
+        r = self.reinjections
+        return int(r["window_probe"].astype(bool).sum()) if "window_probe" in r else 0
 
     def subflows_on(self, path: str) -> list[SubflowResult]:
         return [s for s in self.subflows if s.path == path]
@@ -283,6 +294,7 @@ class FlowAnalysis:
             "findings": [f.to_dict() for f in self.findings],
             "mptcp_retransmissions": self.mptcp_retransmissions,
             "mptcp_retrans_bytes": self.mptcp_retrans_bytes,
+            "mptcp_window_probes": self.mptcp_window_probes,
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
             "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
             "hol_unavailable": self.hol_unavailable,

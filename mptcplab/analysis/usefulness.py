@@ -15,7 +15,8 @@ elementary intervals (intervals.py). Definitions:
   first carrier's arrival minus the re-send's (> 0: the re-send arrived that much earlier;
   mptcpanalyzer's ``reinj_delta``). Unknown (empty) without receiver points, and for a
   re-send on its first carrier's own subflow: both copies then arrive on one subflow, and
-  which is which would need the subflow sequence numbers at the receiver.
+  which is which would need the subflow sequence numbers at the receiver. A window probe
+  (depth.py) is left unqualified too: its byte had arrived before it was sent.
 * A subflow's ``first_bytes``: the data bytes whose first arrival over all subflows was on
   it. Their sum is the data the receiver got, each byte once; a redundant copy counts nowhere.
 """
@@ -60,6 +61,8 @@ def qualify(reinj: pd.DataFrame, received: Received, origin: int | None, t0: flo
             m = names == name
             dest[m] = at(bounds, first, x[m])
     cross = ~reinj["same_subflow"].astype(bool).to_numpy()
+    if "window_probe" in reinj:              # a probe's byte had arrived: nothing to qualify
+        cross &= ~reinj["window_probe"].astype(bool).to_numpy()
     known = cross & (np.isfinite(arr) | np.isfinite(orig))
     both = known & np.isfinite(arr) & np.isfinite(orig)
     out["arrival_t"] = np.where(known & np.isfinite(arr), np.round(arr - t0, 6), np.nan)

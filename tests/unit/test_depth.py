@@ -219,6 +219,25 @@ def test_a_range_resent_many_times_counts_once_per_resend(tmp_path: Path) -> Non
     assert x["first_t"].nunique() < len(x)      # many re-sends go back to one first carrier
 
 
+def test_a_zero_window_probe_is_not_a_retransmission(tmp_path: Path) -> None:
+    """Linux probes a zero MPTCP-level window with one byte below its data ACK (a byte the
+    receiver has): the row says window_probe, the counts leave it out; one byte not yet
+    acknowledged, sent again, is a retransmission."""
+    c = Conn()
+    c.handshakes()
+    c.data(1, 101, 1, 1)
+    c.ack(1, 1101, 1001)                # data-level: bytes 1..1000 acknowledged
+    c.data(1, 1101, 1000, 1001, n=1)    # the probe: byte 1000 again, under a new SSN
+    c.data(1, 1102, 1001, 1002)
+    c.data(1, 2102, 1001, 2002, n=1)    # byte 1001, not acknowledged yet: a re-send
+    c.ack(1, 2103, 2001)
+    r = analyse(c.write(tmp_path / "probe.pcap"))
+    x = r.reinjections
+    assert list(zip(x["dsn"], x["window_probe"], strict=True)) == [(1000, True), (1001, False)]
+    assert (r.mptcp_retransmissions, r.mptcp_retrans_bytes, r.mptcp_window_probes) == (1, 1, 1)
+    assert r.subflows_on("A")[0].mptcp_retransmissions == 1
+
+
 def random_mappings(rng: np.random.Generator) -> pd.DataFrame:
     """A few mappings on up to 3 subflows over a short data range: overlaps, same-key
     (grown, repeated) mappings, duplicates, equal times and missing paths all come up."""
@@ -232,11 +251,12 @@ def random_mappings(rng: np.random.Generator) -> pd.DataFrame:
     })
 
 
-def reinjections_brute_force(maps: pd.DataFrame) -> pd.DataFrame:
+def reinjections_brute_force(maps: pd.DataFrame, acks: pd.DataFrame) -> pd.DataFrame:
     """The rules of the depth module's docstring, byte by byte: for each mapping (in data
     sequence order, as the analysis sorts them), the mappings before it in (time, that
     order) whose range overlaps it under another (subflow, DSN - SSN); the set of its bytes
-    they carried; the earliest of those carrying the first such byte."""
+    they carried; the earliest of those carrying the first such byte; a window probe when it
+    is one byte below a data ACK sent at or before it."""
     u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
     u = u[u["length"] > 0].sort_values(["dsn", "t"], kind="stable").reset_index(drop=True)
     t, path, sub = u["t"].tolist(), u["path"].tolist(), u["subflow"].tolist()
@@ -254,20 +274,25 @@ def reinjections_brute_force(maps: pd.DataFrame) -> pd.DataFrame:
         sent = set().union(*(span(i) & span(j) for j in earlier))
         x = min(sent)
         _, f = min((t[j], j) for j in earlier if x in span(j))
-        rows.append((t[i], path[i], sub[i], x, len(sent), t[f], path[f], sub[f], sub[i] == sub[f], i))
+        acked = max((a for ta, a in zip(acks["t"], acks["dsn"], strict=True) if ta <= t[i]), default=None)
+        probe = length[i] == 1 and acked is not None and start[i] < acked
+        rows.append((t[i], path[i], sub[i], x, len(sent), t[f], path[f], sub[f], sub[i] == sub[f], probe, i))
     out = pd.DataFrame(rows, columns=[*REINJECTION_COLUMNS, "order"])
     return out.sort_values(["t", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
 def test_reinjections_match_a_bytewise_brute_force() -> None:
     rng = np.random.default_rng(8684)
-    found = 0
+    found = probes = 0
     for _ in range(400):
         maps = random_mappings(rng)
-        ours, ref = _reinjections(maps), reinjections_brute_force(maps)
+        k = int(rng.integers(0, 4))
+        acks = pd.DataFrame({"t": rng.integers(0, 12, k) / 4, "dsn": rng.integers(1, 70, k)})
+        ours, ref = _reinjections(maps, acks), reinjections_brute_force(maps, acks)
         pd.testing.assert_frame_equal(ours, ref, check_dtype=False)
         found += len(ours)
-    assert found > 1000         # the cases do overlap
+        probes += int(ours["window_probe"].sum())
+    assert found > 1000 and probes > 10     # the cases do overlap, and some are probes
 
 
 def test_widen_picks_the_nearest_64_bit_value() -> None:
