@@ -173,7 +173,7 @@ class MptcpVerdict(HolNumbers):
     data_retransmissions: int | None = None
     data_retrans_bytes: int | None = None
     #: one-byte probes of a zero MPTCP-level window (mptcp_retransmissions.csv
-    #: ``window_probe``), not counted above (None: runs before 2026-11-24 18:00 UTC)
+    #: ``window_probe``), not counted above (None: runs before 2026-11-24 17:15 UTC)
     data_window_probes: int | None = None
     #: a DSS mapping carried a checksum / the handshake asked for checksums (None: not seen)
     dss_checksum: bool | None = None
