@@ -18,6 +18,7 @@ from .steps.links import LinkCheck
 from .steps.sysctls import SysctlReadback
 from .steps.traffic import Traffic
 from .timeline.step import Timeline, TimelineEnd
+from .warncodes import CLEANUP_FAILED
 
 
 class Teardown(Step):
@@ -39,7 +40,7 @@ class Teardown(Step):
             try:
                 stop()
             except Exception as e:  # noqa: BLE001 - teardown goes on whatever happens
-                rep.warnings.append(f"teardown: {e}")
+                rep.warn(CLEANUP_FAILED, f"teardown: {e}")
         close_probes(rep)  # host-wide probe state next: it outlives the namespaces otherwise
         try:
             rep.backend.pre_stop()

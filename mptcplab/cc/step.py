@@ -9,6 +9,7 @@ import hashlib
 
 from .. import runstate
 from ..steps.base import Planned, Rep, Step
+from ..warncodes import CLEANUP_FAILED
 from . import holds
 from .bpfcc import BpfCc, wanted
 
@@ -55,4 +56,4 @@ def release_all(rep: Rep) -> None:
         try:
             holds.release(hold, execute=lambda c: rep.backend.run([c]))
         except Exception as e:  # noqa: BLE001 - teardown goes on; `mptcplab clean` retries
-            rep.warnings.append(f"congestion control {hold.cc.name}: unregistering failed: {e}")
+            rep.warn(CLEANUP_FAILED, f"congestion control {hold.cc.name}: unregistering failed: {e}")

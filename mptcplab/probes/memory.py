@@ -30,6 +30,7 @@ import pandas as pd
 
 from ..steps.base import Planned, Rep
 from ..units import parse_time
+from ..warncodes import PROBE_DEGRADED
 from .base import Probe, probes_dir
 from .ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_cmd
 
@@ -198,11 +199,11 @@ class SsMemoryProbe(Probe):
                         f.write(f"# t={t:.6f} {' '.join(SS_MEM_ARGV)}\n{text}")
         rows(self._samples, flow_ends(rep.body, rep.plan.net), rep.t_zero).to_csv(d / TABLE, index=False)
         if self.errors:
-            rep.warnings.append(f"probe ss_interval: {self.errors} sample(s) failed")
+            rep.warn(PROBE_DEGRADED, f"probe ss_interval: {self.errors} sample(s) failed")
         got = achieved_interval_s(self._samples)
         if got is not None and got > SLOW_FACTOR * self._interval:
-            rep.warnings.append(f"probe ss_interval: one sample every {got * 1e3:.0f} ms (median) instead of "
-                                f"{self._interval * 1e3:.0f} ms: ss in a node costs that much on this host now")
+            rep.warn(PROBE_DEGRADED, f"probe ss_interval: one sample every {got * 1e3:.0f} ms (median) instead of "
+                     f"{self._interval * 1e3:.0f} ms: ss in a node costs that much on this host now")
 
     def close(self) -> None:
         self._stop.set()

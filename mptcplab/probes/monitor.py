@@ -22,6 +22,7 @@ import pandas as pd
 
 from ..commands import cmd
 from ..steps.base import Planned
+from ..warncodes import PROCESS_DID_NOT_EXIT
 from .base import Probe, probes_dir
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class MptcpMonitor(Probe):
             except subprocess.TimeoutExpired:
                 rep.backend.signal(p, signal.SIGKILL)
                 p.wait(timeout=5)
-                rep.warnings.append(f"mptcp_monitor on {n} did not stop on SIGTERM")
+                rep.warn(PROCESS_DID_NOT_EXIT, f"mptcp_monitor on {n} did not stop on SIGTERM")
             sink.close()
 
     def close(self) -> None:

@@ -9,6 +9,7 @@ every exit path: a tracefs instance is host-wide and must not outlive the repeti
 from __future__ import annotations
 
 from ..steps.base import Planned, Rep, Step
+from ..warncodes import CLEANUP_FAILED
 from .base import Probe
 from .hostcpu import HostCpuProbe
 from .registry import enabled
@@ -37,7 +38,7 @@ def close_probes(rep: Rep) -> None:
         try:
             p.close()
         except Exception as e:  # noqa: BLE001 - teardown goes on; say what stayed
-            rep.warnings.append(f"probe {p.name}: cleanup failed: {e}")
+            rep.warn(CLEANUP_FAILED, f"probe {p.name}: cleanup failed: {e}")
 
 
 class StartProbes(Step):

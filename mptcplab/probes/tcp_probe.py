@@ -35,6 +35,7 @@ import pandas as pd
 
 from ..commands import Cmd, cmd
 from ..steps.base import Planned
+from ..warncodes import PROBE_DEGRADED
 from .base import Probe, probes_dir
 from .tracefs import EventSetting, Instance, instance_dir, setup_writes
 
@@ -142,8 +143,8 @@ class TcpProbe(Probe):
         (probes_dir(rep.out) / META_FILE).write_text(json.dumps(meta, indent=2))
         drift = abs((inst.offset_stop or 0) - (inst.offset_start or 0))
         if drift > 0.001:
-            rep.warnings.append(f"tcp_probe: the realtime clock moved {drift * 1e3:.1f} ms against the "
-                                "monotonic clock during the run (NTP step?): probe times may be off by that")
+            rep.warn(PROBE_DEGRADED, f"tcp_probe: the realtime clock moved {drift * 1e3:.1f} ms against the "
+                     "monotonic clock during the run (NTP step?): probe times may be off by that")
 
     def close(self) -> None:
         if self.instance is not None:

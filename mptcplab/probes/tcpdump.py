@@ -26,6 +26,7 @@ import pandas as pd
 from ..capture import CaptureCommand, capture_command, parse_tcpdump_stats
 from ..commands import Cmd
 from ..steps.base import READY_TIMEOUT_S, Planned, wait_for
+from ..warncodes import CAPTURE_INCOMPLETE
 from .base import Probe
 
 if TYPE_CHECKING:
@@ -112,12 +113,12 @@ class TcpdumpCapture(Probe):
             exit_status = capture_died(died[cc.path], p.returncode, killed)
             if exit_status is not None:
                 s["died"] = exit_status
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} did not end as the run stopped it "
-                                    f"(exit status {exit_status}): the capture is incomplete")
+                rep.warn(CAPTURE_INCOMPLETE, f"capture {cc.node}:{cc.iface} did not end as the run stopped it "
+                         f"(exit status {exit_status}): the capture is incomplete")
             stats[f"{cc.node}:{cc.iface}"] = s
             if s.get("dropped"):
-                rep.warnings.append(f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: "
-                                    "segment statistics are incomplete")
+                rep.warn(CAPTURE_INCOMPLETE, f"capture {cc.node}:{cc.iface} dropped {s['dropped']} packets: "
+                         "segment statistics are incomplete")
         rep.extra["capture_stats"] = stats
 
     @classmethod

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..platform import FUNCTIONAL_CHECK
+from ..warncodes import LINK_OUT_OF_TOLERANCE
 from .model import UNCLASSIFIED, Manifest, Repetition, Summary, Warning
 from .read import as_summary
 
@@ -63,7 +64,7 @@ class _Explained:
         return TRANSFER_FAILED in self.codes or "transfer failed" in self.prose
 
     def calibration(self) -> bool:
-        return CALIBRATION_FAILED in self.codes or "tolerance" in self.prose
+        return bool({CALIBRATION_FAILED, LINK_OUT_OF_TOLERANCE} & self.codes) or "tolerance" in self.prose
 
 
 def _rep_warnings(r: Repetition) -> list[Warning]:

@@ -34,7 +34,8 @@ class AnalysisJob:
     clients: dict[str, dict[str, Any]]
     calibration: list[dict[str, Any]]
     extra: dict[str, Any]
-    #: the steps' plain-text warnings, and coded ones (dicts) of the runner's own
+    #: the steps' and the runner's coded warnings (dicts, warncodes.coded); a plain string reads as
+    #: unclassified
     warnings: list[str | dict[str, Any]]
     workers: int | None = None
 

@@ -15,8 +15,9 @@ from ..probes.analysis import OtherFlow, analyse_probes
 from ..probes.nstat import NstatProbe, blackholes
 from ..results.model import UNCLASSIFIED, Repetition
 from ..timeline.record import EVENTS_FILE, add_capture_time
-from ..traffic.analyse import analyse_one, coded
+from ..traffic.analyse import analyse_one
 from ..traffic.fairness import jain_index, shares
+from ..warncodes import PROBE_DEGRADED, coded
 from .measure import AnalysisJob
 
 #: a node's kernel turned MPTCP off for new connections (docs/results-format.md)
@@ -31,7 +32,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     with the fairness across the measured ones.
     """
     body, net, out = job.body, job.net, job.out
-    # coded warnings (docs/results-format.md): the steps' own are plain text (unclassified)
+    # coded warnings (docs/results-format.md, warncodes.py); a plain string reads as unclassified
     warnings: list[dict[str, Any]] = [w if isinstance(w, dict) else coded(UNCLASSIFIED, w) for w in job.warnings]
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
     parts = {name: analyse_one(name, flow, body, net, out, job.clients.get(name), caps, job.workers,
@@ -55,7 +56,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
                   for n, p in parts.items() if n != job.measured and p.fa is not None]
         probes, probe_warnings = analyse_probes(out, body, fa, getattr(primary, "direction", "upload") == "upload",
                                                 backup_paths(body, primary), flow=job.measured, others=beside)
-        warnings += [coded(UNCLASSIFIED, w) for w in probe_warnings]
+        warnings += [coded(PROBE_DEGRADED, w) for w in probe_warnings]
     measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]
     goodputs = {n: parts[n].outcome.goodput_mbps or 0.0 for n in measured
                 if parts[n].outcome.goodput_mbps is not None}

@@ -12,8 +12,8 @@ from ..emulation.nfqueue import lateness_problem
 from ..lab.model import ScenarioRun
 from ..steps.base import RunContext
 from ..traffic import kind_of
-from ..traffic.analyse import coded
 from ..traffic.base import Outcome, TrafficKind
+from ..warncodes import coded
 from .measure import Measured, RepRunner
 
 #: code of the warning a repetition measured a second time carries (docs/results-format.md)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..commands import Cmd
+from ..warncodes import coded
 
 if TYPE_CHECKING:
     from ..backends.base import Backend
@@ -71,7 +72,8 @@ class Rep:
     backend: Backend
     plan: Plan
     supervisor: Supervisor | None = None  # None in a dry run
-    warnings: list[str] = field(default_factory=list)
+    #: coded warnings (warncodes.coded; rep.warn adds one); plain strings read as unclassified
+    warnings: list[str | dict[str, Any]] = field(default_factory=list)
     calibration: list[dict[str, Any]] = field(default_factory=list)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
@@ -102,6 +104,10 @@ class Rep:
     def running(self) -> Supervisor:
         assert self.supervisor is not None, "a dry run executes no step"
         return self.supervisor
+
+    def warn(self, code: str, message: str, path: str | None = None) -> None:
+        """A coded warning of this repetition (warncodes.py names the codes)."""
+        self.warnings.append(coded(code, message, path))
 
 
 @dataclass(frozen=True)

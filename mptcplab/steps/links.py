@@ -12,6 +12,7 @@ from ..emulation.linkmodel import DirectedLink
 from ..lab.network import Link
 from ..linkcheck import Check, RateCheckCmds, judge_rate, ping_cmd, rate_check_cmds, rtt_checks
 from ..units import parse_time
+from ..warncodes import LINK_OUT_OF_TOLERANCE
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for
 
 
@@ -100,7 +101,7 @@ class LinkCheck(Step):
                 bad = "; ".join(f"{c.quantity}{f' {c.direction}' if c.direction not in (None, 'both') else ''} "
                                 f"{c.measured} vs {c.configured} ({c.tolerance})"
                                 for c in checks if not c.ok)
-                rep.warnings.append(f"link {link.name} out of tolerance: {bad}")
+                rep.warn(LINK_OUT_OF_TOLERANCE, f"link {link.name} out of tolerance: {bad}")
             rep.calibration.append(entry)
 
     def _rate(self, rep: Rep, rc: RateCheckCmds) -> str:

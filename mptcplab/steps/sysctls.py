@@ -5,6 +5,7 @@ otherwise is a warning."""
 from __future__ import annotations
 
 from ..commands import Cmd, cmd
+from ..warncodes import SYSCTL_NOT_APPLIED
 from .base import Planned, Rep, Step
 
 #: read back on every node after configuration (plus the sysctls the lab sets): what
@@ -39,5 +40,5 @@ class SysctlReadback(Step):
             rep.sysctls[c.node] = vals
             for k, v in rep.plan.net.nodes[c.node].sysctls.items():
                 if " ".join(str(v).split()) != vals.get(k):
-                    rep.warnings.append(f"{c.node}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
+                    rep.warn(SYSCTL_NOT_APPLIED, f"{c.node}: sysctl {k} set to {v!r} but reads back {vals.get(k)!r}")
 

@@ -13,6 +13,7 @@ from ..lab.schema import Flow
 from ..traffic import IPERF3_HELP, KindContext, help_has_multipath, kind_of
 from ..traffic.control import FlowControl
 from ..units import parse_time
+from ..warncodes import FLOW_NOT_RUN, FLOW_STOPPED_AT_LIMIT, PROCESS_DID_NOT_EXIT
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for, waited
 from .flows import StartOffsets, background_flows, event_started, event_started_flows, flow_duration, measured_flows
 
@@ -121,7 +122,7 @@ class Traffic(Step):
                     rep.backend.signal(server, signal.SIGTERM)
                     signalled = True
                 if not waited(server):
-                    rep.warnings.append(f"{flows[name].kind} server of flow {name} did not exit")
+                    rep.warn(PROCESS_DID_NOT_EXIT, f"{flows[name].kind} server of flow {name} did not exit")
                     rep.backend.signal(server, signal.SIGKILL)
                     server.wait(timeout=5)
                     signalled = True
@@ -164,7 +165,8 @@ class Traffic(Step):
             try:
                 control.started[name].proc.wait(timeout=BACKGROUND_STOP_S)
             except subprocess.TimeoutExpired:
-                rep.warnings.append(f"background flow {name} did not exit {BACKGROUND_STOP_S:g} s after SIGINT")
+                rep.warn(PROCESS_DID_NOT_EXIT,
+                         f"background flow {name} did not exit {BACKGROUND_STOP_S:g} s after SIGINT")
 
     def _run_clients(self, rep: Rep) -> None:
         flows = rep.body.traffic.flows
@@ -205,8 +207,8 @@ class Traffic(Step):
                 for name in control.running():
                     # a byte-count flow runs until its bytes are sent; its duration is the limit
                     if getattr(flows[name], "bytes", None) is not None and now - t0 > limits[name]:
-                        rep.warnings.append(f"flow {name} stopped at its duration limit "
-                                            f"({limits[name]:g} s) before sending all its bytes")
+                        rep.warn(FLOW_STOPPED_AT_LIMIT, f"flow {name} stopped at its duration limit "
+                                 f"({limits[name]:g} s) before sending all its bytes")
                         control.stop(name)
                 rep.running.check()
                 if now > deadline:
@@ -219,7 +221,7 @@ class Traffic(Step):
             for name in control.running():
                 rep.backend.signal(control.started[name].proc, signal.SIGKILL)
         for name in sorted(by_event - set(control.started)):
-            rep.warnings.append(f"flow {name} waited for a flow_start event that never came: it did not run")
+            rep.warn(FLOW_NOT_RUN, f"flow {name} waited for a flow_start event that never came: it did not run")
         rep.clients = {name: {"path": s.path, "started": s.at, "rc": s.proc.returncode, "kind": flows[name].kind,
                               "stopped": s.stopped}
                        for name, s in control.started.items()}

@@ -19,6 +19,7 @@ from ..probes.ss import SsSampler, ss_cmd
 from ..results.model import Event
 from ..steps.base import Planned, Rep, Step
 from ..steps.traffic import Traffic
+from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN
 from .actions import ActionEnv, Resolved, resolve_timeline
 from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor
@@ -107,8 +108,8 @@ class TimelineEnd(Step):
             return
         for r in state.finish(rep.out):
             if r.rc:
-                rep.warnings.append(f"event {r.action} {r.target} at +{r.planned_s:g} s ({r.source}) "
-                                    f"failed (exit status {r.rc}): {r.result}")
+                rep.warn(EVENT_FAILED, f"event {r.action} {r.target} at +{r.planned_s:g} s ({r.source}) "
+                         f"failed (exit status {r.rc}): {r.result}")
             elif r.actual_s is None:
-                rep.warnings.append(f"event {r.action} {r.target} at +{r.planned_s:g} s did not run: "
-                                    "the traffic ended first")
+                rep.warn(EVENT_NOT_RUN, f"event {r.action} {r.target} at +{r.planned_s:g} s did not run: "
+                         "the traffic ended first")

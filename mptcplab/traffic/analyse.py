@@ -25,6 +25,7 @@ from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
 from ..results.events import read_events
 from ..results.model import EVENTS_FILE, UNCLASSIFIED
+from ..warncodes import FLOW_NOT_RUN, coded
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections
@@ -65,11 +66,6 @@ def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
     return out
 
 
-def coded(code: str, message: str, path: str | None = None) -> dict[str, Any]:
-    """A warning as the result model holds it (results/model.py Warning)."""
-    return {"code": code, "message": message, "path": path}
-
-
 @dataclass
 class FlowParts:
     """One flow's analysis: its FlowResult record, its coded warnings and findings, and for
@@ -101,7 +97,7 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         return FlowParts(name, Outcome(error="did not run"),
                          {"name": name, "kind": flow.kind, "role": flow.role, "server": server, "verified": False,
                           "mptcp": {"requested": flow.mptcp}},
-                         [coded("flow-not-run", f"{label}the flow did not run")])
+                         [coded(FLOW_NOT_RUN, f"{label}the flow did not run")])
     o = kind.read(Path(client["path"]))
     if client.get("stopped") and o.error and "terminated" in o.error:
         # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"

@@ -15,6 +15,7 @@ import pytest
 from mptcplab.capture import capture_command
 from mptcplab.lab.schema import CapturePoint
 from mptcplab.probes.tcpdump import TcpdumpCapture, log_name
+from mptcplab.warncodes import CAPTURE_INCOMPLETE, coded
 
 STATS = "12 packets captured\n14 packets received by filter\n{dropped} packets dropped by kernel\n"
 
@@ -54,7 +55,9 @@ class _Backend:
 
 def _rep(tmp_path: Path, backend: _Backend) -> Any:
     body = SimpleNamespace(capture=[CapturePoint(point="client:eth1"), CapturePoint(point="server:eth1")])
-    return SimpleNamespace(out=tmp_path, body=body, backend=backend, warnings=[], extra={})
+    warnings: list[Any] = []
+    return SimpleNamespace(out=tmp_path, body=body, backend=backend, warnings=warnings, extra={},
+                           warn=lambda code, message, path=None: warnings.append(coded(code, message, path)))
 
 
 def test_start_waits_for_listening_writes_beside_probes_and_stop_records_counters(tmp_path: Path) -> None:
@@ -70,7 +73,8 @@ def test_start_waits_for_listening_writes_beside_probes_and_stop_records_counter
     assert be.signals == [signal.SIGINT, signal.SIGINT]
     assert rep.extra["capture_stats"] == {"client:eth1": {"captured": 12, "received": 14, "dropped": 0},
                                           "server:eth1": {"captured": 12, "received": 14, "dropped": 3}}
-    assert rep.warnings == ["capture server:eth1 dropped 3 packets: segment statistics are incomplete"]
+    assert rep.warnings == [coded(CAPTURE_INCOMPLETE,
+                                  "capture server:eth1 dropped 3 packets: segment statistics are incomplete")]
     table = TcpdumpCapture.analyse(tmp_path)
     assert list(table["file"]) == ["capture-client-eth1.pcap", "capture-server-eth1.pcap"]
     assert list(table["dropped"]) == [0, 3]
@@ -83,8 +87,8 @@ def test_a_tcpdump_that_ended_before_the_stop_is_recorded_as_died(tmp_path: Path
     cap.stop(rep)
     assert rep.extra["capture_stats"]["client:eth1"] == {"died": -9}
     assert "died" not in rep.extra["capture_stats"]["server:eth1"]
-    assert rep.warnings == ["capture client:eth1 did not end as the run stopped it (exit status -9): "
-                            "the capture is incomplete"]
+    assert rep.warnings == [coded(CAPTURE_INCOMPLETE, "capture client:eth1 did not end as the run stopped it "
+                                  "(exit status -9): the capture is incomplete")]
 
 
 def test_a_tcpdump_that_cannot_start_fails_the_start_with_its_message(tmp_path: Path) -> None:

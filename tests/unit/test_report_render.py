@@ -422,3 +422,17 @@ def test_notebook_runs_against_fixture(run_dir: Path) -> None:
     text = json.dumps(nb)
     assert "image/png" in text
     assert "A Test Paper" in text and "17.16" in text
+
+
+def test_a_coded_link_warning_explains_the_failed_calibration() -> None:
+    """The link check's own warning (code link-out-of-tolerance, any wording) says why the
+    calibration failed: the policy adds no calibration-failed beside it; without it, it does."""
+    base: dict[str, Any] = {"lab": "mtu", "run_id": "r", "complete": True, "valid": False}
+    sc = _scenario("tcp-a", 1, 90.0, [_subflow("A", "10.0.1.2", 1, initial=True, bytes_=1, share=1.0,
+                                               median=1, max_=1)], mptcp=False,
+                   calibration_ok=False)
+    codes = [w.code for w in collect_warnings({**base, "scenarios": [sc]})]
+    assert codes.count("calibration-failed") == 1
+    sc["warnings"] = [{"code": "link-out-of-tolerance", "message": "link x: rtt_min_ms 3 vs 1", "path": None}]
+    codes = [w.code for w in collect_warnings({**base, "scenarios": [sc]})]
+    assert "calibration-failed" not in codes and "link-out-of-tolerance" in codes
