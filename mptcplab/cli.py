@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     k.add_argument("--buffer", help="queue limit: bytes (150KB) or time at the rate (80ms)")
     k.add_argument("--mtu", type=int, default=1500)
     k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
-    k.add_argument("--backend", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    # --emulation as `run` names it; --backend, its name before, still works
+    k.add_argument("--emulation", "--backend", dest="emulation", choices=["netem", "nfqueue"],
+                   help="force the link emulation")
     k.add_argument("--capture", action="store_true", help="tcpdump on both ends while measuring, as labs capture")
     k.add_argument("--rate-in-tbf", action="store_true",
                    help="nfqueue: rate and queue by tbf at the sender, not by the delay line (the default; "
@@ -281,7 +283,7 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     _line_lab(req)  # validate before anything is created
     if os.geteuid() != 0:
         raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
-    em = _rate_in_tbf(_emulator(a.backend), a.rate_in_tbf)
+    em = _rate_in_tbf(_emulator(a.emulation), a.rate_in_tbf)
     from .emulation.linkmodel import LinkShape
 
     # a direction without delay has no delay line, so tbf keeps its rate

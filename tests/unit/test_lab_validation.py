@@ -148,3 +148,12 @@ def test_sweep_values_that_make_bad_names_need_labels(copy_lab):
     with pytest.raises(LabInputError) as e:
         load_lab(lab)
     assert e.value.field == "scenarios[5].sweep" and "labels" in e.value.problem
+
+
+def test_calibrate_names_the_emulation_as_run_does():
+    """`calibrate --emulation` as `run --emulation`; `--backend`, its earlier name, still works."""
+    from mptcplab.cli import _parser
+
+    for flag in ("--emulation", "--backend"):
+        a = _parser().parse_args(["calibrate", "--rate", "10mbit", flag, "nfqueue"])
+        assert a.emulation == "nfqueue"
