@@ -27,9 +27,14 @@ from .flows import (
     orient_tcp,
     pick_data_connection,
 )
-from .model import CaptureFile, Finding, FlowAnalysis, FlowSpec, SubflowResult
+from .model import CAPTURE_DAMAGED, UNKNOWN_PATH, CaptureFile, Finding, FlowAnalysis, FlowSpec, Remark, SubflowResult
 from .pcapread import extract
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries, too_big
+
+
+def file_remarks(pk: pd.DataFrame) -> list[Remark]:
+    """The reader's problems with the files (``attrs["warnings"]``), as coded warnings."""
+    return [Remark(w, CAPTURE_DAMAGED) for w in pk.attrs.get("warnings", [])]
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
@@ -44,7 +49,7 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
     t_start = time.perf_counter()
     pk = extract(captures, workers=workers)
     result = analyze_packets(pk, [c.point for c in captures], spec, bin_s)
-    result.warnings = list(pk.attrs.get("warnings", [])) + result.warnings
+    result.warnings = file_remarks(pk) + result.warnings
     result.analysis_seconds = time.perf_counter() - t_start
     return result
 
@@ -165,7 +170,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         main = next((r for r in results if r.initial), None)
         verified = main is not None and main.carried_data and ok >= set(spec.expected_paths)
 
-    warnings = [f"subflow {r.name} is from an address on no known path" for r in results
+    warnings = [Remark(f"subflow {r.name} is from an address on no known path", UNKNOWN_PATH) for r in results
                 if r.path is None]
     how = (f"{cid}: most payload of {len(conns)} connection(s) to port {spec.server_port}"
            + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else "")

@@ -15,6 +15,27 @@ from typing import Any, Literal
 import pandas as pd
 
 
+class Remark(str):
+    """A warning of the analysis: its text (a str, as printed and compared), with the code the
+    result model gives it (docs/results-format.md, Warning)."""
+
+    code: str
+
+    def __new__(cls, message: str, code: str) -> Remark:
+        self = super().__new__(cls, message)
+        self.code = code
+        return self
+
+    def __getnewargs__(self) -> tuple[str, str]:  # type: ignore[override]
+        return (str(self), self.code)   # pickled to and from the analysis worker processes
+
+
+#: a subflow from a client address on none of the lab's paths
+UNKNOWN_PATH = "unknown-path"
+#: a capture file the reader could not read whole (the last packet cut short, ...)
+CAPTURE_DAMAGED = "capture-damaged"
+
+
 @dataclass(frozen=True)
 class CaptureFile:
     """One pcap file and where it was taken, e.g. ``point="client:eth1"``."""
@@ -229,7 +250,7 @@ class FlowAnalysis:
     #: how the data connection was picked, for the report
     data_connection: str = ""
     #: problems that did not stop the analysis (a capture cut short, a subflow on no known path)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Remark] = field(default_factory=list)
     #: the diagnostics with their stable codes and evidence (diagnostics = their messages)
     findings: list[Finding] = field(default_factory=list)
     #: MPTCP depth (depth.py), empty for plain TCP: DSN mappings and data ACKs per subflow

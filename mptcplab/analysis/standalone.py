@@ -26,7 +26,7 @@ import pandas as pd
 from mptcplab.errors import LabInputError
 
 from . import pcapread
-from .analyze import analyze_packets, write_tables
+from .analyze import analyze_packets, file_remarks, write_tables
 from .connlist import list_connections
 from .model import CaptureFile, FlowAnalysis, FlowSpec
 from .packets import MP_CAPABLE, MP_JOIN, SYN
@@ -131,7 +131,7 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
                     mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports)
     fa = analyze_packets(pk, [c.point for c in caps], spec, tcp_seq=True)
-    fa.warnings = list(pk.attrs.get("warnings", [])) + fa.warnings
+    fa.warnings = file_remarks(pk) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
     write_tables(fa, out)
     listing = list_connections(pk, [c.point for c in caps])

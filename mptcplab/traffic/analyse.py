@@ -24,7 +24,7 @@ from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
 from ..results.events import read_events
-from ..results.model import EVENTS_FILE, UNCLASSIFIED
+from ..results.model import EVENTS_FILE
 from ..warncodes import FLOW_NOT_RUN, coded
 from . import kind_of
 from .base import Outcome
@@ -165,7 +165,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
         fa.verified = False
         fa.findings.insert(0, failed)
     parts.warnings += [coded(f.code, label + f.message, f.path) for f in fa.findings]
-    parts.warnings += [coded(UNCLASSIFIED, label + w) for w in fa.warnings]
+    parts.warnings += [coded(w.code, label + w) for w in fa.warnings]
     if flow.mptcp and not fa.verified:
         parts.warnings += [coded("mptcp-limits", label + w) for w in config_diagnostics(body, flow)]
     parts.findings = [f.to_dict() for f in fa.findings]
@@ -216,7 +216,7 @@ def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Networ
     elif flow.mptcp and mp < seen:
         parts.warnings.append(coded("mptcp-fallback", f"{label}{seen - mp} of {seen} connections were NOT MPTCP "
                                     "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"))
-    parts.warnings += [coded(UNCLASSIFIED, label + w) for w in rep.warnings]
+    parts.warnings += [coded(w.code, label + w) for w in rep.warnings]
     ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None) \
         and client.get("server_rc") in (0, None)
     parts.record.update({

@@ -19,7 +19,9 @@ import numpy as np
 import pandas as pd
 
 from ..analysis import CaptureFile
+from ..analysis.analyze import file_remarks
 from ..analysis.flows import ISN, find_subflows, group_connections, label_isn, only_joins_off_port, orient_tcp
+from ..analysis.model import Remark
 from ..analysis.packets import ACK, SYN
 from ..analysis.pcapread import extract, read_raw
 
@@ -45,7 +47,7 @@ class Connection:
 class ConnectionsReport:
     point: str | None                 # where SYN -> SYN/ACK was timed
     connections: list[Connection] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
+    warnings: list[Remark] = field(default_factory=list)
 
     @property
     def seen(self) -> int:
@@ -162,7 +164,7 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
     t[ISN] = label_isn(t)   # one connection per 4-tuple and client ISN (port reuse)
     # every server address: a connection's joins may go to another of the server's addresses
     # (ADD_ADDR); connections are kept by their initial subflow's address below
-    report = ConnectionsReport(point, warnings=list(pk.attrs.get("warnings", [])))
+    report = ConnectionsReport(point, warnings=file_remarks(pk))
     if t.empty:
         return report
     # upload: which side's data picks a subflow's capture point; these kinds exchange both ways

@@ -63,6 +63,7 @@ def test_one_point_seeing_both_4_tuples_keeps_them_apart(tmp_path: Path) -> None
     both.frames += beyond().frames
     fa = analyze_flow([CaptureFile(both.write(tmp_path / "both.pcap"), "p")], SPEC)
     assert all(not s.translated for s in fa.subflows)
+    assert fa.warnings and {w.code for w in fa.warnings} == {"unknown-path"}
 
 
 def test_the_guess_leaves_translated_addresses_out_of_the_paths(tmp_path: Path) -> None:
