@@ -28,6 +28,12 @@ N synthetic mappings of two subflows, --resend-share of them sent again on the o
 (a payload-modifying middlebox, a long lossy run); no captures, no root:
 
     .venv/bin/python bench/analysis_bench.py --reinjections 200000 --resend-share 0.2
+
+--subflows DIR --port P times only the grouping of packets into subflows (flows.find_subflows,
+ISN-labelled as traffic/connections.py does) on the capture-*.pcap files of a repetition
+directory, e.g. an http run's many connections (best of --repeat):
+
+    .venv/bin/python bench/analysis_bench.py --subflows results/http/<run>/scenarios/mptcp-4k/rep1 --port 8080
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ sys.path.insert(0, str(ROOT))
 
 from mptcplab.analysis import CaptureFile, FlowSpec, analyze_flow, analyze_packets, oracle, tshark  # noqa: E402
 from mptcplab.analysis.depth import _reinjections  # noqa: E402
+from mptcplab.analysis.flows import ISN, find_subflows, label_isn, orient_tcp  # noqa: E402
 from mptcplab.analysis.pcapread import extract  # noqa: E402
 
 SCENARIO = "mptcp_pmtud"
@@ -120,6 +127,22 @@ def time_reinjections(n: int, share: float) -> int:
     return 0
 
 
+def time_subflows(d: Path, port: int, repeat: int) -> int:
+    caps = [CaptureFile(f, f.stem.removeprefix("capture-")) for f in sorted(d.glob("capture-*.pcap"))]
+    if not caps:
+        print(f"no capture-*.pcap in {d}")
+        return 2
+    t = orient_tcp(extract(caps), port)
+    t[ISN] = label_isn(t)
+    best = float("inf")
+    for _ in range(repeat):
+        w0 = time.perf_counter()
+        subs = find_subflows(t, [c.point for c in caps])
+        best = min(best, time.perf_counter() - w0)
+    print(f"find_subflows on {len(t)} rows: {len(subs)} subflows, {best:.3f} s wall (best of {repeat})")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--captures", type=Path, help=f"directory with {SCENARIO}__client_eth{{1,2}}.pcap")
@@ -135,7 +158,11 @@ def main() -> int:
     ap.add_argument("--reinjections", type=int, metavar="N",
                     help="only time the MPTCP-level retransmission search on N synthetic mappings")
     ap.add_argument("--resend-share", type=float, default=0.2)
+    ap.add_argument("--subflows", type=Path, metavar="DIR", help="only time find_subflows on DIR's captures")
+    ap.add_argument("--port", type=int, default=5201, help="the server port for --subflows")
     a = ap.parse_args()
+    if a.subflows:
+        return time_subflows(a.subflows, a.port, a.repeat)
     if a.reinjections:
         return time_reinjections(a.reinjections, a.resend_share)
 
