@@ -360,9 +360,9 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
         sf = subs.setdefault((cip, cport, sip, sport, isn), Subflow(cip, cport, sip, sport, isn))
         sf.rows[str(point)] = np.asarray(idx)
     merge_translated(subs, t)
-    fc = t["from_client"].to_numpy()
-    ttl = t["ttl"].to_numpy()
     cols = _Columns(t)
+    fc = cols.fc
+    ttl = t["ttl"].to_numpy()
 
     def score(sf: Subflow, p: str) -> tuple[int, float, int, int]:
         idx = sf.rows[p]
