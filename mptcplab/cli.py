@@ -1,4 +1,5 @@
-"""Command line: run, validate, clean, doctor, calibrate, report, analyze, campaign, compare."""
+"""Command line: run, validate, clean, doctor, calibrate, report, analyze, campaign, compare, archive,
+restore."""
 
 from __future__ import annotations
 
@@ -99,6 +100,9 @@ def _parser() -> argparse.ArgumentParser:
     cp.add_argument("--no-shuffle", action="store_true", help="run in campaign order (labs, targets, rounds)")
     cp.add_argument("--max-items", type=int, metavar="N",
                     help="run at most N unfinished items now, then stop; rerun the command for the rest")
+    cp.add_argument("--records", type=Path, metavar="DIR",
+                    help="keep finished items as records in DIR (captures left out, `mptcplab archive`): "
+                         "restore those of items not finished here before running, pack each finished one after")
 
     cm = sub.add_parser("compare", help="one report: the same lab on several kernels/hosts beside the paper")
     cm.add_argument("inputs", nargs="+", type=Path, metavar="RUN_OR_CAMPAIGN",
@@ -106,6 +110,15 @@ def _parser() -> argparse.ArgumentParser:
     cm.add_argument("--out", type=Path, help="where compare.md and its figures go "
                                              "(default: <first campaign>/compare, else ./compare)")
     cm.add_argument("--no-figures", action="store_true", help="markdown only")
+
+    ar = sub.add_parser("archive", help="pack runs into records without their captures, to keep or move them")
+    ar.add_argument("runs", nargs="+", type=Path, metavar="RUN_OR_CAMPAIGN",
+                    help="run directories (results/<lab>/<run-id>), or campaign directories (each finished item)")
+    ar.add_argument("--out", type=Path, required=True, help="directory the records (.tar.xz) are written to")
+    rs = sub.add_parser("restore", help="unpack records made by `mptcplab archive` where their runs were")
+    rs.add_argument("records", nargs="+", type=Path, metavar="RECORD", help="records (.tar.xz)")
+    rs.add_argument("--into", type=Path, help="results root for a run's record (default: results), campaign "
+                                              "directory for an item's (default: results/campaigns/<campaign>)")
 
     an = sub.add_parser("analyze", help="analyse capture files made elsewhere: tables, figures, verdict")
     an.add_argument("pcap", nargs="+", type=Path, help="pcap/pcapng files of one connection, one per capture point")
@@ -300,6 +313,8 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
 
 
 def cmd_report(a: argparse.Namespace) -> int:
+    import json
+
     from .results.report import write_report
 
     d: Path = a.run_dir
@@ -310,7 +325,7 @@ def cmd_report(a: argparse.Namespace) -> int:
                             "give results/<lab>/<run-id> or results/<lab>/latest)")
     try:
         print(write_report(d))
-    except ValueError as e:  # json's JSONDecodeError: a damaged summary.json or manifest.json
+    except json.JSONDecodeError as e:  # a damaged summary.json or manifest.json
         raise LabInputError("command line", "RUN_DIR", f"{d} has a damaged JSON file: {e}") from None
     return 0
 
@@ -344,8 +359,10 @@ def cmd_campaign(a: argparse.Namespace) -> int:
         for n, i in enumerate(order, 1):
             d = executor.item_dir(out, i)
             done = executor.finished(out, i)
+            rec = a.records / f"{i.id}.tar.xz" if a.records else None
             print(f"\n## [{n}] {i.id}: lab {i.lab} round {i.round} on {i.target.name} ({i.target.kind})"
-                  + (f": finished earlier ({done}), skipped" if done else ""))
+                  + (f": finished earlier ({done}), skipped" if done
+                     else f": its record {rec} would be restored, skipped" if rec and rec.is_file() else ""))
             print(f"# runs {i.selection}")
             kind = kind_of(i.target, inventory)
             about = kind.record(i.target)
@@ -363,14 +380,21 @@ def cmd_campaign(a: argparse.Namespace) -> int:
         problem = cls(inventory).host_problem(mine) if mine else None
         if problem:
             raise HostNotReady(problem)
+    from .campaign import records
+
     with executor.campaign_lock(out):
         executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
+        if a.records:
+            records.restore_unfinished(out, order, a.records, c.name)
         try:
             outcomes = executor.execute(out, order, inventory, max_items=a.max_items)
         except executor.Stopped as e:
             print(f"campaign stopped by {e}; the running item was stopped (its run is kept as incomplete); "
                   f"rerun the same command to continue", file=sys.stderr)
             return 130
+        finally:
+            if a.records:
+                records.pack_finished(out, order, a.records, c.name)
         from .campaign.merge import merge
 
         cols = merge(out)
@@ -394,6 +418,42 @@ def cmd_compare(a: argparse.Namespace) -> int:
     first_campaign = next((p for p in a.inputs if (p / STATE).is_file()), None)
     out = a.out or (first_campaign / "compare" if first_campaign else Path("compare"))
     print(write_compare(list(a.inputs), out, figures=not a.no_figures))
+    return 0
+
+
+def cmd_archive(a: argparse.Namespace) -> int:
+    from .campaign.executor import STATE, complete_runs, read_state
+    from .campaign.targets import RESULTS
+    from .results import archive
+
+    for p in a.runs:
+        if not p.is_dir():
+            raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{p} is not a directory")
+    for p in a.runs:
+        if (p / STATE).is_file():
+            state = read_state(p) or {}
+            packed = [archive.pack_item(p, d.name, run[0], a.out, str(state.get("name", p.name)))
+                      for d in sorted((p / "items").glob("*/")) if (run := complete_runs(d / RESULTS))]
+        else:
+            packed = [archive.pack_run(p, a.out)]
+        for k in packed:
+            print(f"{k.path}: {k.files} files ({k.bytes_in / 1e6:.1f} MB) in {k.path.stat().st_size / 1e6:.2f} MB; "
+                  f"{k.left_out} capture file(s) ({k.left_out_bytes / 1e6:.0f} MB) left out")
+    return 0
+
+
+def cmd_restore(a: argparse.Namespace) -> int:
+    from .results import archive
+
+    for rec in a.records:
+        if not rec.is_file():
+            raise LabInputError("command line", "RECORD", f"{rec} is not a file")
+    for rec in a.records:
+        index = archive.read_index(rec)
+        into = a.into or (Path("results") if index["kind"] == "run"
+                          else Path("results") / "campaigns" / str(index.get("campaign")))
+        where, now = archive.restore(rec, into)
+        print(f"{rec}: {'restored into' if now else 'already there:'} {where}")
     return 0
 
 
@@ -476,7 +536,7 @@ def main(argv: list[str] | None = None) -> int:
     a = _parser().parse_args(argv)
     handlers = {"run": cmd_run, "validate": cmd_validate, "clean": cmd_clean, "doctor": cmd_doctor,
                 "calibrate": cmd_calibrate, "report": cmd_report, "analyze": cmd_analyze,
-                "campaign": cmd_campaign, "compare": cmd_compare}
+                "campaign": cmd_campaign, "compare": cmd_compare, "archive": cmd_archive, "restore": cmd_restore}
     try:
         return handlers[a.command](a)
     except LabInputError as e:

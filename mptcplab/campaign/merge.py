@@ -3,7 +3,8 @@ result model) whose repetitions are the items' repetitions, with the aggregates 
 paper's findings recomputed over all of them, plus the target's fingerprint (the host
 facts of every item's manifest: kernel, CPU, tool versions, calibration).
 
-Written to <campaign>/merged/<lab>/<target>/summary.json and fingerprint.json.
+Written to <campaign>/merged/<lab>/<target>/summary.json, manifest.json (the runs'
+manifests as one: what the report and the notebooks read of a run) and fingerprint.json.
 """
 
 from __future__ import annotations
@@ -43,6 +44,7 @@ class Column:
     summary: Summary
     fingerprint: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    manifest: Manifest = field(default_factory=Manifest)
 
     @property
     def kernel(self) -> str | None:
@@ -97,6 +99,31 @@ def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) ->
     }
 
 
+def merged_manifest(run_id: str, runs: list[ItemRun]) -> Manifest:
+    """The runs' manifests as the manifest of one run of ``len(runs)`` repetitions (runs in
+    round order): calibration per repetition under ``rep<round>`` as the merged summary
+    numbers them; time and wall time spanning them all; the host, tools, git, lab files and
+    per-scenario sysctls of the first run (the fingerprint lists every value seen, and
+    ``merged_from`` names each run); complete when every run was."""
+    first, last = runs[0].manifest, runs[-1].manifest
+    calibration: dict[str, Any] = {}
+    for r in runs:
+        for scenario, reps in r.manifest.calibration.items():
+            for rep, checks in (reps or {}).items():
+                if rep == "rep1":  # an item measures each scenario once
+                    calibration.setdefault(scenario, {})[f"rep{r.round}"] = checks
+    walls = [r.manifest.wall_seconds for r in runs]
+    traffic = [r.manifest.traffic_seconds for r in runs]
+    return first.model_copy(update={
+        "run_id": run_id, "complete": all(r.manifest.complete for r in runs), "incomplete_reason": None,
+        "repetitions": len(runs), "command_line": None, "started": first.started, "finished": last.finished,
+        "wall_seconds": None if None in walls else sum(w or 0.0 for w in walls),
+        "traffic_seconds": None if None in traffic else sum(t or 0.0 for t in traffic),
+        "calibration": calibration,
+        "merged_from": [{"round": r.round, "item": r.item_id, "run_id": r.manifest.run_id, "run_dir": str(r.run_dir),
+                         "git": r.manifest.git.commit} for r in runs]})
+
+
 def _lab_facts(runs: list[ItemRun], lab_dirs: dict[str, str]) -> tuple[Published | None, set[str]]:
     """The lab's published findings and the scenarios it declares CPU-bound (``cpu_bound``),
     from the lab as it is now; (None, none) when it cannot be read."""
@@ -142,7 +169,7 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
                             all(r.summary.quick for r in runs), reps, pub, invalid,
                             runs[0].manifest.platform or {}, timing, repetitions_per_scenario=len(runs),
                             kernel_patches=patches)
-    return Column(lab, target, s, fp, notes)
+    return Column(lab, target, s, fp, notes, merged_manifest(s.run_id, runs))
 
 
 def merge(out: Path, write: bool = True) -> list[Column]:
@@ -163,6 +190,7 @@ def merge(out: Path, write: bool = True) -> list[Column]:
             d.mkdir(parents=True, exist_ok=True)
             store.write_json(d / "summary.json", col.summary.to_json())
             store.write_json(d / "fingerprint.json", col.fingerprint)
+            store.write_json(d / "manifest.json", col.manifest.model_dump(mode="json", by_alias=True))
         cols.append(col)
     return cols
 

@@ -26,9 +26,10 @@ def load_syn_synack(run_dir: Path, summary: Summary) -> pd.DataFrame:
         for f in r.flows:
             if f.role != "measured" or f.connections is None or not f.connections.syn_synack_n:
                 continue
-            p = Path(run_dir) / r.rel_dir() / "flows" / f.name / "connections.csv"
+            rel = Path(r.rel_dir()) / "flows" / f.name / "connections.csv"  # absolute in a merged campaign
+            p = Path(run_dir) / rel
             if not p.is_file():
-                missing.append(str(p.relative_to(run_dir)))
+                missing.append(str(rel))
                 continue
             c = pd.read_csv(p, usecols=["mptcp", "syn_synack_ms"]).dropna(subset=["syn_synack_ms"])
             parts.append(pd.DataFrame({"scenario": r.name, "rep": r.rep, "flow": f.name,

@@ -114,13 +114,14 @@ def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: st
     for r in summary.scenarios:
         if flow is not None and r.flows and flow not in {f.name for f in r.flows}:
             continue
-        path = run_dir / r.rel_dir() / flow_file(r, flow, filename)
+        rel = Path(r.rel_dir()) / flow_file(r, flow, filename)  # absolute in a merged campaign
+        path = run_dir / rel
         if not path.is_file():
             mine = next((f for f in r.flows if (f.role == "measured" if flow is None else f.name == flow)), None)
             # a flow of many connections (churn, http) is analysed per connection
             # (flows/<name>/connections.csv): it has no time series nor ICMP table to miss
             if mine is None or mine.connections is None:
-                missing.append(str(path.relative_to(run_dir)))
+                missing.append(str(rel))
             continue
         df = pd.read_csv(path)
         if df.empty:

@@ -151,6 +151,11 @@ def _read_json(path: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) else None
 
 
+def read_owner(d: Path) -> dict[str, Any] | None:
+    """The owner record of a run or staging directory; None when it has none (or a torn one)."""
+    return _read_json(d / OWNER)
+
+
 def mark_dead_runs(results_root: Path) -> list[Path]:
     """Mark the runs under results_root/<lab>/ whose process died without marking
     them, and remove staging directories such a process left. Returns the run
@@ -170,7 +175,7 @@ def mark_dead_runs(results_root: Path) -> list[Path]:
                 _remove_dead_latest_tmp(d)
             if d.is_symlink() or not d.is_dir():
                 continue
-            owner = _read_json(d / OWNER)
+            owner = read_owner(d)
             try:
                 if d.name.startswith(PARTIAL):
                     stale = time.time() - d.stat().st_mtime > STALE_PARTIAL_S

@@ -15,7 +15,7 @@ from mptcplab.cli import main
 from mptcplab.lab.loader import load_lab
 from mptcplab.results import store
 from mptcplab.results.model import MptcpVerdict, Repetition, Subflow
-from mptcplab.results.read import load_summary
+from mptcplab.results.read import load_manifest, load_summary
 from mptcplab.results.summary import build_summary_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -180,3 +180,25 @@ def test_qemu_targets_kernel_and_patches_in_the_comparison(tmp_path: Path) -> No
     assert "| qemu |" in row and "6.1.192-other (+mptcp-pmtu-probing)" in row
     row = next(line for line in md.splitlines() if line.startswith("| k6.1-stock"))
     assert "| 6.1.0-56-amd64 |" in row
+
+
+def test_the_merged_column_reads_as_one_run(campaign: Path) -> None:
+    """merged/<lab>/<target>/ has a manifest too: the report and the notebooks read the
+    merged column as a run of as many repetitions as rounds."""
+    checks = [{"link": "a-b", "configured": {"rate": "10mbit"}, "checks": [], "ok": True}]
+    for d in sorted(campaign.glob("items/mtu__k61__*/results/mtu/2*")):
+        m = json.loads((d / "manifest.json").read_text())
+        m["calibration"] = {"tcp-b": {"rep1": checks}}
+        m["started"], m["finished"] = f"start-{d.name}", f"end-{d.name}"
+        (d / "manifest.json").write_text(json.dumps(m))
+    merge(campaign)
+    col = campaign / "merged" / "mtu" / "k61"
+    m = load_manifest(col)
+    assert m.present and m.complete and m.repetitions == 3 and m.run_id == "campaign:synthetic:k61"
+    assert m.wall_seconds == pytest.approx(3 * 9.5)
+    assert sorted(m.calibration["tcp-b"]) == ["rep1", "rep2", "rep3"], "numbered by round, as the summary's reps"
+    assert m.started == "start-20261123T000000Z-abcd" and m.finished == "end-20261123T000002Z-abcd"
+    assert [x["round"] for x in (m.model_extra or {})["merged_from"]] == [1, 2, 3]
+    assert main(["report", str(col)]) == 0
+    report = (col / "report.md").read_text()
+    assert "campaign:synthetic:k61" in report and "has no manifest.json" not in report
