@@ -151,15 +151,19 @@ def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] =
 
 
 class _Columns:
-    """The oriented table's columns _handshake reads, taken out of the DataFrame once: a
-    DataFrame column lookup per subflow and point was two thirds of find_subflows on an
-    http run's 93,071 subflows."""
+    """The oriented table's columns find_subflows, merge_translated and _handshake read,
+    taken out of the DataFrame once: a DataFrame column lookup per subflow and point was
+    two thirds of find_subflows on an http run's 93,071 subflows."""
 
     def __init__(self, t: pd.DataFrame) -> None:
         self.flags = t["flags"].to_numpy()
         self.fc = t["from_client"].to_numpy()
         self.mp = t["mp"].to_numpy()
         self.t = t["t"].to_numpy()
+        self.seq = t["seq"].to_numpy()
+        self.tlen = t["tlen"].to_numpy()
+        self.ttl = t["ttl"].to_numpy(dtype=float)
+        self.cport, self.sport = t["cport"].to_numpy(), t["sport"].to_numpy()
         self.addaddr = t["addaddr"].array
         self._opts = {c: t[c].array for c in ("recvtok", "sendkey", "recvkey", "rst_reason")}
 
@@ -355,14 +359,12 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     if t.empty:
         return []
     rank = {p: i for i, p in enumerate(point_order)}
-    tlen = t["tlen"].to_numpy()
+    cols = _Columns(t)
+    fc, tlen, ttl = cols.fc, cols.tlen, cols.ttl
     for (cip, cport, sip, sport, point, isn), idx in group_rows(t).items():
         sf = subs.setdefault((cip, cport, sip, sport, isn), Subflow(cip, cport, sip, sport, isn))
         sf.rows[str(point)] = np.asarray(idx)
-    merge_translated(subs, t)
-    cols = _Columns(t)
-    fc = cols.fc
-    ttl = t["ttl"].to_numpy()
+    merge_translated(subs, t, cols)
 
     def score(sf: Subflow, p: str) -> tuple[int, float, int, int]:
         idx = sf.rows[p]
@@ -382,7 +384,7 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
 
 
-def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame) -> None:
+def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame, c: _Columns) -> None:
     """Subflows that are one subflow seen through a NAT, merged in place (module docstring).
 
     The client's SYN and the server's SYN/ACK name a subflow by their ISNs (64 random bits
@@ -391,27 +393,24 @@ def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame) -> None:
     connections) and only with both ISNs captured. The merged subflow keeps the 4-tuple
     whose client SYN came with the highest IP TTL: the one nearest the client, before the
     NAT, whose address the lab's paths know."""
-    flags = t["flags"].to_numpy()
-    fc = t["from_client"].to_numpy()
-    syn, ack = (flags & SYN) != 0, (flags & ACK) != 0
-    cs, sa = np.flatnonzero(syn & ~ack & fc), np.flatnonzero(syn & ack & ~fc)
+    syn, ack = (c.flags & SYN) != 0, (c.flags & ACK) != 0
+    cs, sa = np.flatnonzero(syn & ~ack & c.fc), np.flatnonzero(syn & ack & ~c.fc)
     if not len(cs) or not len(sa):
         return
     # vectorised first: a run with 90,000 connections and no NAT has no candidate
     key = _group_codes(t, point=False)
-    seq, ttl = t["seq"].to_numpy(), np.nan_to_num(t["ttl"].to_numpy(dtype=float), nan=-1.0)
-    c = pd.DataFrame({"k": key[cs], "isn_c": seq[cs], "ttl": ttl[cs], "row": cs}).groupby("k", sort=False).agg(
+    ttl = np.nan_to_num(c.ttl, nan=-1.0)
+    cl = pd.DataFrame({"k": key[cs], "isn_c": c.seq[cs], "ttl": ttl[cs], "row": cs}).groupby("k", sort=False).agg(
         isn_c=("isn_c", "first"), ttl=("ttl", "max"), row=("row", "first"))
-    a = pd.DataFrame({"k": key[sa], "isn_s": seq[sa]}).groupby("k", sort=False)["isn_s"].first()
-    j = c.join(a, how="inner").dropna(subset=["isn_c", "isn_s"])
+    sv = pd.DataFrame({"k": key[sa], "isn_s": c.seq[sa]}).groupby("k", sort=False)["isn_s"].first()
+    j = cl.join(sv, how="inner").dropna(subset=["isn_c", "isn_s"])
     j = j[j.duplicated(["isn_c", "isn_s"], keep=False)]
     if j.empty:
         return
-    cport, sport = t["cport"].to_numpy(), t["sport"].to_numpy()
     isn = t[ISN].to_numpy() if ISN in t else np.full(len(t), np.nan)
 
     def sub_key(i: int) -> tuple:
-        return (str(t["cip"].iat[i]), int(cport[i]), str(t["sip"].iat[i]), int(sport[i]),
+        return (str(t["cip"].iat[i]), int(c.cport[i]), str(t["sip"].iat[i]), int(c.sport[i]),
                 None if np.isnan(isn[i]) else int(isn[i]))
 
     for _, g in j.groupby(["isn_c", "isn_s"], sort=False):

@@ -360,3 +360,15 @@ def test_dss_removed_between_the_ends_is_a_fallback_at_the_receiver():
     far_ok = [dict(p, t=p["t"] + 0.0001, point="server:eth1", ip_ttl=63) for p in near]
     ok = analyze_packets(table(near + far_ok), ["client:eth1", "server:eth1"], spec)
     assert not ok.fallback and ok.verified and "mptcp-option-removed" not in codes(ok)
+
+
+def test_a_remark_keeps_its_code_through_the_analysis_worker() -> None:
+    """The analysis runs in a worker process (labrun's ProcessPoolExecutor): its remarks come
+    back pickled, and a remark that lost its code would be reported as unclassified."""
+    import pickle
+
+    from mptcplab.analysis.model import UNKNOWN_PATH, Remark
+
+    r = pickle.loads(pickle.dumps([Remark("subflow from 10.9.9.9 on no known path", UNKNOWN_PATH)]))[0]
+    assert isinstance(r, Remark) and r.code == UNKNOWN_PATH
+    assert r == "subflow from 10.9.9.9 on no known path"
