@@ -18,6 +18,9 @@ from __future__ import annotations
 import ctypes
 import fcntl
 import json
+import os
+import re
+import selectors
 import signal
 import subprocess
 import time
@@ -26,9 +29,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from types import FrameType
-from typing import Any
+from typing import Any, BinaryIO
 
 from ..errors import HostNotReady
+from ..progress import clock_text
 from ..results import store
 from ..results.manifest import git_state
 from ..results.model import ResultsFormatError
@@ -39,6 +43,12 @@ from .schema import Campaign
 from .targets import RESULTS, kind_of
 
 STATE = "campaign.json"
+#: the engine's progress line of a repetition starting (mptcplab/progress.py, not on a
+#: terminal): "[9/74] emu1-tcp-3g-rmem50k rep 1/1: elapsed 8:21, about 1:08:53 left"
+PROGRESS = re.compile(rb"^\[\d+/\d+\] ")
+#: after the item exits, how long its output is still read: a process it left behind
+#: holding the pipe must not hold the campaign
+DRAIN_S = 2.0
 
 
 def item_dir(out: Path, item: WorkItem) -> Path:
@@ -126,7 +136,41 @@ class Outcome:
     seconds: float = 0.0
 
 
-def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Path | None]:
+def pump(p: subprocess.Popen[bytes], log: BinaryIO, echo: Callable[[str], None]) -> int:
+    """Copy the item's output into its log as it comes, echo its progress lines (the
+    engine's ETA reaches the campaign's console), and return its exit status. Reads until
+    the output ends, or for DRAIN_S after the item exited (a process it left holding the
+    pipe is no reason to wait)."""
+    assert p.stdout is not None
+    fd = p.stdout.fileno()
+    os.set_blocking(fd, False)
+    partial = b""
+    until: float | None = None
+    with selectors.DefaultSelector() as sel:
+        sel.register(fd, selectors.EVENT_READ)
+        while until is None or time.monotonic() < until:
+            if until is None and p.poll() is not None:
+                until = time.monotonic() + DRAIN_S
+            if not sel.select(timeout=0.2):
+                continue
+            try:
+                chunk = os.read(fd, 1 << 16)
+            except BlockingIOError:
+                continue
+            if not chunk:
+                break  # every writer closed it
+            log.write(chunk)
+            log.flush()
+            *lines, partial = (partial + chunk).split(b"\n")
+            for line in lines:
+                if PROGRESS.match(line):
+                    echo(line.decode(errors="replace").rstrip())
+    p.stdout.close()
+    return p.wait()
+
+
+def run_item(out: Path, item: WorkItem, inventory: Path | None,
+             echo: Callable[[str], None] = print) -> tuple[int, Path | None]:
     d = item_dir(out, item)
     d.mkdir(parents=True, exist_ok=True)
     kind = kind_of(item.target, inventory)
@@ -137,7 +181,7 @@ def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Pa
     store.write_json(d / "item.json", record)
     stop: list[int] = []
     with open(d / "log.txt", "ab") as log:
-        p = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                              preexec_fn=_die_with_parent, start_new_session=True)
 
         def forward(signum: int, _frame: FrameType | None) -> None:
@@ -149,7 +193,7 @@ def run_item(out: Path, item: WorkItem, inventory: Path | None) -> tuple[int, Pa
 
         old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
-            rc = p.wait()
+            rc = pump(p, log, echo)
         finally:
             for s, h in old.items():
                 signal.signal(s, h)
@@ -182,10 +226,16 @@ def execute(out: Path, order: list[WorkItem], inventory: Path | None,
             continue
         log(f"[{n}/{now}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
         t0 = time.monotonic()
-        rc, run = run_item(out, i, inventory)
+        label = f"    {i.lab} r{i.round}: "
+        rc, run = run_item(out, i, inventory, echo=lambda line, label=label: log(label + line))
         secs = time.monotonic() - t0
         outcomes.append(Outcome(i, "done" if run else "incomplete", run, secs))
         where = item_dir(out, i) / "log.txt"
         log(f"    {'done' if run else f'NOT finished (exit {rc}; see {where})'} in {secs:.0f} s"
             + (f": {run}" if run else ""))
+        ran = [o.seconds for o in outcomes if o.status in ("done", "incomplete")]
+        if now - n > 0:
+            left = (now - n) * sum(ran) / len(ran)
+            log(f"campaign: {n} of {now} item(s) run, about {clock_text(left)} left "
+                f"(the mean item so far, {clock_text(sum(ran) / len(ran))}, times {now - n})")
     return outcomes
