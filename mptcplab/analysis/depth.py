@@ -23,6 +23,18 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   probes a zero MPTCP-level window with the byte below its data ACK (``mptcp_sendmsg_frag``,
   ``zero_window_probe``). It keeps its row (``window_probe``) and counts nowhere else; the
   kernel's MPTcpExtMPTCPRetrans leaves it out too.
+* Which copy is the re-send is decided by when each left the host, as the capture shows
+  it; the sender decides by when it queued each. The two differ when a slow subflow holds
+  data in its send queue (queued on it, unsent behind its window) and the sender re-sends
+  an earlier range on another subflow with that data in the same chunk: the other copy
+  leaves first, and the queued one, sent later in its subflow's order, reads as a re-send
+  here while the sender (and MPTcpExtMPTCPRetrans) counts only the other. Such a row is
+  marked ``late_original``: the mapping continues its subflow's data in place (the same
+  subflow and DSN-to-subflow-sequence offset as the mappings before it on that subflow, in
+  subflow sequence order, since one that was not a re-send). Counted, it stays: the
+  bytes were carried twice all the same. Rows minus window probes minus late originals is
+  the count comparable with the kernel's (measured within 1 on labs/rcvbuf's TB-EMU2, where
+  the 50 kbit/s 3G subflow queues data for seconds; docs/labs/rcvbuf.md).
 * RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
   from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
   side (the data direction's sender); at the receiver's side it is only the ACK delay.
@@ -45,7 +57,7 @@ from .stats import unwrap32
 
 DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
-                       "same_subflow", "window_probe"]
+                       "same_subflow", "window_probe", "late_original"]
 EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
 
 
@@ -295,11 +307,28 @@ def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.Da
     sub = u["subflow"].to_numpy()
     path = u["path"].to_numpy()
     probe = (end[rs] - start[rs] == 1) & (dsn < _acked_below(acks, times[rs]))
+    late = _late_originals(u["ssn"].to_numpy(dtype=np.int64), sub_code, off_code, rs)
     return pd.DataFrame({
         "t": times[rs], "path": path[rs], "subflow": sub[rs], "dsn": dsn, "length": covered,
         "first_t": times[fc], "first_path": path[fc], "first_subflow": sub[fc],
         "same_subflow": sub[fc].astype(str) == sub[rs].astype(str), "window_probe": probe,
+        "late_original": late,
     }, columns=REINJECTION_COLUMNS).infer_objects()    # column types as built row by row (a path all NaN: float)
+
+
+def _late_originals(ssn: np.ndarray, sub_code: np.ndarray, off_code: np.ndarray, rs: np.ndarray) -> np.ndarray:
+    """For each re-sending mapping ``rs`` (indexes of the mappings): does it continue, in place,
+    a run of its subflow's data that began with a mapping that was not a re-send (module
+    docstring, late originals)? A run: the subflow's mappings in subflow sequence order
+    while their DSN-to-SSN offset stays the same."""
+    order = np.lexsort((ssn, sub_code))
+    new_run = np.r_[True, (sub_code[order][1:] != sub_code[order][:-1]) | (off_code[order][1:] != off_code[order][:-1])]
+    run_of = np.empty(len(order), dtype=np.int64)
+    run_of[order] = np.cumsum(new_run) - 1
+    head = order[new_run]                                  # each run's first mapping
+    resend = np.zeros(len(order), dtype=bool)
+    resend[rs] = True
+    return ~resend[head[run_of[rs]]]
 
 
 def _acked_below(acks: pd.DataFrame | None, at: np.ndarray) -> np.ndarray:

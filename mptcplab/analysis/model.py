@@ -299,6 +299,13 @@ class FlowAnalysis:
         r = self.reinjections
         return int(r["window_probe"].astype(bool).sum()) if "window_probe" in r else 0
 
+    @property
+    def mptcp_late_originals(self) -> int:
+        """Re-sends whose copy the sender had queued first (depth.py, ``late_original``):
+        ``mptcp_retransmissions`` minus these is comparable with MPTcpExtMPTCPRetrans."""
+        r = self.resends
+        return int(r["late_original"].astype(bool).sum()) if "late_original" in r else 0
+
     def subflows_on(self, path: str) -> list[SubflowResult]:
         return [s for s in self.subflows if s.path == path]
 
@@ -316,6 +323,7 @@ class FlowAnalysis:
             "mptcp_retransmissions": self.mptcp_retransmissions,
             "mptcp_retrans_bytes": self.mptcp_retrans_bytes,
             "mptcp_window_probes": self.mptcp_window_probes,
+            "mptcp_late_originals": self.mptcp_late_originals,
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
             "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
             "hol_unavailable": self.hol_unavailable,

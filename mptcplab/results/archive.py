@@ -104,8 +104,8 @@ def _engine() -> dict[str, Any]:
 def pack(kind: str, base: Path, members: Path, dest_dir: Path, name: str, about: dict[str, Any]) -> Packed:
     """Pack ``members`` (a directory under ``base``) into ``dest_dir/<name with / as __>.tar.xz``,
     paths relative to ``base``. Written to a temporary name and renamed: a record is whole
-    or absent. An existing record of the same name is replaced only by the same content
-    (its index's list of files); a different one is refused."""
+    or absent. A record of the same name there already is kept when it lists the same
+    files (the same run packed again); one listing others is refused, never replaced."""
     kept, left = _files(members)
     # a run restored from a record: its own index is not one of its files, and the
     # captures that record left out are still the evidence this one names

@@ -175,6 +175,10 @@ class MptcpVerdict(HolNumbers):
     #: one-byte probes of a zero MPTCP-level window (mptcp_retransmissions.csv
     #: ``window_probe``), not counted above (None: runs before 2026-11-24 17:15 UTC)
     data_window_probes: int | None = None
+    #: of data_retransmissions, those whose copy the sender had queued first on a slow
+    #: subflow and sent after the other (``late_original``): data_retransmissions minus these
+    #: compares with MPTcpExtMPTCPRetrans (None: runs before 2026-11-24 21:30 UTC)
+    data_late_originals: int | None = None
     #: a DSS mapping carried a checksum / the handshake asked for checksums (None: not seen)
     dss_checksum: bool | None = None
     checksum_required: bool | None = None

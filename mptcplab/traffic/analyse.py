@@ -179,6 +179,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                   "data_retransmissions": fa.mptcp_retransmissions,
                   "data_retrans_bytes": fa.mptcp_retrans_bytes,
                   "data_window_probes": fa.mptcp_window_probes,
+                  "data_late_originals": fa.mptcp_late_originals,
                   "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required,
                   # receiver reordering and head-of-line delay (analysis/delivery.py)
                   **{k: fa.hol_connection.get(k) for k in HOL_KEYS}, "hol_unavailable": fa.hol_unavailable},

@@ -238,6 +238,34 @@ def test_a_zero_window_probe_is_not_a_retransmission(tmp_path: Path) -> None:
     assert r.subflows_on("A")[0].mptcp_retransmissions == 1
 
 
+def test_data_queued_on_a_slow_subflow_and_sent_first_elsewhere_is_a_late_original() -> None:
+    """labs/rcvbuf TB-EMU2 (docs/labs/rcvbuf.md): the 3G subflow has 64 KB mapped at t=30
+    and its tail still queued; at t=37 the sender re-sends a 32 KB chunk on WiFi that starts
+    inside the 3G mapping and runs 7,896 bytes past it; at t=39 3G sends its next mapping,
+    those 7,896 bytes, in place (its DSN - SSN offset unchanged). On the wire the WiFi copy
+    came first, so the 3G copy is a re-send here; the sender counted the WiFi one
+    (MPTcpExtMPTCPRetrans), and the row says late_original. The WiFi re-sends that follow
+    one another in their own subflow's order are a chain of re-sends, not late."""
+    def resends(rows: list[tuple[float, str, str, int, int, int]]) -> list[tuple[float, str, int, bool]]:
+        maps = pd.DataFrame(rows, columns=["t", "path", "subflow", "dsn", "length", "ssn"]).assign(kind="map")
+        x = _reinjections(maps)
+        return list(zip(x["t"], x["path"], x["length"], x["late_original"].astype(bool), strict=True))
+
+    assert resends([
+        # t, path, subflow, dsn, length, ssn
+        (0.0, "3G", "g", 0, 64_080, 100),
+        (1.0, "WiFi", "w", 120_000, 40_000, 5_000),           # new data on WiFi
+        (7.0, "WiFi", "w", 39_248, 32_728, 45_000),           # re-send: [39,248, 71,976)
+        (9.0, "3G", "g", 64_080, 7_896, 64_180),              # 3G's queued tail, in place: late
+        (12.0, "3G", "g", 20_000, 1_000, 72_076),             # a real re-send on 3G (offset changes)
+    ]) == [(7.0, "WiFi", 24_832, False), (9.0, "3G", 7_896, True), (12.0, "3G", 1_000, False)]
+    assert resends([
+        (0.0, "3G", "g", 0, 64_080, 100),
+        (7.0, "WiFi", "w", 0, 32_728, 45_000),                # re-send of 3G's first half
+        (10.0, "WiFi", "w", 32_728, 31_352, 77_728),          # and of its second, in place: a chain
+    ]) == [(7.0, "WiFi", 32_728, False), (10.0, "WiFi", 31_352, False)]
+
+
 def random_mappings(rng: np.random.Generator) -> pd.DataFrame:
     """A few mappings on up to 3 subflows over a short data range: overlaps, same-key
     (grown, repeated) mappings, duplicates, equal times and missing paths all come up."""
@@ -265,25 +293,36 @@ def reinjections_brute_force(maps: pd.DataFrame, acks: pd.DataFrame) -> pd.DataF
     def span(i: int) -> set[int]:
         return set(range(start[i], start[i] + length[i]))
 
+    def earlier(i: int) -> list[int]:
+        return [j for j in range(len(u)) if (t[j], j) < (t[i], i) and span(i) & span(j)
+                and (sub[i], start[i] - ssn[i]) != (sub[j], start[j] - ssn[j])]
+
+    def run_head(i: int) -> int:
+        """The first mapping of i's run: its subflow's mappings in (SSN, order), walked back
+        while the DSN - SSN offset stays i's."""
+        mine = sorted((ssn[j], j) for j in range(len(u)) if sub[j] == sub[i])
+        k = mine.index((ssn[i], i))
+        while k > 0 and start[mine[k - 1][1]] - ssn[mine[k - 1][1]] == start[i] - ssn[i]:
+            k -= 1
+        return mine[k][1]
+
+    resends = {i for i in range(len(u)) if earlier(i)}
     rows: list[tuple[object, ...]] = []
-    for i in range(len(u)):
-        earlier = [j for j in range(len(u)) if (t[j], j) < (t[i], i) and span(i) & span(j)
-                   and (sub[i], start[i] - ssn[i]) != (sub[j], start[j] - ssn[j])]
-        if not earlier:
-            continue
-        sent = set().union(*(span(i) & span(j) for j in earlier))
+    for i in sorted(resends):
+        sent = set().union(*(span(i) & span(j) for j in earlier(i)))
         x = min(sent)
-        _, f = min((t[j], j) for j in earlier if x in span(j))
+        _, f = min((t[j], j) for j in earlier(i) if x in span(j))
         acked = max((a for ta, a in zip(acks["t"], acks["dsn"], strict=True) if ta <= t[i]), default=None)
         probe = length[i] == 1 and acked is not None and start[i] < acked
-        rows.append((t[i], path[i], sub[i], x, len(sent), t[f], path[f], sub[f], sub[i] == sub[f], probe, i))
+        late = run_head(i) not in resends
+        rows.append((t[i], path[i], sub[i], x, len(sent), t[f], path[f], sub[f], sub[i] == sub[f], probe, late, i))
     out = pd.DataFrame(rows, columns=[*REINJECTION_COLUMNS, "order"])
     return out.sort_values(["t", "order"], kind="stable").drop(columns="order").reset_index(drop=True)
 
 
 def test_reinjections_match_a_bytewise_brute_force() -> None:
     rng = np.random.default_rng(8684)
-    found = probes = 0
+    found = probes = late = 0
     for _ in range(400):
         maps = random_mappings(rng)
         k = int(rng.integers(0, 4))
@@ -292,7 +331,9 @@ def test_reinjections_match_a_bytewise_brute_force() -> None:
         pd.testing.assert_frame_equal(ours, ref, check_dtype=False)
         found += len(ours)
         probes += int(ours["window_probe"].sum())
+        late += int(ours["late_original"].sum())
     assert found > 1000 and probes > 10     # the cases do overlap, and some are probes
+    assert 10 < late < found / 2            # some re-sends continue their subflow's own data
 
 
 def test_widen_picks_the_nearest_64_bit_value() -> None:
