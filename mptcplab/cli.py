@@ -438,7 +438,7 @@ def cmd_archive(a: argparse.Namespace) -> int:
             packed = [archive.pack_run(p, a.out)]
         for k in packed:
             print(f"{k.path}: {k.files} files ({k.bytes_in / 1e6:.1f} MB) in {k.path.stat().st_size / 1e6:.2f} MB; "
-                  f"{k.left_out} capture file(s) ({k.left_out_bytes / 1e6:.0f} MB) left out")
+                  f"{k.left_out} file(s) ({k.left_out_bytes / 1e6:.0f} MB: captures, raw dumps) left out")
     return 0
 
 

@@ -226,8 +226,10 @@ def execute(out: Path, order: list[WorkItem], inventory: Path | None,
             continue
         log(f"[{n}/{now}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
         t0 = time.monotonic()
-        label = f"    {i.lab} r{i.round}: "
-        rc, run = run_item(out, i, inventory, echo=lambda line, label=label: log(label + line))
+        def echo(line: str, label: str = f"    {i.lab} r{i.round}: ") -> None:
+            log(label + line)
+
+        rc, run = run_item(out, i, inventory, echo)
         secs = time.monotonic() - t0
         outcomes.append(Outcome(i, "done" if run else "incomplete", run, secs))
         where = item_dir(out, i) / "log.txt"

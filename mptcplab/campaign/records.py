@@ -31,8 +31,8 @@ def pack_finished(out: Path, order: list[WorkItem], records: Path, campaign: str
         p = archive.pack_item(out, i.id, run, records, campaign)
         packed.append(p)
         log(f"record {p.path}: {p.files} files, {p.bytes_in / 1e6:.1f} MB before compression, "
-            f"{p.path.stat().st_size / 1e6:.2f} MB packed; {p.left_out} capture file(s) "
-            f"({p.left_out_bytes / 1e6:.0f} MB) left out")
+            f"{p.path.stat().st_size / 1e6:.2f} MB packed; {p.left_out} file(s) "
+            f"({p.left_out_bytes / 1e6:.0f} MB: captures, raw dumps) left out")
     return packed
 
 

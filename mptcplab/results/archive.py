@@ -1,14 +1,15 @@
 """A run's record packed into one file without its packet captures, and unpacked again.
 
-Why: the captures are nearly all of a run's bytes (a full rcvbuf round: gigabytes), while
-everything the engine's readers use (summary.json, manifest.json, each repetition's
-rep.json and analysis tables, the probes' tables, report.md) is a few megabytes and
-compresses well. A record travels (to a colleague, into a repository, to the next machine
-of a campaign spread over several), and `restore` puts it back where it came from, so
-`report`, `compare`, the campaign merge and the notebooks read it as they read the run.
-It cannot be re-analysed: its captures are not in it. ``ARCHIVE.json`` (written into the
-record, kept after restoring) lists every file left out with its size and SHA-256, so the
-record still names the evidence it was derived from.
+Why: the captures are nearly all of a run's bytes (a full rcvbuf round: 3.0 GB of 3.2),
+while what the engine's readers use (summary.json, manifest.json, each repetition's rep.json
+and analysis tables, the probes' tables, report.md) packs into a few megabytes (3.8 for that
+round; LEFT_OUT says what else stays behind). A record travels (to a colleague, into a
+repository, to the next machine of a campaign spread over several), and `restore` puts it
+back where it came from, so `report` (which draws the figures again), `compare`, the
+campaign merge and the notebooks read it as they read the run. It cannot be re-analysed:
+its captures are not in it. ``ARCHIVE.json`` (written into the record, kept after
+restoring) lists every file left out with its size and SHA-256, so the record still names
+the evidence it was derived from.
 
 Two kinds of record, both of one run directory:
   run            results/<lab>/<run-id>/, restored under a results root
@@ -42,9 +43,12 @@ from . import store
 INDEX = "ARCHIVE.json"
 FORMAT = 1
 SUFFIX = ".tar.xz"
-#: what a record leaves out: packet captures, and the raw probe dumps whose parsed
-#: tables (probes/ss.csv) it keeps
-LEFT_OUT = ("*.pcap", "*.pcapng", "*.pcap.gz", "ss-*.txt")
+#: what a record leaves out, nine tenths of what is left once the captures are: packet
+#: captures; the raw dumps whose parsed tables it keeps (ss-*.txt: probes/ss.csv,
+#: nstat-<node>-<phase>.json: probes/nstat.csv, the latency tool's *.bin: its .csv); the
+#: per-mapping DSN table the capture gave (dsn.csv: mptcp_retransmissions.csv and rep.json
+#: keep what was read from it); and the figures, which `mptcplab report` draws again
+LEFT_OUT = ("*.pcap", "*.pcapng", "*.pcap.gz", "ss-*.txt", "nstat-*.json", "*.bin", "dsn.csv", "*.png")
 #: never packed: a run's working files (its owner record, a half-written JSON)
 NEVER = (store.OWNER, "*.tmp")
 KINDS = ("run", "campaign-item")

@@ -169,7 +169,8 @@ def test_max_items_runs_that_many_and_leaves_the_rest_for_a_rerun(campaign_file:
     done: set[str] = set()
     ran: list[str] = []
 
-    def fake_run(out: Path, item: Any, inventory: Any) -> tuple[int, Path | None]:
+    def fake_run(out: Path, item: Any, inventory: Any, echo: Any) -> tuple[int, Path | None]:
+        echo("[1/2] tcp-a rep 1/1: elapsed 0:00")
         ran.append(item.id)
         done.add(item.id)
         return 0, tmp_path / item.id
@@ -180,6 +181,9 @@ def test_max_items_runs_that_many_and_leaves_the_rest_for_a_rerun(campaign_file:
     first = executor.execute(tmp_path / "out", order, None, log=lines.append, max_items=2)
     assert [o.status for o in first] == ["done", "done", "left"] and ran == [i.id for i in order[:2]]
     assert "2 of them now (--max-items)" in lines[0] and lines[1].startswith("[1/2] ")
+    # the item's progress lines under its lab and round, then the campaign's own estimate
+    assert lines[2] == f"    {order[0].lab} r{order[0].round}: [1/2] tcp-a rep 1/1: elapsed 0:00"
+    assert next(x for x in lines if x.startswith("campaign: 1 of 2 item(s) run, about "))
     second = executor.execute(tmp_path / "out", order, None, log=lines.append, max_items=2)
     assert [o.status for o in second] == ["skipped", "skipped", "done"] and ran[-1] == order[2].id
     third = executor.execute(tmp_path / "out", order, None, log=lines.append)
