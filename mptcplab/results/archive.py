@@ -212,8 +212,14 @@ def read_index(path: Path) -> dict[str, Any]:
     if not isinstance(root, str) or not _safe(root) or PurePosixPath(first.name).parent != PurePosixPath(root):
         raise bad(f"root: {root!r} is not where the record's index is")
     for key in ("files", "left_out"):
-        if not isinstance(data.get(key), list):
+        entries = data.get(key)
+        if not isinstance(entries, list):
             raise bad(f"{key}: missing")
+        for n, entry in enumerate(entries):
+            if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and _safe(entry["path"])
+                    and PurePosixPath(entry["path"]).is_relative_to(PurePosixPath(root))
+                    and isinstance(entry.get("bytes"), int) and isinstance(entry.get("sha256"), str)):
+                raise bad(f"{key}[{n}]: not a file under {root} with its bytes and sha256")
     return data
 
 
@@ -222,16 +228,21 @@ def _safe(rel: str) -> bool:
     return bool(rel) and not p.is_absolute() and ".." not in p.parts and "" not in p.parts
 
 
-def _write(tar: tarfile.TarFile, m: tarfile.TarInfo, dest: Path) -> None:
+def _write(tar: tarfile.TarFile, m: tarfile.TarInfo, dest: Path) -> str:
     """One checked member's bytes, as a plain file (not tarfile's extract: its safety filter
-    is missing from Debian 12's Python 3.11.2, and these members are checked already)."""
+    is missing from Debian 12's Python 3.11.2, and these members are checked already); their
+    SHA-256."""
     src = tar.extractfile(m)
     if src is None:
         raise tarfile.ExtractError(f"{m.name}: no content")
     dest.parent.mkdir(parents=True, exist_ok=True)
+    h = hashlib.sha256()
     with src, open(dest, "wb") as out:
-        shutil.copyfileobj(src, out)
+        for chunk in iter(lambda: src.read(1 << 20), b""):
+            h.update(chunk)
+            out.write(chunk)
     os.utime(dest, (m.mtime, m.mtime))
+    return h.hexdigest()
 
 
 def restore(path: Path, dest_base: Path) -> tuple[Path, bool]:
@@ -261,6 +272,7 @@ def restore(path: Path, dest_base: Path) -> tuple[Path, bool]:
             raise LabInputError(str(path), "root", f"another process is restoring it ({staging})")
         shutil.rmtree(staging)  # what a killed restore left
     staging.mkdir(parents=True)
+    got: dict[str, str] = {}  # member -> SHA-256 of what was written
     try:
         store.write_json(staging / store.OWNER, store.owner_record())
         with tarfile.open(path, "r:xz") as tar:
@@ -270,12 +282,13 @@ def restore(path: Path, dest_base: Path) -> tuple[Path, bool]:
                     raise LabInputError(str(path), m.name, "is not a file or directory under the record's "
                                         f"root {root}; nothing restored")
                 if m.isfile():
-                    _write(tar, m, staging / PurePosixPath(m.name).relative_to(root))
-        missing = [f["path"] for f in index["files"]
-                   if not (staging / PurePosixPath(f["path"]).relative_to(root)).is_file()]
-        if missing:
-            raise LabInputError(str(path), "files", f"{len(missing)} listed file(s) missing from the record, "
-                                f"e.g. {missing[0]}; nothing restored")
+                    got[m.name] = _write(tar, m, staging / PurePosixPath(m.name).relative_to(root))
+        # every file the index lists, with the bytes it lists: a record damaged or edited
+        # since it was packed restores nothing
+        wrong = [f["path"] for f in index["files"] if got.get(f["path"]) != f["sha256"]]
+        if wrong:
+            raise LabInputError(str(path), "files", f"{len(wrong)} listed file(s) missing from the record or "
+                                f"not as packed (SHA-256), e.g. {wrong[0]}; nothing restored")
         store.release(staging)
         os.rename(staging, target)
     except BaseException:

@@ -207,3 +207,22 @@ def test_the_dry_run_names_the_records_it_would_restore(tmp_path: Path, capsys: 
     out = capsys.readouterr().out
     assert f"{first.id}: lab mtu round 1 on here (local): its record" in out
     assert out.count("would be restored") == 1 and not (tmp_path / "camp").exists()
+
+
+def test_a_record_changed_since_it_was_packed_restores_nothing(run: Path, tmp_path: Path) -> None:
+    """The index lists each file's SHA-256: a member whose bytes differ (a damaged or edited
+    record) stops the restore, and nothing of it stays."""
+    k = archive.pack_run(run, tmp_path / "records")
+    with tarfile.open(k.path) as tar:
+        members = [(m, (tar.extractfile(m) or io.BytesIO()).read()) for m in tar.getmembers()]
+    forged = tmp_path / "forged.tar.xz"
+    with tarfile.open(forged, "w:xz") as tar:
+        for m, body in members:
+            if m.name.endswith("rep1/rep.json"):
+                body = body.replace(b"tcp-b", b"tcp-x")
+            m.size = len(body)
+            tar.addfile(m, io.BytesIO(body))
+    with pytest.raises(LabInputError, match=r"1 listed file\(s\) missing from the record or not as packed"):
+        archive.restore(forged, tmp_path / "dest")
+    assert not any(p.is_file() for p in (tmp_path / "dest").rglob("*"))
+    assert archive.restore(k.path, tmp_path / "dest")[1], "the intact record restores"
