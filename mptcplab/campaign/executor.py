@@ -74,6 +74,12 @@ def finished(out: Path, item: WorkItem) -> Path | None:
     return runs[0] if runs else None
 
 
+def finished_items(out: Path) -> dict[str, Path]:
+    """Every item of the campaign directory ``out`` that finished: its id -> its run (what
+    ``finished`` says of one planned item, for the items a directory holds, planned or not)."""
+    return {d.name: runs[0] for d in sorted((out / "items").glob("*/")) if (runs := complete_runs(d / RESULTS))}
+
+
 def write_state(out: Path, c: Campaign, campaign_file: Path, seed: int, shuffle: bool,
                 order: list[WorkItem], inventory: Path | None) -> None:
     out.mkdir(parents=True, exist_ok=True)

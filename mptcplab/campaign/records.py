@@ -15,25 +15,28 @@ from pathlib import Path
 
 from ..errors import LabInputError
 from ..results import archive
-from .executor import finished
+from .executor import finished, finished_items
 from .planner import WorkItem
+
+
+def pack_items(out: Path, records: Path, campaign: str, only: set[str] | None = None,
+               log: Callable[[str], None] = print) -> list[archive.Packed]:
+    """Every finished item of the campaign directory ``out`` (of ``only``, when given) as
+    ``records/<item-id>.tar.xz``, kept as is when it holds the same files already."""
+    packed = []
+    for item, run in finished_items(out).items():
+        if only is not None and item not in only:
+            continue
+        p = archive.pack_item(out, item, run, records, campaign)
+        packed.append(p)
+        log(p.line())
+    return packed
 
 
 def pack_finished(out: Path, order: list[WorkItem], records: Path, campaign: str,
                   log: Callable[[str], None] = print) -> list[archive.Packed]:
-    """Every finished item of ``order`` as ``records/<item-id>.tar.xz`` (kept as is when
-    it holds the same files already)."""
-    packed = []
-    for i in order:
-        run = finished(out, i)
-        if run is None:
-            continue
-        p = archive.pack_item(out, i.id, run, records, campaign)
-        packed.append(p)
-        log(f"record {p.path}: {p.files} files, {p.bytes_in / 1e6:.1f} MB before compression, "
-            f"{p.path.stat().st_size / 1e6:.2f} MB packed; {p.left_out} file(s) "
-            f"({p.left_out_bytes / 1e6:.0f} MB: captures, raw dumps) left out")
-    return packed
+    """The finished items of this plan as records (a campaign run with ``--records``)."""
+    return pack_items(out, records, campaign, {i.id for i in order}, log)
 
 
 def restore_unfinished(out: Path, order: list[WorkItem], records: Path, campaign: str,

@@ -64,6 +64,11 @@ class Packed:
     left_out: int  # files left out
     left_out_bytes: int
 
+    def line(self) -> str:
+        return (f"record {self.path}: {self.files} files, {self.bytes_in / 1e6:.1f} MB before compression, "
+                f"{self.path.stat().st_size / 1e6:.2f} MB packed; {self.left_out} file(s) "
+                f"({self.left_out_bytes / 1e6:.0f} MB: captures, raw dumps) left out")
+
 
 def _sha256(path: Path) -> str:
     h = hashlib.sha256()
@@ -109,7 +114,10 @@ def pack(kind: str, base: Path, members: Path, dest_dir: Path, name: str, about:
     """Pack ``members`` (a directory under ``base``) into ``dest_dir/<name with / as __>.tar.xz``,
     paths relative to ``base``. Written to a temporary name and renamed: a record is whole
     or absent. A record of the same name there already is kept when it lists the same
-    files (the same run packed again); one listing others is refused, never replaced."""
+    files (the same run packed again); one listing others is refused, never replaced.
+    That check hashes the files packed, but knows those left out by name and size only:
+    they are the gigabytes of captures, and a campaign packs its finished items again
+    each time it is resumed."""
     kept, left = _files(members)
     # a run restored from a record: its own index is not one of its files, and the
     # captures that record left out are still the evidence this one names
@@ -117,23 +125,22 @@ def pack(kind: str, base: Path, members: Path, dest_dir: Path, name: str, about:
     kept = [p for p in kept if p != prior]
     earlier = json.loads(prior.read_text()).get("left_out", []) if prior.is_file() else []
     rel = PurePosixPath(members.relative_to(base).as_posix())
-    index = {
-        "format": FORMAT, "kind": kind, "name": name, "root": rel.as_posix(), **about,
-        "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "packed_by": _engine(),
-        "left_out_rule": list(LEFT_OUT),
-        "files": [{"path": p.relative_to(base).as_posix(), "bytes": p.stat().st_size, "sha256": _sha256(p)}
-                  for p in kept],
-        "left_out": earlier + [{"path": p.relative_to(base).as_posix(), "bytes": p.stat().st_size,
-                                "sha256": _sha256(p)} for p in left],
-    }
-    dest_dir.mkdir(parents=True, exist_ok=True)
+    files = [{**e, "sha256": _sha256(p)} for p, e in zip(kept, _entries(base, kept), strict=True)]
+    left_entries = _entries(base, left)
     dest = dest_dir / (name.replace("/", "__") + SUFFIX)
     if dest.exists():
         old = read_index(dest)
-        if old["files"] == index["files"] and old["left_out"] == index["left_out"]:
-            return _packed(dest, index)
+        if old["files"] == files and _unhashed(old["left_out"]) == _unhashed(earlier) + left_entries:
+            return _packed(dest, old)
         raise LabInputError(str(dest), "record", "exists and holds other files than "
                             f"{members}; remove it or pack elsewhere (records are never overwritten)")
+    index = {
+        "format": FORMAT, "kind": kind, "name": name, "root": rel.as_posix(), **about,
+        "packed_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "packed_by": _engine(),
+        "left_out_rule": list(LEFT_OUT), "files": files,
+        "left_out": earlier + [{**e, "sha256": _sha256(p)} for p, e in zip(left, left_entries, strict=True)],
+    }
+    dest_dir.mkdir(parents=True, exist_ok=True)
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
         with tarfile.open(tmp, "w:xz", preset=9) as tar:
@@ -148,6 +155,14 @@ def pack(kind: str, base: Path, members: Path, dest_dir: Path, name: str, about:
         tmp.unlink(missing_ok=True)
         raise
     return _packed(dest, index)
+
+
+def _entries(base: Path, paths: list[Path]) -> list[dict[str, Any]]:
+    return [{"path": p.relative_to(base).as_posix(), "bytes": p.stat().st_size} for p in paths]
+
+
+def _unhashed(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"path": e["path"], "bytes": e["bytes"]} for e in entries]
 
 
 def _plain(info: tarfile.TarInfo) -> tarfile.TarInfo:

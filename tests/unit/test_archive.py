@@ -64,6 +64,34 @@ def test_a_run_travels_without_its_captures(run: Path, tmp_path: Path) -> None:
     assert archive.pack_run(run, tmp_path / "records").path == k.path
 
 
+def test_packing_again_reads_no_capture(run: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A campaign packs its finished items again each time it is resumed: the captures
+    (gigabytes a round) are then known by name and size, not hashed again; a record whose
+    packed files or captures' sizes differ from the run's is refused, never replaced."""
+    k = archive.pack_run(run, tmp_path / "records")
+    before = k.path.read_bytes()
+    hashed: list[str] = []
+    real = archive._sha256
+
+    def counting(p: Path) -> str:
+        hashed.append(p.name)
+        return real(p)
+
+    monkeypatch.setattr(archive, "_sha256", counting)
+    again = archive.pack_run(run, tmp_path / "records")
+    assert again.path == k.path and again.left_out == 2 and k.path.read_bytes() == before
+    assert "rep.json" in hashed and not {"capture-client-eth1.pcap", "ss-client.txt"} & set(hashed)
+    pcap = run / "scenarios/tcp-b/rep1/capture-client-eth1.pcap"
+    pcap.write_bytes(pcap.read_bytes() + b"more")
+    with pytest.raises(LabInputError, match="holds other files"):
+        archive.pack_run(run, tmp_path / "records")
+    pcap.write_bytes(pcap.read_bytes()[:-4])
+    (run / "rep.txt").write_text("a file packed now that was not then\n")
+    with pytest.raises(LabInputError, match="holds other files"):
+        archive.pack_run(run, tmp_path / "records")
+    assert k.path.read_bytes() == before
+
+
 def test_a_run_there_is_never_overwritten(run: Path, tmp_path: Path) -> None:
     k = archive.pack_run(run, tmp_path / "records")
     other = tmp_path / "elsewhere" / "mtu" / run.name

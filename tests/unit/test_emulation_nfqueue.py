@@ -248,14 +248,14 @@ def test_rate_in_delayline_replaces_tbf(tmp_path: Path) -> None:
 
 
 def test_rate_in_tbf_switch() -> None:
-    from mptcplab.cli import _rate_in_tbf
+    from mptcplab.cli.options import rate_in_tbf
     from mptcplab.emulation.tc import NetemEmulator
     from mptcplab.errors import LabInputError
 
     em = NfqueueEmulator(binary=BIN)
-    assert _rate_in_tbf(em, False) is em and em.rate_in_delayline
-    assert _rate_in_tbf(em, True) is em and not em.rate_in_delayline
+    assert rate_in_tbf(em, False) is em and em.rate_in_delayline
+    assert rate_in_tbf(em, True) is em and not em.rate_in_delayline
     # netem has no delay line to take the rate from tbf: asking is a mistake, said so
     with pytest.raises(LabInputError, match="--rate-in-tbf"):
-        _rate_in_tbf(NetemEmulator(), True)
-    assert isinstance(_rate_in_tbf(NetemEmulator(), False), NetemEmulator)
+        rate_in_tbf(NetemEmulator(), True)
+    assert isinstance(rate_in_tbf(NetemEmulator(), False), NetemEmulator)

@@ -209,7 +209,7 @@ def test_doctor_on_a_bad_lab_is_one_line(copy_lab: Any, capsys: pytest.CaptureFi
 ])
 def test_last_resort_os_errors_are_one_line(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                                              exc: OSError, status: int) -> None:
-    import mptcplab.cli as cli
+    import mptcplab.cli.lab as cli
 
     def boom(a: Any) -> int:
         raise exc
