@@ -98,20 +98,21 @@ def _paper(cols: list[Column], scenario: str | None, metric: str, path: str | No
     return ""
 
 
-def verdict_cells(verdicts: list[str]) -> tuple[list[str], bool]:
+def verdict_cells(verdicts: list[str], shown: list[str] | None = None) -> tuple[list[str], bool]:
     """The cells of one finding's row and whether its verdict changes between columns: a
-    known verdict ("yes"/"no") that differs from the previous known one is highlighted."""
+    known verdict ("yes"/"no") that differs from the previous known one is highlighted.
+    ``shown``: each verdict as the cell writes it (FindingRow.shown), when not the verdict."""
     out, last, changed = [], None, False
-    for v in verdicts:
+    for v, text in zip(verdicts, shown or verdicts, strict=True):
         if v in ("yes", "no"):
             if last is not None and v != last:
-                out.append(f"**{v}** {CHANGED}")
+                out.append(f"**{text}** {CHANGED}")
                 changed = True
             else:
-                out.append(v)
+                out.append(text)
             last = v
         else:
-            out.append(v)
+            out.append(text)
     return out, changed
 
 
@@ -141,8 +142,9 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
     changed_ids: list[str] = []
     rows = []
     for fid in ids:
-        verdicts = [next((f.verdict for f in c.summary.findings if f.id == fid), "not run") for c in cols]
-        cells, changed = verdict_cells(verdicts)
+        rows_of = [next((f for f in c.summary.findings if f.id == fid), None) for c in cols]
+        cells, changed = verdict_cells([f.verdict if f else "not run" for f in rows_of],
+                                       [f.shown if f else "not run" for f in rows_of])
         if changed:
             changed_ids.append(fid)
         rows.append([f"{CHANGED} {fid}" if changed else fid, *cells, "**changes**" if changed else ""])
@@ -150,7 +152,8 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         rows.sort(key=lambda r: 0 if r[-1] else 1)  # the changes first
         lines += ["### Findings: verdict per column", "",
                   f"`{CHANGED}` and **bold**: the verdict differs from the column to its left "
-                  "(yes = holds here, no = does not hold, unknown = not measurable here).", "",
+                  "(yes = holds here, no = does not hold, unknown = not measurable here; "
+                  "*within spread*: the column's repetitions fall on both sides of it).", "",
                   md_table(["finding", *labels, "verdict"], rows), ""]
         lines += [f"- `{fid}`: {stmt[fid]}" for fid in ids if stmt[fid]] + [""]
     # goodput

@@ -166,5 +166,5 @@ FINDING_COLUMNS = ["finding", "scenario", "holds here", "evidence"]
 
 def findings_verdicts(summary: Summary) -> pd.DataFrame:
     """The paper's findings checked on the run: yes, no or unknown, with the evidence."""
-    rows = [[f.id, f.scenario or DASH, f.verdict, f.evidence or DASH] for f in summary.findings]
+    rows = [[f.id, f.scenario or DASH, f.shown, f.evidence or DASH] for f in summary.findings]
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)

@@ -29,6 +29,13 @@ class Value:
     std: float | None       # only for a mean over more than one repetition
     n: int                  # repetitions that had a value
     per_rep: list[float | None]
+    over_reps: Statistic = "mean"  # how ``value`` combines ``per_rep`` (metrics/base.py)
+
+    @property
+    def central(self) -> bool:
+        """Whether ``value`` is a central statistic (mean, median) that each repetition's
+        value can be read against; an extreme (max, min) is reached by one repetition."""
+        return self.over_reps in ("mean", "median")
 
 
 def _select(path: str | None, flow: str | None, window: tuple[float, float] | None) -> Select:
@@ -64,9 +71,9 @@ def scenario_value(reps: Sequence[Repetition], metric: str, path: str | None = N
     per = per_rep_values(reps, metric, path, flow=flow, window=window)
     xs = [x for x in per if x is not None]
     if not xs:
-        return Value(None, m.statistic_text, None, 0, per)
+        return Value(None, m.statistic_text, None, 0, per, m.over_reps)
     std = statistics.stdev(xs) if m.over_reps == "mean" and len(xs) > 1 else None
-    return Value(_combine(xs, m.over_reps), m.statistic_text, std, len(xs), per)
+    return Value(_combine(xs, m.over_reps), m.statistic_text, std, len(xs), per, m.over_reps)
 
 
 def _path_aggregate(reps: Sequence[Repetition], path: str) -> PathAggregate:

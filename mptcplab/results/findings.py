@@ -10,6 +10,13 @@ summary and the report. A finding that needs what this lab
 cannot provide says so with its reason instead of a verdict; one whose checks need another
 kernel (``requires``: a release range, one of the project's patches) is judged only on a
 kernel that has it, and elsewhere is "not measurable here" with this kernel named.
+
+A verdict on several repetitions is one statistic's (the metric's median or mean), and the
+repetitions may disagree with it: when some satisfy the expectation and some do not (a
+comparison between scenarios: some pairs of their repetitions), the finding is marked
+*within spread* and its evidence says how many agree. The verdict stands, but it rests on
+a difference smaller than the run's own variation; more repetitions, not this run, can
+settle it.
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from __future__ import annotations
 import operator
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..kernelreq import PATCHES, in_range
 from ..lab.scale import fmt_factor
@@ -60,60 +68,91 @@ def _scaled(e: Expectation) -> bool:
     return e.value is not None and metric_scales(e.metric) and e.by != "ratio"
 
 
+class Checked(NamedTuple):
+    holds: bool | None  # None: cannot be measured here (the evidence says why)
+    evidence: str
+    #: the repetitions fall on both sides of the verdict: how many agree (module docstring)
+    spread: str | None = None
+
+
+def _spread(xs: list[float], agrees: list[bool], label: str) -> str | None:
+    """The note of a verdict the repetitions disagree on, from the values compared (one
+    per repetition, or per pair of the two scenarios' repetitions, as ``label`` names
+    them) and whether each satisfies the expectation."""
+    if len(xs) < 2 or all(agrees) or not any(agrees):
+        return None
+    what = "repetitions" if label == "values" else "pairs of repetitions"
+    return f"within spread: {sum(agrees)} of {len(xs)} {what} satisfy it ({label} {min(xs):.4g} to {max(xs):.4g})"
+
+
+def _values(v: Value) -> list[float]:
+    """The per-repetition values a spread is read from: none for a metric whose aggregate
+    is an extreme (the max over repetitions: one repetition reaching it is the finding)."""
+    return [x for x in v.per_rep if x is not None] if v.central else []
+
+
 def check(e: Expectation, default_scenario: str | None,
-          reps: dict[str, list[Repetition]], factor: float = 1.0) -> tuple[bool | None, str]:
-    """(holds, evidence) of one expectation; holds None when it cannot be measured here.
-    In a run scaled by ``factor`` an absolute rate is compared with the paper's x factor
-    (lab/scale.py), and the evidence says so."""
+          reps: dict[str, list[Repetition]], factor: float = 1.0) -> Checked:
+    """Whether one expectation holds, with its evidence; holds None when it cannot be
+    measured here. In a run scaled by ``factor`` an absolute rate is compared with the
+    paper's x factor (lab/scale.py), and the evidence says so."""
     value = e.value * factor if e.value is not None and _scaled(e) else e.value
     tolerance = e.tolerance * factor if _scaled(e) else e.tolerance
     left_name = e.scenario or default_scenario
     if left_name is None:
-        return None, "no scenario of this lab to measure it on"
+        return Checked(None, "no scenario of this lab to measure it on")
     if left_name not in reps:
-        return None, f"scenario {left_name} not run"
+        return Checked(None, f"scenario {left_name} not run")
     lsel = Select(e.path, e.flow, e.window)
     left = scenario_value(reps[left_name], e.metric, e.path, flow=e.flow, window=e.window)
     if left.value is None:
-        return None, f"no {e.metric} observed in {left_name}" + (f" ({lsel.describe()})" if lsel.describe() else "")
+        return Checked(None, f"no {e.metric} observed in {left_name}"
+                       + (f" ({lsel.describe()})" if lsel.describe() else ""))
     across = e.than is not None
     lhs = _describe(e.metric, lsel, left_name, left, across)
     if e.than is None:
         assert value is not None  # the schema requires value without than
-        return _compare(left.value, e.op, value, tolerance), f"{lhs}; paper: {_target(e, factor)}"
+        xs = _values(left)
+        return Checked(_compare(left.value, e.op, value, tolerance), f"{lhs}; paper: {_target(e, factor)}",
+                       _spread(xs, [_compare(x, e.op, value, tolerance) for x in xs], "values"))
     right_name = e.than.scenario
     if right_name not in reps:
-        return None, f"{lhs}; scenario {right_name} not run"
+        return Checked(None, f"{lhs}; scenario {right_name} not run")
     o = e.operand()
     assert o is not None and o.metric is not None  # than is set; operand() fills in its metric
     r_metric = o.metric
     rsel = Select(o.path, o.flow, o.window)
     right = scenario_value(reps[right_name], r_metric, rsel.path, flow=rsel.flow, window=rsel.window)
     if right.value is None:
-        return None, f"{lhs}; no {r_metric} observed in {right_name}"
+        return Checked(None, f"{lhs}; no {r_metric} observed in {right_name}")
     rhs = _describe(r_metric, rsel, right_name, right, True)
+    pairs = [(a, b) for a in _values(left) for b in _values(right)]
     if e.by is None:
         holds = _compare(left.value, e.op, right.value, e.tolerance)
-        return holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}"
+        return Checked(holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}",
+                       _spread([a - b for a, b in pairs], [_compare(a, e.op, b, e.tolerance) for a, b in pairs],
+                               "differences"))
     assert value is not None  # the schema requires value with by
     if e.by == "difference":
         x, how = left.value - right.value, "difference"
+        xs = [a - b for a, b in pairs]
     else:
         if right.value == 0:
-            return None, f"{lhs}; {rhs}: a ratio to zero is not defined"
+            return Checked(None, f"{lhs}; {rhs}: a ratio to zero is not defined")
         x, how = left.value / right.value, "ratio"
+        xs = [a / b for a, b in pairs if b != 0]
     holds = _compare(x, e.op, value, tolerance)
-    return holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e, factor)}"
+    return Checked(holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e, factor)}",
+                   _spread(xs, [_compare(y, e.op, value, tolerance) for y in xs], how + "s"))
 
 
-def check_fact(c: CaptureFact, default_scenario: str | None,
-               reps: dict[str, list[Repetition]]) -> tuple[bool | None, str]:
-    """(holds, evidence) of a capture fact: true in every repetition of the scenario."""
+def check_fact(c: CaptureFact, default_scenario: str | None, reps: dict[str, list[Repetition]]) -> Checked:
+    """Whether a capture fact is true in every repetition of the scenario, with its evidence."""
     name = c.scenario or default_scenario
     if name is None:
-        return None, "no scenario of this lab to observe it in"
+        return Checked(None, "no scenario of this lab to observe it in")
     if name not in reps:
-        return None, f"scenario {name} not run"
+        return Checked(None, f"scenario {name} not run")
     want = f"contains {c.contains}" if c.contains is not None else f"= {c.equals}"
     what = f"a subflow on path {c.path}" if c.path else "a subflow"
 
@@ -128,7 +167,7 @@ def check_fact(c: CaptureFact, default_scenario: str | None,
     total = len(reps[name])
     holds = n == total
     scenario = f" in {name}" if c.scenario else ""
-    return holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}"
+    return Checked(holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}")
 
 
 @dataclass(frozen=True)
@@ -177,9 +216,15 @@ def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
         on = f"on {kernel.release or 'this kernel'}{patch}: "
     results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps, factor)
                for e in f.expectations]
-    verdicts = [h for h, _ in results]
+    verdicts = [c.holds for c in results]
     holds = False if False in verdicts else None if None in verdicts else True
-    return row.model_copy(update={"holds_here": holds, "evidence": on + "; and ".join(ev for _, ev in results)})
+    # the verdict rests on the checks that decided it: all of them when it holds, the
+    # failing ones when it does not; it is within spread when those are
+    deciding = [c for c in results if c.holds is holds]
+    spread = holds is not None and (any(c.spread for c in deciding) if holds
+                                    else all(c.spread for c in deciding))
+    evidence = "; and ".join(c.evidence + (f" [{c.spread}]" if c.spread else "") for c in results)
+    return row.model_copy(update={"holds_here": holds, "within_spread": spread, "evidence": on + evidence})
 
 
 def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,

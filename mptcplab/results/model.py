@@ -581,6 +581,9 @@ class FindingRow(_Model):
     #: True holds, False does not hold, None not measurable here (evidence says why)
     holds_here: bool | None = None
     evidence: str = ""
+    #: the repetitions disagree with the verdict: it rests on a difference smaller than the
+    #: run's own variation (results/findings.py)
+    within_spread: bool = False
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -590,6 +593,11 @@ class FindingRow(_Model):
     @property
     def verdict(self) -> str:
         return "yes" if self.holds_here is True else "no" if self.holds_here is False else "unknown"
+
+    @property
+    def shown(self) -> str:
+        """The verdict as tables show it: ``verdict``, marked when within spread."""
+        return self.verdict + (" (within spread)" if self.within_spread else "")
 
 
 class KernelPatch(_Model):

@@ -287,7 +287,7 @@ def published_notes(summary: Summary) -> list[tuple[str, str]]:
 def findings_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
     """The paper's findings and whether each holds here, as display strings."""
     rows = [[f.id, f.scenario or DASH, f.statement or DASH, f.where or DASH,
-             f"**{f.verdict}**" if bold and f.verdict == "no" else f.verdict, f.evidence or DASH]
+             f"**{f.shown}**" if bold and f.verdict == "no" else f.shown, f.evidence or DASH]
             for f in summary.findings]
     return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "holds here", "evidence"])
 

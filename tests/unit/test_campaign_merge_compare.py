@@ -150,6 +150,12 @@ def test_verdict_cells(verdicts: list[str], cells: list[str], changed: bool) -> 
     assert verdict_cells(verdicts) == (cells, changed)
 
 
+def test_a_verdict_within_spread_is_shown_so_and_changes_as_its_verdict() -> None:
+    shown = ["no (within spread)", "no", "yes (within spread)"]
+    assert verdict_cells(["no", "no", "yes"], shown) == (
+        ["no (within spread)", "no", "**yes (within spread)** ⚠"], True)
+
+
 def test_qemu_targets_kernel_and_patches_in_the_comparison(tmp_path: Path) -> None:
     out = tmp_path / "camp"
     targets = {"k6.1-stock": {"kind": "qemu", "host": None, "description": None,

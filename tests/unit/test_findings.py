@@ -30,23 +30,23 @@ def exp(**kw: Any) -> Expectation:
 
 
 def test_constant_as_before() -> None:
-    holds, ev = check(exp(metric="subflow_share", path="B", op="==", value=0), "mixed", REPS)
+    holds, ev, _ = check(exp(metric="subflow_share", path="B", op="==", value=0), "mixed", REPS)
     assert holds is True and ev == "subflow_share of path B = 0 (mean over reps, 1 rep); paper: == 0"
 
 
 def test_between_scenarios_uses_each_scenarios_aggregate() -> None:
-    holds, ev = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "mixed", REPS)
+    holds, ev, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "mixed", REPS)
     assert holds is True
     assert "goodput_mbps in mixed = 60" in ev and "goodput_mbps in tcp-a = 95 (mean over reps, 2 reps)" in ev
-    holds, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "uniform", REPS)
+    holds, _, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "uniform", REPS)
     assert holds is False
 
 
 def test_ratio_and_difference_with_tolerance() -> None:
     e = exp(metric="goodput_mbps", op="==", than={"scenario": "mss576"}, by="ratio", value=1.075, tolerance=0.075)
-    holds, ev = check(e, "mss1024", REPS)
+    holds, ev, _ = check(e, "mss1024", REPS)
     assert holds is True and ev.startswith("ratio 1.059") and "paper: ratio == 1.075 ± 0.075" in ev
-    holds, _ = check(e, "uniform", REPS)  # 180 / 17: far more than modest
+    holds, _, _ = check(e, "uniform", REPS)  # 180 / 17: far more than modest
     assert holds is False
     d = exp(metric="goodput_mbps", op="==", than={"scenario": "mss576"}, by="difference", value=1.2,
             tolerance=0.5)
@@ -127,3 +127,60 @@ def test_mtu_lab_findings_are_checks_or_say_why_not() -> None:
         assert set(f.scenarios_referenced()) <= names, f.id
     assert sum(1 for f in pub.findings if f.expectations) >= 9
     assert findings_table(pub, []) and all(r.holds_here is None for r in findings_table(pub, []))
+
+
+def _reps(**goodputs: list[float]) -> dict[str, list[Repetition]]:
+    out: dict[str, list[Repetition]] = {}
+    for r in repetitions([rec(name, n, g) for name, gs in goodputs.items() for n, g in enumerate(gs, 1)]):
+        out.setdefault(r.name, []).append(r)
+    return out
+
+
+def test_a_verdict_the_repetitions_disagree_on_is_within_spread() -> None:
+    """The mean of 8.6, 8.9 and 9.1 misses ">= 9", but one repetition reached it: the
+    verdict stands and is marked, with how many repetitions agree; all on one side: firm."""
+    reps = _reps(s=[8.6, 8.9, 9.1], low=[8.0, 8.2, 8.1])
+    c = check(exp(metric="goodput_mbps", op=">=", value=9), "s", reps)
+    assert c.holds is False and c.spread == "within spread: 1 of 3 repetitions satisfy it (values 8.6 to 9.1)"
+    assert check(exp(metric="goodput_mbps", op=">=", value=9), "low", reps).spread is None
+    one = check(exp(metric="goodput_mbps", op=">=", value=9), "s", _reps(s=[9.1]))
+    assert one.holds is True and one.spread is None, "one repetition has no spread"
+    # between scenarios: the pairs of their repetitions
+    c = check(exp(metric="goodput_mbps", op=">=", than={"scenario": "low"}), "s", reps)
+    assert c.holds is True and c.spread is None, "every repetition of s is above every one of low"
+    near = _reps(s=[8.6, 8.9, 9.1], t=[8.7, 8.8, 9.3])
+    c = check(exp(metric="goodput_mbps", op=">=", than={"scenario": "t"}), "s", near)
+    assert c.holds is False and c.spread is not None and c.spread.startswith("within spread: 4 of 9 pairs")
+    r = check(exp(metric="goodput_mbps", op="<", than={"scenario": "t"}, by="ratio", value=1.0), "s", near)
+    assert r.holds is True and r.spread is not None and "ratios 0.92" in r.spread
+
+
+def finding(fid: str, expect: Any) -> Finding:
+    return Finding.model_validate({"id": fid, "scenario": "s", "statement": "x", "where": "y", "expect": expect})
+
+
+def test_within_spread_follows_the_checks_that_decided() -> None:
+    """A finding that fails on a firm check is firm, whatever its other checks; one that
+    holds is within spread when any of its checks is; the mark shows in the verdict."""
+    reps = _reps(s=[8.6, 8.9, 9.1], low=[8.0, 8.2, 8.1])
+    spread_fail = {"metric": "goodput_mbps", "op": ">=", "value": 9}
+    firm_fail = {"metric": "goodput_mbps", "op": ">=", "value": 20}
+    firm_hold = {"metric": "goodput_mbps", "op": ">", "value": 1}
+    spread_hold = {"metric": "goodput_mbps", "op": "<", "value": 9}
+
+    def row(*checks: dict[str, Any]) -> Any:
+        return evaluate(finding("f", list(checks)), reps)
+
+    r = row(firm_hold, spread_fail)
+    assert r.holds_here is False and r.within_spread and r.shown == "no (within spread)"
+    assert "[within spread: 1 of 3 repetitions satisfy it" in r.evidence
+    assert row(firm_fail, spread_fail).within_spread is False
+    assert row(firm_hold, spread_hold).within_spread is True and row(firm_hold).shown == "yes"
+    # a metric aggregated as an extreme over repetitions has no spread to read: one
+    # repetition reaching it is what it says
+    segs = {"s": list(repetitions([rec("s", 1, 9.0, seg_b=1000), rec("s", 2, 9.0, seg_b=1448)]))}
+    seg = evaluate(finding("g", {
+        "metric": "max_seg", "path": "B", "op": ">=", "value": 1448}), segs)
+    assert seg.holds_here is True and not seg.within_spread
+    assert evaluate(finding("h", {
+        "metric": "goodput_mbps", "op": ">=", "value": 9}), _reps(s=[8.0, 10.0])).within_spread

@@ -70,7 +70,7 @@ def test_no_share_with_one_measured_flow() -> None:
 def test_a_finding_compares_two_flows_of_one_scenario() -> None:
     e = Expectation.model_validate({"metric": "flow_goodput_mbps", "flow": "mptcp", "op": "<",
                                     "than": {"scenario": "s", "flow": "tcp"}})
-    holds, evidence = check(e, "s", {"s": REPS})
+    holds, evidence, _ = check(e, "s", {"s": REPS})
     assert holds is False  # 14 is not below 9
     assert "of flow mptcp" in evidence and "of flow tcp" in evidence
     reverse = Expectation.model_validate({"metric": "flow_goodput_mbps", "flow": "tcp", "op": "<",

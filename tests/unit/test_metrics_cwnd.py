@@ -113,7 +113,7 @@ def test_the_papers_two_checks(tmp_path: Path) -> None:
     assert check(flat, "lia", reps)[0] is True
     tcp_above = Expectation.model_validate({"metric": "cwnd_median", "flow": "tcp", "op": ">",
                                             "than": {"scenario": "lia", "flow": "mptcp", "path": "B"}})
-    holds, evidence = check(tcp_above, "lia", reps)
+    holds, evidence, _ = check(tcp_above, "lia", reps)
     assert holds is True and "flow tcp" in evidence and "path B" in evidence
     tcp_flat = flat.model_copy(update={"flow": "tcp", "path": None, "tolerance": 2.0})
     assert check(tcp_flat, "lia", reps)[0] is False
