@@ -29,7 +29,7 @@ class Value:
     std: float | None       # only for a mean over more than one repetition
     n: int                  # repetitions that had a value
     per_rep: list[float | None]
-    over_reps: Statistic = "mean"  # how ``value`` combines ``per_rep`` (metrics/base.py)
+    over_reps: Statistic    # how ``value`` combines ``per_rep`` (metrics/base.py)
 
     @property
     def central(self) -> bool:
