@@ -1,4 +1,4 @@
-"""Field rules the lab schema and the timeline's event schema share (lab/schema.py
+"""Field rules the lab schema and the timeline's event schema share (lab/schema/
 imports lab/events.py, so they live here rather than in either): names, interfaces,
 'node:iface' and address references, sysctl keys and values, units."""
 

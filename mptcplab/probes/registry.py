@@ -1,5 +1,5 @@
 """Probe name (the key under ``probes:`` in experiment.yml) -> class. A new probe is a
-module with a Probe subclass, one line here and a field in lab/schema.py Probes. The
+module with a Probe subclass, one line here and a field in lab/schema/experiment.py Probes. The
 packet capture (tcpdump.py) is not here: no lab can turn it off (probes/step.py)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A paper's findings as predicates on this run: holds, does not hold, or not measurable here.
 
-An expectation (mptcplab/lab/schema.py Expectation) compares one scenario's aggregate (of a
+An expectation (mptcplab/lab/schema/published.py Expectation) compares one scenario's aggregate (of a
 path, a named flow, a time window: mptcplab/metrics/) with a
 constant, with another scenario's aggregate, or their difference or ratio with a constant
 (within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's

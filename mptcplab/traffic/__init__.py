@@ -6,7 +6,7 @@ http (busybox httpd + wrk), churn (many short connections, traffic/churn_tool.py
 latency (the project's block-latency tool, native/latency), hold (N connections held open
 while the other flows run: a background flow, traffic/hold.py), transfer (a verified transfer:
 SHA-256 of what arrived against what was sent, traffic/transfer_tool.py).
-Adding one: a module with a TrafficKind subclass, a schema class in lab/schema.py (the
+Adding one: a module with a TrafficKind subclass, a schema class in lab/schema/flows.py (the
 Flow union), an entry in KINDS below, and its section in docs/lab-format.md.
 """
 

@@ -4,7 +4,7 @@ A kind turns one flow of experiment.yml into commands (server, client, a readine
 check) and reads the client's output back into an ``Outcome``. It generates; it never
 executes: the Traffic step (steps/traffic.py) runs the commands, so ``--dry-run`` prints the same
 argv the run executes. Adding a kind = one module here + one schema class in
-lab/schema.py + its entry in the registry (traffic/__init__.py).
+lab/schema/flows.py + its entry in the registry (traffic/__init__.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
-from ..lab.schema import _FlowBase
+from ..lab.schema import FlowBase
 
-F = TypeVar("F", bound=_FlowBase)
+F = TypeVar("F", bound=FlowBase)
 
 #: How the capture is read for a flow of this kind (runner/perflow.py):
 #: "connection": the one data connection, analysis.analyze_flow (bulk transfers);

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lab.network import Network
-from ..lab.schema import IperfFlow, _FlowBase
+from ..lab.schema import FlowBase, IperfFlow
 from ..units import parse_size, parse_time
 from .base import KindContext, Outcome, TrafficKind
 
@@ -52,14 +52,14 @@ def _mp(ctx: KindContext) -> bool:
     return iperf3_has_multipath() if ctx.multipath is None else ctx.multipath
 
 
-def server_argv(flow: _FlowBase, ctx: KindContext) -> tuple[str, ...]:
+def server_argv(flow: FlowBase, ctx: KindContext) -> tuple[str, ...]:
     """One test (-1), JSON: the same for TCP and UDP (the client says -u)."""
     mp = _mp(ctx)
     return (*mptcp_prefix(flow.mptcp, mp), "iperf3", "-s", "-1", "-p", str(flow.port), "-J",
             *mptcp_flag(flow.mptcp, mp))
 
 
-def client_common(flow: _FlowBase, ctx: KindContext, length: list[str]) -> list[str]:
+def client_common(flow: FlowBase, ctx: KindContext, length: list[str]) -> list[str]:
     """The client argv up to the kind's own options: address, port, JSON, bind, direction."""
     mp = _mp(ctx)
     argv = [*mptcp_prefix(flow.mptcp, mp), "iperf3", "-c", str(ctx.net.address(flow.server_address)),

@@ -161,7 +161,7 @@ def test_selection_reaches_the_metric_and_the_evidence(windowed: str) -> None:
 
 
 def test_the_lab_model_does_not_import_the_registry() -> None:
-    """lab/schema.py, lab/scale.py and the loader's check parse, scale and validate without
+    """lab/schema/, lab/scale.py and the loader's check parse, scale and validate without
     mptcplab.metrics (which reads the result model): a published.yml parsed and checked in a
     fresh interpreter leaves it unimported."""
     doc = {"source": SOURCE,

@@ -1,0 +1,88 @@
+"""A node of experiment.yml: role, sysctls, MPTCP endpoints and limits, middleboxes,
+balance-rr striping; and the addressing plan."""
+
+from __future__ import annotations
+
+from ipaddress import IPv4Interface, IPv4Network
+from typing import Annotated, Literal
+
+from pydantic import Field, model_validator
+
+from ..fields import IFACE_RE
+from .base import AddressRef, EndpointRef, KernelName, Strict, Sysctls
+from .middleboxes import REWRITING_KINDS, Middlebox
+
+
+class MptcpLimits(Strict):
+    subflows: int = Field(default=2, ge=0, le=8)
+    add_addr_accepted: int = Field(default=0, ge=0, le=8)
+
+
+class MptcpEndpoint(Strict):
+    address: AddressRef = Field(description="'node:iface' of this node, or an IPv4 address")
+    flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
+    id: int | None = Field(default=None, ge=1, le=255)
+    port: int | None = Field(default=None, ge=1024, le=65535,
+                             description="announce address:port (signal only): the kernel listens on that port "
+                                         "too, so one address can take several subflows of one connection")
+
+    @model_validator(mode="after")
+    def _port_signal(self) -> MptcpEndpoint:
+        if self.port is not None and "signal" not in self.flags:
+            raise ValueError("port: only a signal endpoint announces a port")
+        return self
+
+
+class MptcpNode(Strict):
+    limits: MptcpLimits = MptcpLimits()
+    endpoints: list[MptcpEndpoint] = []
+    scheduler: KernelName | None = None
+    path_manager: Literal["kernel", "userspace"] | None = None
+
+
+
+
+class BalanceRr(Strict):
+    """Bonding's balance-rr, emulated (this kernel has no bonding driver): every packet this
+    host sends to ``to`` leaves by the next interface of ``via`` in turn (nftables numgen ->
+    fwmark -> a routing table per interface, mptcplab/striping.py). One address, reachable
+    over every interface; no bond device and no shared MAC."""
+
+    to: AddressRef = Field(description="the peer address whose packets are striped ('node:iface' or IPv4)")
+    via: list[Annotated[str, Field(pattern=IFACE_RE)]] = Field(
+        min_length=2, max_length=8, description="this host's interfaces, one packet each in turn")
+
+    @model_validator(mode="after")
+    def _distinct(self) -> BalanceRr:
+        if len(set(self.via)) != len(self.via):
+            raise ValueError("via: an interface is listed twice")
+        return self
+
+
+class NodeSpec(Strict):
+    role: Literal["host", "router"]
+    sysctls: Sysctls = {}
+    mptcp: MptcpNode | None = None
+    drop_icmp_frag_needed: bool = Field(
+        default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
+    middlebox: list[Middlebox] = Field(
+        default=[], description="what this router does to forwarded MPTCP segments (nftables)")
+    balance_rr: BalanceRr | None = Field(
+        default=None, description="stripe this host's packets to one peer address over several interfaces")
+
+    @model_validator(mode="after")
+    def _middlebox_on_router(self) -> NodeSpec:
+        if self.middlebox and self.role != "router":
+            raise ValueError("middlebox: only a router forwards segments (role: router)")
+        if sum(b.kind in REWRITING_KINDS for b in self.middlebox) > 1:
+            # an NFQUEUE accept verdict leaves the hook: a second queue rule would never see the packet
+            raise ValueError(f"middlebox: at most one rewriting box ({', '.join(REWRITING_KINDS)}) per router")
+        if self.balance_rr and self.role != "host":
+            raise ValueError("balance_rr: a host stripes the packets it sends (role: host)")
+        return self
+
+
+class Addressing(Strict):
+    pool: IPv4Network = IPv4Network("10.0.0.0/16")
+    prefixlen: int = Field(default=24, ge=8, le=30)
+    addresses: dict[EndpointRef, IPv4Interface] = {}
