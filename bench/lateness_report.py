@@ -46,8 +46,8 @@ from typing import Any
 import pandas as pd
 
 from mptcplab.emulation.nfqueue import lateness_problem
+from mptcplab.record.model import HostCpu
 from mptcplab.results.fmt import md_table
-from mptcplab.results.model import HostCpu
 from mptcplab.results.read import load_summary
 
 #: a verdict call at least this share of the worst stall explains it

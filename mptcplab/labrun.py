@@ -29,11 +29,11 @@ from .middlebox import rewrite
 from .plan import build_plan
 from .probes.procstat import steal_clause
 from .progress import Progress
-from .results import store
-from .results.manifest import git_state, host_facts, kernel_patches, tool_versions
-from .results.model import HostCpu
+from .record import store
+from .record.manifest import git_state, host_facts, kernel_patches, tool_versions
+from .record.model import HostCpu
+from .record.validity import cpu_bound_reason
 from .results.summary import build_summary, summary_rows
-from .results.validity import cpu_bound_reason
 from .runner import (
     DeferredSignals,
     Interrupted,

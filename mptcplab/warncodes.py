@@ -1,7 +1,7 @@
 """Codes of the warnings the runner's steps and probes give (docs/results-format.md, Warning).
 
 A leaf module: the steps, probes, runner and the report's policy import it, it imports
-nothing. A warning is a dict as the result model reads it (results/model.py Warning); the
+nothing. A warning is a dict as the result model reads it (record/model/base.py Warning); the
 code is for programs (the policy, check-vm-results.py), the message for people.
 """
 
@@ -31,5 +31,5 @@ CLEANUP_FAILED = "cleanup-failed"
 
 
 def coded(code: str, message: str, path: str | None = None) -> dict[str, Any]:
-    """A warning as the result model holds it (results/model.py Warning)."""
+    """A warning as the result model holds it (record/model/base.py Warning)."""
     return {"code": code, "message": message, "path": path}

@@ -13,7 +13,7 @@ from ipaddress import IPv4Address, IPv4Network
 from ..emulation.linkmodel import Endpoint
 from ..lab.network import Link, Network
 from ..lab.schema import ExperimentBody, Flow
-from ..results.model import Event
+from ..record.model import Event
 
 _MAX_HOPS = 64
 

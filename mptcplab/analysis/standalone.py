@@ -144,21 +144,7 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
                                                   "capture_connections": {"connections": g.connections,
                                                                           "mptcp": g.mptcp_connections},
                                                   **fa.to_dict()}, indent=2, default=str))
-    _figures(fa, out / "figures")
     return fa, g
-
-
-def _figures(fa: FlowAnalysis, figdir: Path) -> None:
-    from mptcplab.results import figures as F
-
-    figdir.mkdir(exist_ok=True)
-    F.plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
-    if fa.tcp_seq is not None:
-        F.plot_tcp_seq(fa.tcp_seq).savefig(figdir / "tcp_seq.png", dpi=110)
-    F.plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
-    F.plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
-    ts = fa.timeseries.assign(scenario="capture", rep=1)
-    F.plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
 
 
 def describe(fa: FlowAnalysis, g: Guess) -> list[str]:

@@ -16,9 +16,9 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..errors import LabInputError
+from ..record.model import Summary
 from ..results.aggregate import scenario_value
 from ..results.fmt import fmt_num, md_table
-from ..results.model import Summary
 from ..results.read import load_manifest, load_summary
 from .executor import STATE
 from .merge import Column, merge

@@ -33,9 +33,9 @@ from typing import Any, BinaryIO
 
 from ..errors import HostNotReady
 from ..progress import clock_text
-from ..results import store
-from ..results.manifest import git_state
-from ..results.model import ResultsFormatError
+from ..record import store
+from ..record.manifest import git_state
+from ..record.model import ResultsFormatError
 from ..results.read import load_manifest, load_summary
 from .debs import REPO
 from .planner import WorkItem

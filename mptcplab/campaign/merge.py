@@ -15,8 +15,8 @@ from typing import Any
 
 from ..lab.loader import load_lab
 from ..lab.schema import Published
-from ..results import store, validity
-from ..results.model import Manifest, Repetition, Summary
+from ..record import store, validity
+from ..record.model import Manifest, Repetition, Summary
 from ..results.read import load_manifest, load_summary
 from ..results.summary import build_summary_model
 from .executor import RESULTS, complete_runs, read_state

@@ -1,4 +1,4 @@
-"""A campaign's finished items kept as records (results/archive.py) in a directory of their
+"""A campaign's finished items kept as records (record/archive.py) in a directory of their
 own, so a campaign run in parts on machines that do not keep results/ between parts
 (a fresh CI or cloud machine per session) still merges every part: each part restores the
 records of the items finished before, runs its items, and packs them.
@@ -14,7 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import LabInputError
-from ..results import archive
+from ..record import archive
 from .executor import finished, finished_items
 from .planner import WorkItem
 

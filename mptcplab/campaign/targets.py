@@ -21,7 +21,7 @@ from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ..results import store
+from ..record import store
 from .debs import QEMU_RUN, REPO, read_packages
 from .planner import WorkItem
 from .schema import Target

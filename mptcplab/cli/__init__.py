@@ -51,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
         print("mptcplab: interrupted", file=sys.stderr)
         return 130
     except OSError as e:
-        from ..results.store import STORAGE_ERRNOS
+        from ..record.store import STORAGE_ERRNOS
 
         if e.errno in STORAGE_ERRNOS and a.command == "run":
             # a results directory that filled up (or went read-only) mid-run: the run tore

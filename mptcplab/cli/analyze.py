@@ -42,6 +42,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from ..analysis.standalone import analyze_files, describe
+    from ..results.figures import capture_figures
 
     for f in a.pcap:
         if not f.is_file():
@@ -57,8 +58,10 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     out = a.out or a.pcap[0].with_name(a.pcap[0].stem + "-analysis")
 
     def run() -> tuple[FlowAnalysis, Guess]:
-        return analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
-                             packets=a.packets)
+        fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
+                              packets=a.packets)
+        capture_figures(fa, out / "figures")
+        return fa, g
 
     if a.follow is not None:
         if a.follow <= 0:

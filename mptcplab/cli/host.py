@@ -72,7 +72,7 @@ def cmd_clean(a: argparse.Namespace) -> int:
     removed = clean_ccs(all_runs=a.all)
     print(f"unregistered {len(removed)} congestion control(s) no live run held"
           + (": " + " ".join(removed) if removed else ""))
-    from ..results.store import mark_dead_runs
+    from ..record.store import mark_dead_runs
 
     for d in mark_dead_runs(a.results):
         print(f"marked incomplete (owner process died): {d}")

@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_archive(a: argparse.Namespace) -> int:
     from ..campaign.executor import STATE, read_state
     from ..campaign.records import pack_items
-    from ..results import archive
+    from ..record import archive
 
     for p in a.runs:
         if not p.is_dir():
@@ -40,7 +40,7 @@ def cmd_archive(a: argparse.Namespace) -> int:
 
 
 def cmd_restore(a: argparse.Namespace) -> int:
-    from ..results import archive
+    from ..record import archive
 
     for rec in a.records:
         if not rec.is_file():

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..lab.events import Event
 from ..probes.ss import SsSampler, busiest_connection
-from ..results import model as results
+from ..record import model as results
 from ..timeline.actions import ActionEnv, Resolved, resolve
 from ..timeline.scheduler import Scheduler
 from .base import Controller, Decision, View

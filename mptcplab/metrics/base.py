@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 from ..metricdecl import DECLARED, MetricDecl, Select
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 #: value of one repetition for a selection; None: absent (not measured, an older run)
 PerRep = Callable[["Repetition", Select], float | None]

@@ -16,7 +16,7 @@ from .base import Select, register
 from .core import subflow_sum
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def app_bytes(r: Repetition) -> float | None:

@@ -18,7 +18,7 @@ from .base import Select, register
 from .core import subflow_sum
 
 if TYPE_CHECKING:
-    from ..results.model import FlowResult, LatencyMetrics, Repetition
+    from ..record.model import FlowResult, LatencyMetrics, Repetition
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:

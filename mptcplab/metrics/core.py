@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from .base import Select, register
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:

@@ -33,7 +33,7 @@ from .flows import selected_flow
 from .series import BIN_S, _csv, capture_offset
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 SERIES_FILE = "probes/subflow_series.csv"
 

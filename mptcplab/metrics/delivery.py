@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from .base import Select, register
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _ooo_share(r: Repetition, sel: Select) -> float | None:

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from .base import Select, register
 
 if TYPE_CHECKING:
-    from ..results.model import FlowResult, Repetition
+    from ..record.model import FlowResult, Repetition
 
 
 def selected_flow(r: Repetition, sel: Select) -> FlowResult | None:

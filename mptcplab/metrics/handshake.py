@@ -16,7 +16,7 @@ from .base import Select, register
 from .flows import selected_flow
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _check(field: str, scale: float) -> Callable[[Repetition, Select], float | None]:

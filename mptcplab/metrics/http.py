@@ -19,7 +19,7 @@ from .buffers import nstat_delta
 from .flows import kind_field, selected_flow
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _http(field: str) -> Callable[[Repetition, Select], float | None]:

@@ -14,7 +14,7 @@ from .base import Select, register
 from .flows import kind_field
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _latency(field: str) -> Callable[[Repetition, Select], float | None]:

@@ -16,7 +16,7 @@ from .base import Select, register
 from .flows import selected_flow
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 PROBE = "ss_interval"
 

@@ -30,7 +30,7 @@ from .base import Select, register
 from .flows import selected_flow
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 
 def _intact(r: Repetition, sel: Select) -> float | None:

@@ -27,12 +27,12 @@ from typing import TYPE_CHECKING
 
 import pandas as pd
 
-from ..results.events import read_events
-from ..results.model import EVENTS_FILE, ResultsFormatError
+from ..record.events import read_events
+from ..record.model import EVENTS_FILE, ResultsFormatError
 from .base import Select, register
 
 if TYPE_CHECKING:
-    from ..results.model import Repetition
+    from ..record.model import Repetition
 
 #: timeseries.csv's bin width (docs/results-format.md)
 BIN_S = 0.1

@@ -2,7 +2,7 @@
 lists them: the paper each lab reruns, what it measures, the verdicts of its latest run and
 the notebook that explains it.
 
-Everything about a run is read through the typed result model (results/model.py); a lab or a
+Everything about a run is read through the typed result model (record/model/); a lab or a
 run that cannot be read becomes a one-line ``problem`` of its entry, never an exception, so
 that one broken lab does not hide the others.
 """
@@ -17,8 +17,8 @@ import pandas as pd
 
 from ..errors import LabInputError
 from ..lab.loader import load_lab
+from ..record.model import ResultsFormatError, Summary
 from ..results.fmt import DASH, fmt_mean_std
-from ..results.model import ResultsFormatError, Summary
 from ..results.read import load_summary
 
 #: the landing notebook, notebooks/index.ipynb

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from ..results.model import Manifest, Summary
+from ..record.model import Manifest, Summary
 
 
 def run_gaps(summary: Summary, manifest: Manifest | None = None, timeseries: pd.DataFrame | None = None,

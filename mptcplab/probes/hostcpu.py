@@ -1,7 +1,7 @@
 """``host_cpu``: the host's CPU accounting over the traffic (procstat.py), for every
 repetition: read last before the traffic and first after it (probes/step.py starts it after
 the lab's probes, and stops run newest first), kept in the record as ``host_cpu``
-(results/model.HostCpu). It writes no file and runs no command: two reads of /proc by the
+(record/model.HostCpu). It writes no file and runs no command: two reads of /proc by the
 runner, whose kernel is the nodes' (namespaces and containers share it)."""
 
 from __future__ import annotations

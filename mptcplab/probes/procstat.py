@@ -5,7 +5,7 @@ Why: the delay lines' stalls (issue 13) may be the hypervisor's. Inside the gues
 only witness is the ``steal`` column (CONFIG_PARAVIRT_TIME_ACCOUNTING), per CPU, in ticks of
 1/USER_HZ s; softirq (and irq, only with CONFIG_IRQ_TIME_ACCOUNTING) say what the kernel
 did on the CPUs meanwhile, PSI's ``some`` how long runnable tasks waited for one. A
-repetition's ``host_cpu`` (results/model.HostCpu) is the difference over its traffic.
+repetition's ``host_cpu`` (record/model.HostCpu) is the difference over its traffic.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..results.model import CpuTime, HostCpu
+from ..record.model import CpuTime, HostCpu
 
 #: /proc/stat's first eight columns (proc(5)); guest and guest_nice are already in user and nice
 COLUMNS = ("user", "nice", "system", "idle", "iowait", "irq", "softirq", "steal")

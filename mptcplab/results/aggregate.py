@@ -17,7 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from ..metrics import METRICS, Select, Statistic
-from .model import PathAggregate, Repetition, ScenarioAggregate
+from ..record.model import PathAggregate, Repetition, ScenarioAggregate
 
 
 @dataclass(frozen=True)

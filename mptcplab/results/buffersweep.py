@@ -30,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from ..metrics.buffers import app_bytes, wire_bytes, wire_minus_app
-from .model import Manifest, Repetition, Summary
+from ..record.model import Manifest, Repetition, Summary
 
 #: ``<family>-rmem<N>k|m`` or ``<family>-b<N>k|m`` (b: the paper's buffer of a scaled family)
 _LABEL = re.compile(r"^(?P<family>.+)-(?P<label>(?P<kind>rmem|b)(?P<num>\d+)(?P<unit>[km]))$")

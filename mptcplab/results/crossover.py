@@ -14,9 +14,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ..record.model import Summary
 from .aggregate import scenario_value
 from .fmt import fmt_num
-from .model import Summary
 
 _NAME = re.compile(r"^(?P<family>[a-z0-9]+)-(?P<kb>\d+)k$")
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -22,10 +23,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..analysis.cwnd_events import implausible
+from ..analysis.model import FlowAnalysis
 from ..analysis.stats import too_big
 from ..lab.scale import rate_unit
+from ..record.model import Summary
 from .fmt import missing
-from .model import Summary
 from .tables import aggregates_frame, path_stats, published_for, reps_frame
 
 # Fixed colours per path so every figure of a report agrees.
@@ -531,3 +533,16 @@ def plot_resend_gain(reinj: pd.DataFrame, title: str = "") -> Figure:
     ax.axvline(0.0, color="gray", ls="--", lw=0.8)
     return _finish(fig, ax, "first carrier's arrival - re-send's arrival (ms); > 0: the re-send was useful",
                    "fraction of re-sends", title or "MPTCP-level re-sends: gain at the receiver")
+
+
+def capture_figures(fa: FlowAnalysis, figdir: Path) -> None:
+    """The figures of ``mptcplab analyze`` (a capture made elsewhere): data sequence, TCP
+    sequence, delivery, resends and throughput, as PNGs in ``figdir``."""
+    figdir.mkdir(exist_ok=True)
+    plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
+    if fa.tcp_seq is not None:
+        plot_tcp_seq(fa.tcp_seq).savefig(figdir / "tcp_seq.png", dpi=110)
+    plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
+    plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
+    ts = fa.timeseries.assign(scenario="capture", rep=1)
+    plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)

@@ -30,8 +30,8 @@ from ..kernelreq import PATCHES, in_range
 from ..lab.scale import fmt_factor
 from ..lab.schema import CaptureFact, Expectation, Finding, Published, Requires
 from ..metricdecl import Select, metric_scales
+from ..record.model import FindingRow, Repetition
 from .aggregate import Value, scenario_value
-from .model import FindingRow, Repetition
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _EPS = 1e-6  # aggregates are floats: 0.1 + 0.2 == 0.3 must hold

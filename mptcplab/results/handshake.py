@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from .model import Summary
+from ..record.model import Summary
 
 COLUMNS = ["scenario", "rep", "flow", "mptcp", "us"]
 

@@ -13,8 +13,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..platform import FUNCTIONAL_CHECK
+from ..record.model import UNCLASSIFIED, Manifest, Repetition, Summary, Warning
 from ..warncodes import LINK_OUT_OF_TOLERANCE
-from .model import UNCLASSIFIED, Manifest, Repetition, Summary, Warning
 from .read import as_summary
 
 FUNCTIONAL = "FUNCTIONAL CHECK, NOT A MEASUREMENT"

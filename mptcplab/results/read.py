@@ -1,4 +1,4 @@
-"""Reading a run's files into the result model (results/model.py): summary.json in any
+"""Reading a run's files into the result model (record/model/): summary.json in any
 readable version, manifest.json, and the per-repetition tables (timeseries.csv, icmp.csv,
 dsn.csv, events.csv, ...) of a whole run in one frame each.
 
@@ -15,9 +15,8 @@ from typing import Any
 import pandas as pd
 from pydantic import ValidationError
 
-from .aggregate import aggregates
-from .events import read_events
-from .model import (
+from ..record.events import read_events
+from ..record.model import (
     EVENT_COLUMNS,
     EVENTS_FILE,
     FORMAT_VERSION,
@@ -29,6 +28,7 @@ from .model import (
     Summary,
     validation_where,
 )
+from .aggregate import aggregates
 
 
 def as_summary(data: Summary | dict[str, Any]) -> Summary:

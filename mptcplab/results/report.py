@@ -18,11 +18,11 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..lab.scale import fmt_factor, rate_unit
+from ..record.model import Manifest, Summary, Warning
 from . import figures as F
 from .crossover import CROSSOVER_COLUMNS, crossover_rows
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .handshake import load_syn_synack, plot_syn_synack_cdf
-from .model import Manifest, Summary, Warning
 from .policy import collect_warnings, functional_check_reason
 from .read import as_summary, load_events, load_icmp, load_manifest, load_subflow_series, load_summary, load_timeseries
 from .tables import (

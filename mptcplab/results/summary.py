@@ -1,6 +1,6 @@
 """summary.json (the contract notebooks and tools read) and summary.csv.
 
-Built from the per-repetition records through the result model (model.py): the aggregates,
+Built from the per-repetition records through the result model (record/model/): the aggregates,
 the published-vs-this-run table and the findings check all take each metric's one
 definition from aggregate.py.
 """
@@ -17,9 +17,9 @@ import pandas as pd
 from ..lab.schema import Published
 from ..metricdecl import metric_scales, paper_target
 from ..platform import MEASUREMENT, run_kind
+from ..record.model import FindingRow, PublishedRow, PublishedSource, Repetition, Summary, Warning
 from . import findings
 from .aggregate import METRICS, aggregates, scenario_value
-from .model import FindingRow, PublishedRow, PublishedSource, Repetition, Summary, Warning
 
 RecordLike = Repetition | dict[str, Any]
 

@@ -13,8 +13,8 @@ import pandas as pd
 
 from ..lab.scale import fmt_factor, rate_unit
 from ..metrics import Select
+from ..record.model import Manifest, Summary
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
-from .model import Manifest, Summary
 from .policy import functional_check_reason
 
 

@@ -6,8 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..lab.scale import rate_unit
+from ..record.model import Summary
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
-from .model import Summary
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
 from .read import as_summary
 from .tables import CPU_BOUND_IDLE, aggregates_frame, flows_frame, host_cpu_frame, path_stats, published_frame

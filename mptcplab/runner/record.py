@@ -13,7 +13,7 @@ from ..analysis.labspec import backup_paths
 from ..capture import capture_file_name
 from ..probes.analysis import OtherFlow, analyse_probes
 from ..probes.nstat import NstatProbe, blackholes
-from ..results.model import UNCLASSIFIED, Repetition
+from ..record.model import UNCLASSIFIED, Repetition
 from ..timeline.record import EVENTS_FILE, add_capture_time
 from ..traffic.analyse import analyse_one
 from ..traffic.fairness import jain_index, shares

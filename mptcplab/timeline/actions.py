@@ -206,7 +206,7 @@ def _target(ev: Event) -> str:
 
 
 def subject(ev: Event | None) -> dict[str, Any]:
-    """The typed columns of an action (results.model.Event: node, link, address, ...),
+    """The typed columns of an action (record.model.Event: node, link, address, ...),
     from the lab's typed action (``Resolved.event``); none for a decision or an error."""
     if isinstance(ev, LinkDown | LinkUp | LinkChange):
         return {"node": ev.link.split(":", 1)[0], "link": ev.link, "direction": ev.direction}

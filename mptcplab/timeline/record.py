@@ -1,8 +1,8 @@
 """events.csv: one row per action a repetition executed (timeline or controller), and
 each controller's own trace (controller-<name>-<node>.csv: what it saw at each step).
 
-A row is results.model.Event, one typed record for the writers and the readers (read back
-by results/events.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
+A row is record.model.Event, one typed record for the writers and the readers (read back
+by record/events.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
 the measured flow's client spawn, time.time(), the clock tcpdump stamps packets with). ``capture_s`` is
 added by the analysis: the same instant on the time-series axis (seconds since the
 data connection's first SYN), so figures can mark events on timeseries.csv.
@@ -14,8 +14,8 @@ import csv
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..results.model import EVENT_COLUMNS, Event
-from ..results.model import EVENTS_FILE as EVENTS_FILE  # the writers' name for it
+from ..record.model import EVENT_COLUMNS, Event
+from ..record.model import EVENTS_FILE as EVENTS_FILE  # the writers' name for it
 from .actions import subject
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ..commands import Cmd
-from ..results.model import Event
+from ..record.model import Event
 from .actions import Resolved
 from .record import record
 

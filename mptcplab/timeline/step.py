@@ -16,7 +16,7 @@ from ..controllers import controller_class
 from ..controllers.runner import ControllerThread
 from ..lab.events import FlowStart, FlowStop
 from ..probes.ss import SsSampler, ss_cmd
-from ..results.model import Event
+from ..record.model import Event
 from ..steps.base import Planned, Rep, Step
 from ..steps.traffic import Traffic
 from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN

@@ -23,8 +23,8 @@ from ..analysis.labspec import backup_paths, join_ports, path_rates, retired_pat
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
-from ..results.events import read_events
-from ..results.model import EVENTS_FILE
+from ..record.events import read_events
+from ..record.model import EVENTS_FILE
 from ..warncodes import FLOW_NOT_RUN, coded
 from . import kind_of
 from .base import Outcome

@@ -125,7 +125,7 @@ def test_dynamic_threshold_demotes_the_bad_path_with_its_numbers(run: Path) -> N
     n = numbers(first)
     assert n["decision"] == "demote" and first["action"] == "endpoint_flags", first
     assert "backup" in first["commands"] and "10.0.2." in first["target"], first  # path B's address
-    # the typed columns say the same (results.model.Event; what retired_paths reads)
+    # the typed columns say the same (record.model.Event; what retired_paths reads)
     assert (first["node"], first["flags"]) == ("client", "backup") and first["address"].startswith("10.0.2."), first
     # the decision's own numbers satisfy the paper's condition
     assert float(n["total_mbps"]) < float(n["threshold_mbps"]), n

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.results.model import FORMAT_VERSION
+from mptcplab.record.model import FORMAT_VERSION
 from mptcplab.results.read import load_manifest, load_summary
 
 from .labkit import run_notebook, run_repo_lab

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from mptcplab.metrics import METRICS, Select
-from mptcplab.results.model import Repetition, Summary
+from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.read import load_manifest, load_summary
 
 from .labkit import run_notebook, run_repo_lab

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from mptcplab.analysis.sendbuffer import eq1_required_bytes
+from mptcplab.record.model import LatencyMetrics, Repetition, Summary
 from mptcplab.results.aggregate import scenario_value
-from mptcplab.results.model import LatencyMetrics, Repetition, Summary
 from mptcplab.results.read import load_summary
 from mptcplab.tools.latency import expected_locked_buffer
 

@@ -8,8 +8,8 @@ import pytest
 
 from mptcplab.analysis import FlowSpec
 from mptcplab.analysis.aggregation import benefit, capacities_mbps
+from mptcplab.record.model import Repetition
 from mptcplab.results.aggregate import scenario_value
-from mptcplab.results.model import Repetition
 from mptcplab.results.summary import build_summary_model
 from mptcplab.results.tables import scenario_table
 

@@ -1,4 +1,4 @@
-"""Records (results/archive.py): a run packed without its captures and restored where it
+"""Records (record/archive.py): a run packed without its captures and restored where it
 was; a campaign's items kept as records and restored on a machine without its results;
 records that would write outside their place or over a run are refused whole."""
 
@@ -20,7 +20,7 @@ from mptcplab.campaign.planner import plan
 from mptcplab.campaign.schema import load_campaign
 from mptcplab.cli import main
 from mptcplab.errors import LabInputError
-from mptcplab.results import archive, store
+from mptcplab.record import archive, store
 
 
 def tree(d: Path) -> dict[str, bytes]:

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from mptcplab.record.model import Manifest, Repetition, Summary
 from mptcplab.results.buffersweep import (
     advertised_window,
     buffer_formula,
@@ -21,7 +22,6 @@ from mptcplab.results.buffersweep import (
     rmem_max,
     sweep_frame,
 )
-from mptcplab.results.model import Manifest, Repetition, Summary
 
 
 def rep(name: str, n: int, goodput: float, wifi: int, g3: int, retrans: int = 0, reinj: int = 0) -> Repetition:

@@ -13,8 +13,8 @@ from mptcplab.campaign.compare import verdict_cells
 from mptcplab.campaign.merge import merge
 from mptcplab.cli import main
 from mptcplab.lab.loader import load_lab
-from mptcplab.results import store
-from mptcplab.results.model import MptcpVerdict, Repetition, Subflow
+from mptcplab.record import store
+from mptcplab.record.model import MptcpVerdict, Repetition, Subflow
 from mptcplab.results.read import load_manifest, load_summary
 from mptcplab.results.summary import build_summary_model
 

@@ -11,7 +11,7 @@ from mptcplab.analysis.labspec import retired_paths
 from mptcplab.analysis.model import SubflowResult
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.results.events import event_from_row
+from mptcplab.record.events import event_from_row
 
 REPO = Path(__file__).resolve().parents[2]
 SPEC = FlowSpec("10.0.0.1", 5201, {"10.0.1.2": "link01", "10.0.2.2": "link02"}, ("link01", "link02"), True,

@@ -1,4 +1,4 @@
-"""The CPU-bound rule (results/validity.py): iperf3 above 90 % CPU voids a repetition's
+"""The CPU-bound rule (record/validity.py): iperf3 above 90 % CPU voids a repetition's
 timing unless its scenario measures exactly that (``cpu_bound: true``: labs/rcvbuf's
 DSS-checksum scenarios), and a campaign merge applies the lab's declaration to rounds
 recorded before it."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from mptcplab.lab.loader import load_lab
-from mptcplab.results.validity import cpu_bound_reason, exempt
+from mptcplab.record.validity import cpu_bound_reason, exempt
 
 
 def test_the_rule_and_its_exemption() -> None:
@@ -30,7 +30,7 @@ def test_rcvbuf_declares_its_checksum_scenarios_and_nothing_else() -> None:
 
 def test_merge_applies_the_declaration_to_rounds_recorded_before_it() -> None:
     from mptcplab.campaign.merge import ItemRun, merge_runs
-    from mptcplab.results.model import Manifest, MptcpVerdict, Repetition
+    from mptcplab.record.model import Manifest, MptcpVerdict, Repetition
     from mptcplab.results.summary import build_summary_model
 
     def run(n: int, invalid: list[str]) -> ItemRun:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from mptcplab.record.model import Summary
 from mptcplab.results.crossover import compared_pairs, crossover, family_crossover
-from mptcplab.results.model import Summary
 from mptcplab.results.read import as_summary
 from mptcplab.results.report import render_report
 

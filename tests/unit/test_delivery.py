@@ -133,7 +133,7 @@ def test_segments_without_their_own_mapping_take_the_chunks(tmp_path: Path) -> N
 
 def test_metrics_from_a_repetition_record() -> None:
     from mptcplab.metrics import METRICS, Select
-    from mptcplab.results.model import Repetition
+    from mptcplab.record.model import Repetition
 
     rep = Repetition.model_validate({
         "name": "x", "mptcp": {"ooo_share": 0.25, "hol_p95_ms": 4.0},

@@ -1,4 +1,4 @@
-"""events.csv as one typed record (results.model.Event): what the timeline and the
+"""events.csv as one typed record (record.model.Event): what the timeline and the
 controllers write, read back by results/read.read_events, and the files written before
 the typed columns (2026-11-23 and earlier), whose typed fields are derived from the text."""
 
@@ -15,8 +15,8 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.events import Event as LabEvent
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.results.events import read_events
-from mptcplab.results.model import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, Event, ResultsFormatError
+from mptcplab.record.events import read_events
+from mptcplab.record.model import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, Event, ResultsFormatError
 from mptcplab.timeline.actions import ActionEnv, Resolved, resolve
 from mptcplab.timeline.record import record, write_events
 
@@ -124,7 +124,7 @@ def test_no_file_no_events_and_a_broken_row_is_named(tmp_path: Path) -> None:
 
 
 def test_load_events_frames_old_and_new_files_alike(env: ActionEnv, tmp_path: Path) -> None:
-    from mptcplab.results.model import Repetition, Summary
+    from mptcplab.record.model import Repetition, Summary
     from mptcplab.results.read import load_events
 
     reps = []

@@ -8,8 +8,8 @@ import pytest
 from pydantic import ValidationError
 
 from mptcplab.lab.schema import Expectation, Finding, Published
+from mptcplab.record.model import Repetition
 from mptcplab.results.findings import check, evaluate, findings_table
-from mptcplab.results.model import Repetition
 from mptcplab.results.summary import repetitions
 
 

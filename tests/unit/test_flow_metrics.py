@@ -10,9 +10,9 @@ import pytest
 
 from mptcplab.lab.schema import Expectation
 from mptcplab.metrics import METRICS
+from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.findings import check
-from mptcplab.results.model import Repetition, Summary
 from mptcplab.results.report import print_table, render_report
 from mptcplab.results.summary import build_summary_model
 from mptcplab.results.tables import flows_frame, flows_table

@@ -14,7 +14,7 @@ import pytest
 from mptcplab.labrun import daemon_problems
 from mptcplab.probes import procstat
 from mptcplab.probes.hostcpu import HostCpuProbe
-from mptcplab.results.model import HostCpu, Repetition
+from mptcplab.record.model import HostCpu, Repetition
 from mptcplab.steps.base import Rep
 
 #: this VM's /proc/stat (6.18, 2 vCPUs), then 4 s later with 80 + 40 ticks of steal

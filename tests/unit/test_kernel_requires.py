@@ -14,8 +14,8 @@ from pydantic import ValidationError
 from mptcplab.kernelreq import detect, in_range, parse_range, release_version
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Finding, Published
+from mptcplab.record.model import Manifest
 from mptcplab.results.findings import KernelFacts, evaluate, findings_table
-from mptcplab.results.model import Manifest
 from mptcplab.results.summary import build_summary_model, repetitions
 
 REPO = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Flow, LatencyFlow
 from mptcplab.metrics import METRICS
 from mptcplab.plan import build_plan
+from mptcplab.record.model import FlowResult, Repetition
 from mptcplab.results.aggregate import scenario_value
-from mptcplab.results.model import FlowResult, Repetition
 from mptcplab.traffic import KINDS, kind_of
 from mptcplab.traffic.base import KindContext
 from mptcplab.traffic.latency import BLOCK_COLUMNS, LatencyKind, files, table_path

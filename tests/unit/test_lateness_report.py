@@ -49,7 +49,7 @@ def test_stall_log_cooccurrence() -> None:
 
 
 def host(steal_ms: float, softirq_ms: float = 100.0) -> Any:
-    from mptcplab.results.model import CpuTime, HostCpu
+    from mptcplab.record.model import CpuTime, HostCpu
 
     return HostCpu(interval_s=4.0, cpus=2, total=CpuTime(steal_ms=steal_ms, softirq_ms=softirq_ms),
                    psi_cpu_some_us=250_000)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mptcplab.metrics import METRICS, Select
-from mptcplab.results.model import Repetition
+from mptcplab.record.model import Repetition
 
 REP = Repetition.model_validate({
     "name": "emu1-mptcp-rmem200k", "goodput_mbps": 8.0, "duration_s": 10.0,

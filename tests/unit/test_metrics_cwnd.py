@@ -16,8 +16,8 @@ from mptcplab.lab.schema import Expectation
 from mptcplab.metrics import METRICS, Select
 from mptcplab.probes.analysis import implausible_windows
 from mptcplab.probes.join import subflow_series
+from mptcplab.record.model import Repetition
 from mptcplab.results.findings import check
-from mptcplab.results.model import Repetition
 
 JUMP = 2**30 + 12345  # what mptcp_lia's subflows were seen jumping to
 

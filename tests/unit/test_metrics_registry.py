@@ -21,9 +21,9 @@ from mptcplab.lab.metriccheck import check_metrics
 from mptcplab.lab.schema import Expectation, Published, PublishedValue
 from mptcplab.metricdecl import DECLARED, declare
 from mptcplab.metrics import METRICS, Select, check_registry, metric_scales, refusal, register
+from mptcplab.record.model import Repetition
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.findings import check
-from mptcplab.results.model import Repetition
 
 SEEN: list[Select] = []
 

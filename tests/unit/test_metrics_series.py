@@ -13,8 +13,8 @@ import pytest
 from mptcplab.lab.schema import Expectation
 from mptcplab.metrics import METRICS, Select
 from mptcplab.metrics.series import capture_offset
+from mptcplab.record.model import Repetition
 from mptcplab.results.findings import check
-from mptcplab.results.model import Repetition
 from mptcplab.results.read import load_summary
 
 

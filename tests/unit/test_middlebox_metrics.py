@@ -7,7 +7,7 @@ import pytest
 
 from mptcplab.analysis import FlowSpec, analyze_packets, packets
 from mptcplab.metrics import METRICS, Select
-from mptcplab.results.model import Repetition
+from mptcplab.record.model import Repetition
 
 SYN, ACK = 0x02, 0x10
 SRV, CLI = "10.0.3.2", "10.0.1.2"

@@ -7,10 +7,10 @@ from __future__ import annotations
 import dataclasses
 
 from mptcplab.analysis.model import SubflowResult
-from mptcplab.results.model import Subflow
+from mptcplab.record.model import Subflow
 
 
 def test_every_analysis_subflow_field_is_in_the_result_model() -> None:
     produced = {f.name for f in dataclasses.fields(SubflowResult)}
     declared = set(Subflow.model_fields)
-    assert produced - declared == set(), f"add to results/model.py Subflow: {sorted(produced - declared)}"
+    assert produced - declared == set(), f"add to record/model/flow.py Subflow: {sorted(produced - declared)}"

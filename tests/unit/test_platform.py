@@ -80,7 +80,7 @@ def test_bad_override_is_an_input_error(path_dir: Path, monkeypatch: pytest.Monk
 
 
 def test_manifest_facts_carry_it(path_dir: Path) -> None:
-    from mptcplab.results.manifest import host_facts
+    from mptcplab.record.manifest import host_facts
 
     fake_detect_virt(path_dir, "qemu", 0)
     facts = host_facts()
@@ -97,7 +97,7 @@ def test_git_state_reads_a_checkout_another_user_owns(tmp_path):
 
     import pytest
 
-    from mptcplab.results.manifest import git_state
+    from mptcplab.record.manifest import git_state
 
     if os.geteuid() != 0 or shutil.which("git") is None:
         pytest.skip("needs root and git")
@@ -125,7 +125,7 @@ def test_git_state_is_unknown_when_git_is_too_slow(tmp_path, monkeypatch):
     manifest says the state is unknown."""
     import subprocess
 
-    from mptcplab.results import manifest
+    from mptcplab.record import manifest
 
     def slow(cmd, **kw):
         raise subprocess.TimeoutExpired(cmd, kw.get("timeout", 0))

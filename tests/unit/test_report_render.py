@@ -15,9 +15,9 @@ import pandas as pd
 import pytest
 
 from mptcplab.lab.schema import Published
+from mptcplab.record.model import ICMP_COLUMNS, TIMESERIES_COLUMNS, Summary
 from mptcplab.results import figures as F
 from mptcplab.results.fmt import DASH
-from mptcplab.results.model import ICMP_COLUMNS, TIMESERIES_COLUMNS, Summary
 from mptcplab.results.policy import collect_warnings
 from mptcplab.results.read import load_icmp, load_manifest, load_summary, load_timeseries
 from mptcplab.results.report import print_table, render_report, write_report

@@ -1,6 +1,6 @@
 """A run directory exists only with its manifest (issue 12 item 5): a run stopped
 before the manifest is written leaves no directory (how the directory is made whole:
-results/store.py and tests/unit/test_store.py)."""
+record/store.py and tests/unit/test_store.py)."""
 
 from __future__ import annotations
 

@@ -21,8 +21,8 @@ from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg
 from mptcplab.lab.schema import Expectation, Finding, Published, PublishedSource, PublishedValue
 from mptcplab.metrics import paper_target
 from mptcplab.preflight import reachability
+from mptcplab.record.model import Repetition, Summary
 from mptcplab.results import findings
-from mptcplab.results.model import Repetition, Summary
 from mptcplab.results.policy import collect_warnings
 from mptcplab.results.summary import build_summary_model
 from mptcplab.results.tables import published_table, scenario_table

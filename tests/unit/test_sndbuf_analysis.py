@@ -12,7 +12,7 @@ from mptcplab.analysis.cwnd_events import Socket, count_without_loss, reductions
 from mptcplab.analysis.sendbuffer import eq1_required_bytes, parse_wmem, upstream_unlocked_sndbuf
 from mptcplab.errors import LabInputError
 from mptcplab.labrun import RunOptions, repetitions, uniform_repetitions
-from mptcplab.results.model import Repetition
+from mptcplab.record.model import Repetition
 from mptcplab.tools.latency import LatencyFiles, LatencyParams, client_argv
 
 

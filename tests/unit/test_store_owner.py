@@ -1,5 +1,5 @@
 """Run directories appear whole, carry their owner while it works on them, and a run
-whose owner died is marked by the next one (results/store.py)."""
+whose owner died is marked by the next one (record/store.py)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from mptcplab.errors import LabInputError
-from mptcplab.results import store
+from mptcplab.record import store
 
 
 def _dead_owner() -> dict[str, object]:

@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from mptcplab.lab.schema import Published
+from mptcplab.record.model import FORMAT_VERSION, Repetition, ResultsFormatError, Warning
 from mptcplab.results.aggregate import aggregates, per_rep_values, scenario_value
-from mptcplab.results.model import FORMAT_VERSION, Repetition, ResultsFormatError, Warning
 from mptcplab.results.read import load_summary, parse_summary
 from mptcplab.results.summary import build_summary, findings_table, published_table, repetitions
 

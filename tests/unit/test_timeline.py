@@ -18,7 +18,7 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.events import Event, FlowStart, LinkChange, LinkDown
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.results.model import Event as Recorded
+from mptcplab.record.model import Event as Recorded
 from mptcplab.timeline.actions import ActionEnv, Resolved, check_timelines, resolve, resolve_timeline
 from mptcplab.timeline.record import add_capture_time, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler

@@ -113,7 +113,7 @@ class ExperimentBody(Strict):
     repetitions: int = Field(default=3, ge=1, le=100)
     quick: Quick = Quick()
     #: the scenario measures what the CPUs carry (unshaped: labs/rcvbuf's DSS-checksum cost), so
-    #: iperf3 at full CPU is its result, not a reason to void its timing (results/validity.py)
+    #: iperf3 at full CPU is its result, not a reason to void its timing (record/validity.py)
     cpu_bound: bool = False
 
 

@@ -1,5 +1,5 @@
 """events.csv, a repetition's timeline and controller actions, read into typed Events
-(results/model.Event): the only parser of its text, for every version of the file.
+(record/model.Event): the only parser of its text, for every version of the file.
 
 Below results/read.py (which gathers a whole run's events into one frame) and importing
 only the model, so the metrics and the analysis read events without standing under the

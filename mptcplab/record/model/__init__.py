@@ -1,0 +1,81 @@
+"""The typed result model: what a run writes (summary.json, rep.json) and what every reader
+reads (report, figures, notebooks, the VM check). docs/results-format.md is its contract.
+
+One set of classes both writes and reads a file, so a field cannot mean one thing to the
+runner and another to the report. summary.json carries ``format_version``; a file without
+one (written before the model existed) is read through a documented compatibility path, a
+file from a newer engine is refused with one line: both in results/read.py, the files' only
+reader, which stands above the aggregates a format-0 file needs recomputed. This package
+imports nothing above record/, so metrics/ may type their records with it.
+
+One module per file part (base, flow, kinds, repetition, summary, manifest, event); this
+package's face names every model.
+"""
+
+from .base import (
+    FORMAT_VERSION,
+    ICMP_COLUMNS,
+    TIMESERIES_COLUMNS,
+    UNCLASSIFIED,
+    ResultsFormatError,
+    Warning,
+    validation_where,
+)
+from .event import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, EVENTS_FILE, Event
+from .flow import Flow, HolNumbers, MptcpVerdict, Subflow
+from .kinds import (
+    ChurnMetrics,
+    ConnectionsCheck,
+    HoldMetrics,
+    HttpMetrics,
+    LatencyMetrics,
+    TransferDifference,
+    TransferMetrics,
+    UdpMetrics,
+)
+from .manifest import CalibrationCheck, Git, LinkCalibration, Manifest
+from .repetition import CaptureStats, CpuTime, Fairness, FlowResult, HostCpu, Repetition
+from .summary import FindingRow, KernelPatch, PathAggregate, PublishedRow, PublishedSource, ScenarioAggregate, Summary
+
+__all__ = [
+    "FORMAT_VERSION",
+    "ICMP_COLUMNS",
+    "TIMESERIES_COLUMNS",
+    "UNCLASSIFIED",
+    "ResultsFormatError",
+    "Warning",
+    "validation_where",
+    "Flow",
+    "HolNumbers",
+    "MptcpVerdict",
+    "Subflow",
+    "ChurnMetrics",
+    "ConnectionsCheck",
+    "HoldMetrics",
+    "HttpMetrics",
+    "LatencyMetrics",
+    "TransferDifference",
+    "TransferMetrics",
+    "UdpMetrics",
+    "CaptureStats",
+    "CpuTime",
+    "Fairness",
+    "FlowResult",
+    "HostCpu",
+    "Repetition",
+    "FindingRow",
+    "KernelPatch",
+    "PathAggregate",
+    "PublishedRow",
+    "PublishedSource",
+    "ScenarioAggregate",
+    "Summary",
+    "CalibrationCheck",
+    "Git",
+    "LinkCalibration",
+    "Manifest",
+    "EVENTS_FILE",
+    "EVENT_COLUMNS",
+    "EVENT_TYPED_COLUMNS",
+    "Event",
+]

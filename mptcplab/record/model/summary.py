@@ -1,0 +1,170 @@
+"""summary.json: the repetitions, each scenario's aggregates, the published-vs-this-run rows
+and the findings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import Field, field_validator, model_validator
+
+from .base import FORMAT_VERSION, Warning, _Model
+from .repetition import Repetition
+
+
+class PathAggregate(_Model):
+    """Per scenario and path, over the repetitions; definitions in mptcplab/results/aggregate.py."""
+
+    reps: int
+    share_mean_over_reps: float | None = None
+    share_std_over_reps: float | None = None
+    median_seg_median_over_reps: float | None = None
+    max_seg_max_over_reps: float | None = None
+    icmp_frag_needed_mean_over_reps: float | None = None
+    icmp_frag_needed_total: int | None = None
+    icmp_frag_needed_per_rep: list[int | None] = Field(default_factory=list)
+
+
+class ScenarioAggregate(_Model):
+    scenario: str
+    n: int
+    goodput_mean: float | None = None
+    goodput_std: float | None = None  # None with one repetition: there is no spread
+    goodput_min: float | None = None
+    goodput_max: float | None = None
+    mptcp_requested: bool = False
+    verified_reps: int = 0
+    fallback_reps: int = 0
+    warning_reps: int = 0
+    #: Jain's index across measured flows, mean over reps (None: one measured flow)
+    jain_mean: float | None = None
+    jain_std: float | None = None
+    #: each measured flow's share, mean over reps
+    flow_share_mean: dict[str, float | None] = Field(default_factory=dict)
+    paths: dict[str, PathAggregate] = Field(default_factory=dict)
+
+
+class PublishedSource(_Model):
+    id: str | None = None
+    title: str | None = None
+    kernel: str | None = None
+
+
+class PublishedRow(_Model):
+    """One number of the paper next to the same aggregate on this run."""
+
+    id: str
+    scenario: str | None = None
+    metric: str
+    path: str | None = None
+    flow: str | None = None
+    #: [start, end) seconds from the measured flow's start (mptcplab/metricdecl.Select)
+    window: list[float] | None = None
+    paper_value: float | None = None
+    unit: str | None = None
+    paper_kernel: str | None = None
+    where: str | None = None
+    note: str | None = None
+    #: this run's value of the metric's one aggregate (aggregate.METRICS), None when not run
+    this_value: float | None = None
+    #: which aggregate, e.g. "mean over reps", "median over reps"
+    this_statistic: str | None = None
+    #: standard deviation over reps, only for a mean with more than one repetition
+    this_std: float | None = None
+    this_n: int = 0
+    this_kernel: str | None = None
+    #: what this run's value compares with when the run is scaled and the metric is a rate:
+    #: paper_value x the scale factor (lab/scale.py); None when the run is not scaled
+    paper_value_scaled: float | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _version0(cls, data: Any) -> Any:
+        # format 0 named the value this_mean and always meant the mean over reps
+        if isinstance(data, dict) and "this_mean" in data and "this_value" not in data:
+            data = {**data, "this_value": data["this_mean"],
+                    "this_statistic": "mean over reps" if data.get("this_mean") is not None else None}
+        return data
+
+
+class FindingRow(_Model):
+    id: str
+    scenario: str | None = None
+    statement: str | None = None
+    where: str | None = None
+    #: True holds, False does not hold, None not measurable here (evidence says why)
+    holds_here: bool | None = None
+    evidence: str = ""
+    #: the repetitions disagree with the verdict: it rests on a difference smaller than the
+    #: run's own variation (results/findings.py)
+    within_spread: bool = False
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _none_is_empty(cls, v: Any) -> Any:
+        return "" if v is None else v
+
+    @property
+    def verdict(self) -> str:
+        return "yes" if self.holds_here is True else "no" if self.holds_here is False else "unknown"
+
+    @property
+    def shown(self) -> str:
+        """The verdict as tables show it: ``verdict``, marked when within spread."""
+        return self.verdict + (" (within spread)" if self.within_spread else "")
+
+
+class KernelPatch(_Model):
+    """One of the project's kernel patches (mptcplab/kernelreq.py PATCHES) and whether the
+    run's kernel carries it, with what says so (manifest.json ``kernel_patches``)."""
+
+    name: str
+    present: bool
+    evidence: str = ""
+
+
+class Summary(_Model):
+    """summary.json: the run's repetitions, their aggregates and the paper comparison."""
+
+    format_version: int = FORMAT_VERSION
+    #: the format_version the file carried (0: it had none), set by read.parse_summary;
+    #: None for a summary made in memory. Never written: ``format_version`` says it
+    file_format_version: int | None = Field(default=None, exclude=True)
+    lab: str
+    run_id: str
+    kernel: str | None = None
+    #: the project's kernel patches this kernel carries (manifest.json kernel_patches);
+    #: None: not recorded (a run before the field), so findings that require one are unknown
+    kernel_patches: list[str] | None = None
+    complete: bool = False
+    quick: bool = False
+    run_kind: str | None = None
+    run_kind_reason: str | None = None
+    valid: bool | None = None
+    invalid_reasons: list[str] = Field(default_factory=list)
+    timing_notes: list[str] = Field(default_factory=list)
+    repetitions: int | None = None
+    published_source: PublishedSource | None = None
+    scenarios: list[Repetition] = Field(default_factory=list)
+    aggregates: list[ScenarioAggregate] = Field(default_factory=list)
+    published: list[PublishedRow] = Field(default_factory=list)
+    findings: list[FindingRow] = Field(default_factory=list)
+    #: the factor every link rate was scaled by (lab/scale.py): goodput is measured at it
+    scale: float = 1.0
+    #: run-level coded warnings known before measuring (e.g. emulation-beyond-host)
+    warnings: list[Warning] = Field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        # python mode: a runner extra of an unexpected type is left to store.write_json (default=str)
+        return self.model_dump()
+
+    def scenario_order(self) -> list[str]:
+        """Scenario names in the order the run lists them (the lab's order)."""
+        seen = dict.fromkeys(r.name for r in self.scenarios)
+        seen.update(dict.fromkeys(a.scenario for a in self.aggregates if a.scenario not in seen))
+        return list(seen)
+
+    def reps_of(self, scenario: str) -> list[Repetition]:
+        return [r for r in self.scenarios if r.name == scenario]
+
+    def aggregate(self, scenario: str) -> ScenarioAggregate | None:
+        return next((a for a in self.aggregates if a.scenario == scenario), None)
