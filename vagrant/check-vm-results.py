@@ -6,7 +6,7 @@
 Used by vagrant/test-vm.sh on the host after `make lab-mtu RUN_ARGS=--quick` (the run copied
 back); inside the VM it runs the same way from /vagrant with the VM's .venv (scripts/bootstrap.sh
 makes both). Reads summary.json and manifest.json only through the engine's result model
-(mptcplab/record/model.py, read.py; docs/results-format.md is the contract) and checks what
+(mptcplab/record/model/, results/read.py; docs/results-format.md is the contract) and checks what
 any sound run of the lab must show:
 
 - summary.json: written in this engine's format version, complete, valid, a functional check

@@ -1,6 +1,6 @@
 """The controller interface: typed params, an interval, and ``step(view)``.
 
-Every ``interval`` during the traffic the runner (controllers/runner.py) samples
+Every ``interval`` during the traffic the runner (timeline/controller.py) samples
 the controller's node (``ss -tinM``, probes/ss.py) and calls ``step`` with what it
 saw; the actions it returns are the timeline's own (lab/events.py: endpoint_flags,
 link_change, sysctl, ...) and run at once, each recorded in events.csv with source

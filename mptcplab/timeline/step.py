@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..controllers import controller_class
-from ..controllers.runner import ControllerThread
 from ..lab.events import FlowStart, FlowStop
 from ..probes.ss import SsSampler, ss_cmd
 from ..record.model import Event
@@ -21,6 +20,7 @@ from ..steps.base import Planned, Rep, Step
 from ..steps.traffic import Traffic
 from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN
 from .actions import ActionEnv, Resolved, resolve_timeline
+from .controller import ControllerThread
 from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor
 

@@ -20,13 +20,13 @@ from mptcplab.controllers import View, available, controller_class
 from mptcplab.controllers._dynthresh import DynamicThreshold, SubflowRate, Verdict
 from mptcplab.controllers.base import Controller, Decision
 from mptcplab.controllers.dynamic_threshold import DynamicThreshold as Alg3
-from mptcplab.controllers.runner import ControllerThread
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.events import ControllerSpec, EndpointFlags
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.probes.ss import SubflowSample, busiest_connection, parse_ss
 from mptcplab.timeline.actions import ActionEnv, Resolved
+from mptcplab.timeline.controller import ControllerThread
 from mptcplab.timeline.record import COLUMNS, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
 

@@ -15,12 +15,12 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
+from ..controllers.base import Controller, Decision, View
 from ..lab.events import Event
 from ..probes.ss import SsSampler, busiest_connection
 from ..record import model as results
-from ..timeline.actions import ActionEnv, Resolved, resolve
-from ..timeline.scheduler import Scheduler
-from .base import Controller, Decision, View
+from .actions import ActionEnv, Resolved, resolve
+from .scheduler import Scheduler
 
 
 class ControllerThread:
