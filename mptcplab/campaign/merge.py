@@ -62,7 +62,9 @@ def item_runs(out: Path) -> list[ItemRun]:
         done = complete_runs(item_dir / RESULTS)
         if not done:
             continue
-        d = done[0]
+        # absolute: a merged repetition's dir is read from the merged column's directory, where a
+        # path relative to the working directory (`compare results/campaigns/X`) leads nowhere
+        d = done[0].resolve()
         runs.append(ItemRun(item_dir.name, rec["target"], rec["lab"], int(rec["round"]), d,
                             load_summary(d), load_manifest(d)))
     return runs

@@ -99,6 +99,20 @@ def test_merge_two_targets(campaign: Path) -> None:
         assert Path(r.dir or "").is_relative_to(campaign / "items")
 
 
+def test_a_campaign_named_by_a_relative_path_merges_into_dirs_that_resolve(
+        campaign: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mptcplab compare results/campaigns/X` from the checkout: each merged repetition's
+    directory must still lead to its files when read from the merged column's directory
+    (a relative one would be taken relative to the column and lead nowhere)."""
+    monkeypatch.chdir(campaign.parent)
+    merge(Path(campaign.name))
+    s = load_summary(Path(campaign.name) / "merged" / "mtu" / "k61")
+    for r in s.scenarios:
+        assert Path(r.dir or "").is_absolute(), r.dir
+        d = r.files_dir()
+        assert d is not None and (d.parent.parent.parent / "summary.json").is_file(), d
+
+
 def test_compare_highlights_the_changing_verdict(campaign: Path, tmp_path: Path) -> None:
     out = tmp_path / "cmp"
     assert main(["compare", str(campaign), "--out", str(out)]) == 0
