@@ -17,65 +17,21 @@ the links, with the reordering that causes at the receiver. Unlike it: no bond d
 shared MAC (each leg keeps its interface and address; the socket's source address is the one
 the main table chooses for the first leg), ARP is per interface, and the striping is per
 destination address, set on each end separately (both directions need it: give both hosts a
-``balance_rr``). Pure command generation, like netconfig.py; a run proves the striping from
+``balance_rr``). Pure command generation from lab/stripe.py's legs, like netconfig.py; a run proves the striping from
 the capture (analysis/striping.py: one connection's packets on every leg).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from ipaddress import IPv4Address
-
 from .commands import Cmd, cmd
-from .errors import LabInputError
 from .lab.network import Network
 from .lab.schema import ExperimentBody
+from .lab.stripe import Stripe, stripe_of
 
 RR_TABLE = "mptcplab_rr"
-#: routing tables and rule priorities of the legs (per-source tables are 100+, below these)
-RR_TABLE_BASE = 200
+#: priority of the legs' fwmark rules: below the per-source rules' (lab/network.py, POLICY_TABLE_BASE + k),
+#: so a marked packet takes its leg's table first
 RR_RULE_PRIORITY = 50
-#: marks of the legs: RR_MARK_BASE + k (a value no other rule of the engine sets)
-RR_MARK_BASE = 0x4D520000
-
-
-@dataclass(frozen=True)
-class Leg:
-    iface: str
-    gateway: IPv4Address | None  # None: the peer is the neighbour on this interface
-    mark: int
-    table: int
-
-
-@dataclass(frozen=True)
-class Stripe:
-    node: str
-    dst: IPv4Address
-    legs: tuple[Leg, ...]
-
-
-def stripe_of(net: Network, body: ExperimentBody, name: str, file: str = "experiment.yml") -> Stripe | None:
-    """The node's balance_rr as legs, or None. A leg's neighbour must be a router (it routes on)
-    or the host that owns the peer address (a direct link)."""
-    rr = body.nodes[name].balance_rr
-    if rr is None:
-        return None
-    dst = net.address(rr.to)
-    legs = []
-    for k, iface in enumerate(rr.via):
-        link = next(lk for ep, lk in net.interfaces(name) if ep.iface == iface)
-        ep = next(ep for ep, lk in net.interfaces(name) if ep.iface == iface)
-        peer = link.other(ep)
-        peer_addrs = {lk.addr(e).ip for e, lk in net.interfaces(peer.node)}
-        if net.nodes[peer.node].role == "router":
-            gw: IPv4Address | None = link.addr(peer).ip
-        elif dst in peer_addrs:
-            gw = None
-        else:
-            raise LabInputError(file, f"nodes.{name}.balance_rr.via",
-                                f"{iface} leads to host {peer.node}, which neither routes nor owns {dst}")
-        legs.append(Leg(iface, gw, RR_MARK_BASE + k + 1, RR_TABLE_BASE + k))
-    return Stripe(name, dst, tuple(legs))
 
 
 def stripe_cmds(s: Stripe) -> list[Cmd]:

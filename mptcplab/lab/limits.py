@@ -18,11 +18,11 @@ from ipaddress import IPv4Address
 
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
-from ..striping import stripe_of
 from ..units import fmt_rate, parse_rate
 from .events import EndpointAdd, EndpointFlags, LinkChange
 from .network import Link, Network
 from .schema import ExperimentBody
+from .stripe import stripe_of
 
 TC_U32_MAX = 2**32 - 1
 #: the longest bucket time tc can pass: 2^32-1 ticks of 1/15.625 us

@@ -12,8 +12,9 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.lab.schema import MptcpEndpoint, NodeSpec
+from mptcplab.lab.stripe import RR_MARK_BASE, RR_TABLE_BASE, stripe_of
 from mptcplab.mptcp import mptcp_cmds
-from mptcplab.striping import RR_MARK_BASE, RR_TABLE, RR_TABLE_BASE, balance_rr_cmds, stripe_of
+from mptcplab.striping import RR_TABLE, balance_rr_cmds
 
 REPO = Path(__file__).resolve().parents[2]
 HTTP = load_lab(REPO / "labs" / "http")
