@@ -5,7 +5,7 @@ per repetition for set-up, link checks, captures' and daemons' stops and teardow
 The overhead is the lab's own when the results root has a complete run of it (its
 manifest's wall_seconds minus traffic_seconds over its repetitions: same host, same
 link checks), else DEFAULT_OVERHEAD_S. Analysis overlaps the next repetition
-(labrun.py), so it adds nothing but the last repetition's."""
+(labrun/run.py), so it adds nothing but the last repetition's."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ class Backend(ABC):
     def choose_emulator(cls, force: str | None, scenarios: Sequence[ScenarioRun], dry_run: bool) -> Emulator:
         """The link emulator for a run. A dry run never probes the kernel (it creates
         nothing): it shows ``force`` or, without it, the preferred emulator that needs
-        no probe, and says which one a run would pick (labrun.dry_run)."""
+        no probe, and says which one a run would pick (labrun/dryrun.py)."""
         from ..emulation.hostprobe import netem_available
         from ..emulation.select import emulator_named, select_emulator
 

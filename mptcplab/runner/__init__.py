@@ -1,6 +1,6 @@
 """Running a lab's repetitions: measure one (measure.py), decide which attempt counts
 (retry.py), turn it into its record (record.py), with the run's signal handling (signals.py).
-labrun.py drives these over every scenario x repetition.
+labrun/run.py drives these over every scenario x repetition.
 
 Teardown runs on every exit path (normal end, error, Ctrl-C, SIGTERM).
 """

@@ -1,6 +1,6 @@
 """The host's CPU accounting over a repetition's traffic (probes/procstat.py, probes/hostcpu.py):
 /proc/stat and PSI parsed and differenced, the record's ``host_cpu``, and the steal it states
-beside a delay line that did not keep time (labrun.daemon_problems)."""
+beside a delay line that did not keep time (labrun/verdicts.daemon_problems)."""
 
 from __future__ import annotations
 

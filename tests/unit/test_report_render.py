@@ -119,7 +119,7 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
     model.run_kind_reason = (None if run_kind is None else TCG_REASON if run_kind == "functional-check"
                              else "CPU not software-emulated (systemd-detect-virt: kvm)")
     summary = model.to_json()
-    # The shape the runner writes (mptcplab/labrun.py): calibration and sysctls per scenario.
+    # The shape the runner writes (mptcplab/labrun/run.py): calibration and sysctls per scenario.
     def check(q: str, conf: float, meas: float, ok: bool) -> dict[str, Any]:
         return {"quantity": q, "configured": conf, "measured": meas, "tolerance": "±10%",
                 "ok": ok}

@@ -11,7 +11,7 @@ from typing import Any, cast
 
 import pytest
 
-from mptcplab import labrun
+from mptcplab.labrun import run as labrun
 from mptcplab.runner import retry
 from mptcplab.traffic.base import Outcome
 from mptcplab.traffic.iperf3 import Iperf3Kind
@@ -164,11 +164,11 @@ def test_log_line_of_a_repetition_without_goodput() -> None:
     lines: list[str] = []
     rec = {"name": "apps", "rep": 1, "goodput_mbps": None, "analysis_seconds": None, "warnings": [],
            "mptcp": {"requested": True, "verified": True}}
-    labrun._log_rep(lines.append, rec, 1, 3.2)
+    labrun.log_rep(lines.append, rec, 1, 3.2)
     assert lines == ["apps rep 1/1: no goodput, MPTCP verified, measured in 3.2 s"]
     # a churn's repetition says how many connections it made instead (labs/setup)
     churn = {"attempted": 20000, "completed": 19998, "rate_per_s": 1227.2}
-    labrun._log_rep(lines.append, {**rec, "goodput_mbps": 0.0, "flows": [{"churn": churn}]}, 1, 16.3)
+    labrun.log_rep(lines.append, {**rec, "goodput_mbps": 0.0, "flows": [{"churn": churn}]}, 1, 16.3)
     assert lines[-1] == "apps rep 1/1: 19,998 of 20,000 connections (1227/s), MPTCP verified, measured in 16.3 s"
 
 

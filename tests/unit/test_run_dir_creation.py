@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab import labrun
+from mptcplab import backends
 from mptcplab.lab.loader import load_lab
 from mptcplab.labrun import RunOptions, run_lab
+from mptcplab.labrun import run as labrun
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 
@@ -25,10 +26,10 @@ def test_stopped_while_gathering_the_manifest_leaves_nothing(tmp_path: Path, mon
         raise SystemExit("killed while asking tools for their versions")
 
     monkeypatch.setattr(labrun, "tool_versions", killed)
-    monkeypatch.setattr(labrun, "_clean_all", lambda backend: None)  # nothing to clean; needs no root
+    monkeypatch.setattr(labrun, "clean_all", lambda backend: None)  # nothing to clean; needs no root
     lab = load_lab(LABS / "mtu")
     with pytest.raises(SystemExit):
-        run_lab(lab, labrun.backends.get("netns").choose_emulator("nfqueue", [], dry_run=True),
+        run_lab(lab, backends.get("netns").choose_emulator("nfqueue", [], dry_run=True),
                 RunOptions(quick=True, scenarios=["tcp-a"], results_root=tmp_path))
     base = tmp_path / "mtu"
     assert not base.exists() or list(base.iterdir()) == []
@@ -44,10 +45,10 @@ def test_a_signal_right_after_the_run_directory_appears_marks_it(tmp_path: Path,
         return run_dir
 
     monkeypatch.setattr(labrun, "tool_versions", lambda: {})
-    monkeypatch.setattr(labrun, "_clean_all", lambda backend: None)
-    monkeypatch.setattr(labrun, "_run_dir_form", interrupted)
+    monkeypatch.setattr(labrun, "clean_all", lambda backend: None)
+    monkeypatch.setattr(labrun, "run_dir_form", interrupted)
     lab = load_lab(LABS / "mtu")
-    run_dir, summary = run_lab(lab, labrun.backends.get("netns").choose_emulator("nfqueue", [], dry_run=True),
+    run_dir, summary = run_lab(lab, backends.get("netns").choose_emulator("nfqueue", [], dry_run=True),
                                RunOptions(quick=True, scenarios=["tcp-a"], results_root=tmp_path), log=lambda _: None)
     m = json.loads((run_dir / "manifest.json").read_text())
     assert m["complete"] is False and m["incomplete_reason"] == "interrupted by SIGINT"
