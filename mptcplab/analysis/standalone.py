@@ -117,8 +117,8 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
                   same_clock: bool = False, packets: bool = False) -> tuple[FlowAnalysis, Guess]:
     """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
     subflows.csv, the tables of write_tables (tcp_seq.csv included), capture_connections.csv
-    (every connection in the files, connlist.py), figures/dsn.png, tcp_seq.png, delivery.png,
-    resends.png and throughput.png.
+    (every connection in the files, connlist.py). The figures are drawn above the analysis
+    (results/figures.capture_figures, called by ``mptcplab analyze``).
     ``same_clock``: the user says the files share one clock (one machine), so one-way delays
     between them mean something; files from elsewhere cannot show it, so it is never guessed.
     ``packets``: also packets.csv, the packet table itself (packets.py: one row per packet and
