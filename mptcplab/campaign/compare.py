@@ -3,7 +3,7 @@ columns, beside the paper's numbers, from the typed result model only (model.Sum
 aggregate.scenario_value, the findings' FindingRow verdicts).
 
 A run directory is one column; a campaign directory gives one column per target (its items
-merged by merge.py). A finding whose verdict is "yes" in one column and "no" in another is
+merged by merge.py). A finding that holds in one column and does not hold in another is
 listed first and its changing cells are highlighted: that is what a kernel change did.
 """
 
@@ -16,7 +16,7 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..errors import LabInputError
-from ..record.model import Summary
+from ..record.model import FindingRow, Summary
 from ..results.aggregate import scenario_value
 from ..results.fmt import fmt_num, md_table
 from ..results.read import load_manifest, load_summary
@@ -98,13 +98,22 @@ def _paper(cols: list[Column], scenario: str | None, metric: str, path: str | No
     return ""
 
 
+def _cell(f: FindingRow) -> str:
+    """A finding's verdict with each check's estimate and interval, compactly."""
+    parts = [f"{fmt_num(c.estimate)} [{fmt_num(c.low)}, {fmt_num(c.high)}] {c.confidence:.0%}"
+             for c in f.checks if c.estimate is not None and c.low is not None and c.high is not None
+             and c.confidence is not None]
+    return f.shown + (f" ({'; '.join(parts)})" if parts else "")
+
+
 def verdict_cells(verdicts: list[str], shown: list[str] | None = None) -> tuple[list[str], bool]:
     """The cells of one finding's row and whether its verdict changes between columns: a
-    known verdict ("yes"/"no") that differs from the previous known one is highlighted.
+    decided verdict ("holds"/"does not hold") that differs from the previous decided one is
+    highlighted (an inconclusive one decides nothing).
     ``shown``: each verdict as the cell writes it (FindingRow.shown), when not the verdict."""
     out, last, changed = [], None, False
     for v, text in zip(verdicts, shown or verdicts, strict=True):
-        if v in ("yes", "no"):
+        if v in ("holds", "does not hold"):
             if last is not None and v != last:
                 out.append(f"**{text}** {CHANGED}")
                 changed = True
@@ -144,7 +153,7 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
     for fid in ids:
         rows_of = [next((f for f in c.summary.findings if f.id == fid), None) for c in cols]
         cells, changed = verdict_cells([f.verdict if f else "not run" for f in rows_of],
-                                       [f.shown if f else "not run" for f in rows_of])
+                                       [_cell(f) if f else "not run" for f in rows_of])
         if changed:
             changed_ids.append(fid)
         rows.append([f"{CHANGED} {fid}" if changed else fid, *cells, "**changes**" if changed else ""])
@@ -152,8 +161,8 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         rows.sort(key=lambda r: 0 if r[-1] else 1)  # the changes first
         lines += ["### Findings: verdict per column", "",
                   f"`{CHANGED}` and **bold**: the verdict differs from the column to its left "
-                  "(yes = holds here, no = does not hold, unknown = not measurable here; "
-                  "*within spread*: the column's repetitions fall on both sides of it).", "",
+                  "(each cell: the verdict, then each check's estimate with its interval over the column's "
+                  "repetitions and the interval's coverage; mptcplab/results/stats.py).", "",
                   md_table(["finding", *labels, "verdict"], rows), ""]
         lines += [f"- `{fid}`: {stmt[fid]}" for fid in ids if stmt[fid]] + [""]
     # goodput

@@ -343,20 +343,21 @@ def _check_subsets(exp: Experiment, names: list[str], file: Path) -> None:
 
 
 def _check_published(pub: Published, names: set[str], file: Path, flows: set[str] | None = None) -> None:
-    groups: list[tuple[str, list[tuple[str, str | None]]]] = [
-        ("values", [(v.id, v.scenario) for v in pub.values]),
-        ("findings", [(f.id, f.scenario) for f in pub.findings]),
+    # findings and setup checks share one id space: a report row names either
+    groups: list[list[tuple[str, str, str | None]]] = [
+        [(f"values[{i}]", v.id, v.scenario) for i, v in enumerate(pub.values)],
+        [(where, f.id, f.scenario) for where, f in pub.located_findings()],
     ]
     if flows is not None:
         _check_published_flows(pub, flows, file)
-    for kind, items in groups:
+    for items in groups:
         ids: set[str] = set()
-        for i, (item_id, scenario) in enumerate(items):
+        for where, item_id, scenario in items:
             if item_id in ids:
-                raise LabInputError(str(file), f"{kind}[{i}].id", f"duplicate id {item_id!r}")
+                raise LabInputError(str(file), f"{where}.id", f"duplicate id {item_id!r}")
             ids.add(item_id)
             if scenario is not None and scenario not in names:
-                raise LabInputError(str(file), f"{kind}[{i}].scenario", f"no scenario {scenario!r} in experiment.yml")
+                raise LabInputError(str(file), f"{where}.scenario", f"no scenario {scenario!r} in experiment.yml")
 
 
 def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
@@ -367,9 +368,9 @@ def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
     for i, v in enumerate(pub.values):
         if bad(v.flow):
             raise LabInputError(str(file), f"values[{i}].flow", f"no flow {v.flow!r} in experiment.yml")
-    for i, f in enumerate(pub.findings):
+    for at, f in pub.located_findings():
         for place, e in f.located():
-            where = f"findings[{i}].{place}"
+            where = f"{at}.{place}"
             if isinstance(e, Expectation):
                 if bad(e.flow):
                     raise LabInputError(str(file), f"{where}.flow", f"no flow {e.flow!r} in experiment.yml")

@@ -31,11 +31,11 @@ def check_metrics(pub: Published, file: Path) -> None:
     for i, v in enumerate(pub.values):
         _refuse(file, f"values[{i}].metric", v.metric)
         _refuse(file, f"values[{i}]", v.metric, v)
-    for i, f in enumerate(pub.findings):
+    for where, f in pub.located_findings():
         for place, e in f.located():
             if not isinstance(e, Expectation):
                 continue
-            at = f"findings[{i}].{place}"
+            at = f"{where}.{place}"
             _refuse(file, f"{at}.metric", e.metric)
             if e.than is not None and e.than.metric is not None:
                 _refuse(file, f"{at}.than.metric", e.than.metric)

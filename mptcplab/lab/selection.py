@@ -89,7 +89,7 @@ class FindingCoverage:
 def finding_coverage(pub: Published | None, selected: Collection[str]) -> FindingCoverage:
     not_run: list[str] = []
     partly: list[str] = []
-    for f in pub.findings if pub is not None else []:
+    for f in pub.all_findings() if pub is not None else []:
         runs = [_check_scenarios(f, e) <= set(selected) for e in f.expectations]
         if runs and not any(runs):
             not_run.append(f.id)

@@ -20,6 +20,7 @@ from ..lab.loader import load_lab
 from ..record.model import ResultsFormatError, Summary
 from ..results.fmt import DASH, fmt_mean_std
 from ..results.read import load_summary
+from ..results.tables import statistic_cell
 
 #: the landing notebook, notebooks/index.ipynb
 LANDING = "index.ipynb"
@@ -161,10 +162,10 @@ def verdict_table(summary: Summary) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=VERDICT_COLUMNS)
 
 
-FINDING_COLUMNS = ["finding", "scenario", "holds here", "evidence"]
+FINDING_COLUMNS = ["finding", "scenario", "verdict", "statistic [interval] (coverage, n)", "evidence"]
 
 
 def findings_verdicts(summary: Summary) -> pd.DataFrame:
-    """The paper's findings checked on the run: yes, no or unknown, with the evidence."""
-    rows = [[f.id, f.scenario or DASH, f.shown, f.evidence or DASH] for f in summary.findings]
+    """The paper's findings checked on the run: the verdict with its interval and the evidence."""
+    rows = [[f.id, f.scenario or DASH, f.shown, statistic_cell(f), f.evidence or DASH] for f in summary.findings]
     return pd.DataFrame(rows, columns=FINDING_COLUMNS)

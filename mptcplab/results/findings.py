@@ -1,37 +1,40 @@
-"""A paper's findings as predicates on this run: holds, does not hold, or not measurable here.
+"""A paper's findings as statistical statements on this run.
 
-An expectation (mptcplab/lab/schema/published.py Expectation) compares one scenario's aggregate (of a
-path, a named flow, a time window: mptcplab/metrics/) with a
-constant, with another scenario's aggregate, or their difference or ratio with a constant
-(within a tolerance for ==); a capture fact (CaptureFact) asks whether every repetition's
-capture shows a subflow with a property (established, an ICMP-reported MTU, ...). Every
-aggregate is aggregate.py's one definition, so a finding reads the same number as the
-summary and the report. A finding that needs what this lab
-cannot provide says so with its reason instead of a verdict; one whose checks need another
-kernel (``requires``: a release range, one of the project's patches) is judged only on a
-kernel that has it, and elsewhere is "not measurable here" with this kernel named.
+An expectation (mptcplab/lab/schema/published.py Expectation) compares a statistic of one
+scenario's repetitions (a metric of a path, a named flow, a time window: mptcplab/metrics/)
+with a constant, with another scenario's, or their difference or ratio with a constant
+(within a tolerance for ==). Its verdict comes from an interval of that statistic over the
+repetitions (results/stats.py): *holds* when the whole interval satisfies the claim, *does
+not hold* when none of it does, *inconclusive* when it straddles the claim's boundary or
+the repetitions are too few for the required confidence. The statistic is the median
+(Hodges-Lehmann between two scenarios) unless the check names an extreme: ``min`` (a claim
+about every repetition) or ``max`` (about some repetition), which are decided without an
+interval, as is a metric whose own aggregate is such an extreme.
 
-A verdict on several repetitions is one statistic's (the metric's median or mean), and the
-repetitions may disagree with it: when some satisfy the expectation and some do not (a
-comparison between scenarios: some pairs of their repetitions), the finding is marked
-*within spread* and its evidence says how many agree. The verdict stands, but it rests on
-a difference smaller than the run's own variation; more repetitions, not this run, can
-settle it.
+A capture fact (CaptureFact) asks whether every repetition's capture shows a subflow with a
+property: it holds in every repetition, in none, or the repetitions disagree (inconclusive).
+
+A finding that needs what this lab cannot provide says so with its reason; one whose checks
+need another kernel (``requires``) is judged only on a kernel that has it, and elsewhere is
+"not measurable here" with this kernel named. Every check carries the source of its claim
+(the paper, a derivation, the project's convention) into the row.
 """
 
 from __future__ import annotations
 
 import operator
+import statistics
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
-from typing import NamedTuple
 
 from ..kernelreq import PATCHES, in_range
 from ..lab.scale import fmt_factor
 from ..lab.schema import CaptureFact, Expectation, Finding, Published, Requires
 from ..metricdecl import Select, metric_scales
-from ..record.model import FindingRow, Repetition
-from .aggregate import Value, scenario_value
+from ..metrics import METRICS
+from ..record.model import CheckStat, FindingRow, Repetition, Verdict
+from . import stats
+from .aggregate import per_rep_values
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _EPS = 1e-6  # aggregates are floats: 0.1 + 0.2 == 0.3 must hold
@@ -43,12 +46,6 @@ def _compare(x: float, op: str, target: float, tolerance: float) -> bool:
     if op == "!=":
         return abs(x - target) > tolerance + _EPS
     return bool(OPS[op](round(x, 6), target))
-
-
-def _describe(metric: str, sel: Select, scenario: str, v: Value, show_scenario: bool) -> str:
-    of = sel.describe()
-    what = metric + (f" of {of}" if of else "") + (f" in {scenario}" if show_scenario else "")
-    return f"{what} = {v.value:.4g} ({v.statistic}, {v.n} rep{'' if v.n == 1 else 's'})"
 
 
 def _target(e: Expectation, factor: float = 1.0) -> str:
@@ -68,91 +65,147 @@ def _scaled(e: Expectation) -> bool:
     return e.value is not None and metric_scales(e.metric) and e.by != "ratio"
 
 
-class Checked(NamedTuple):
-    holds: bool | None  # None: cannot be measured here (the evidence says why)
-    evidence: str
-    #: the repetitions fall on both sides of the verdict: how many agree (module docstring)
-    spread: str | None = None
+def _statistic(e: Expectation) -> str:
+    """The statistic a check compares: its own, else the median for a metric whose
+    aggregate is central, else the metric's own extreme (max, min, std)."""
+    if e.statistic is not None:
+        return e.statistic
+    own = METRICS[e.metric].over_reps
+    return "median" if own in ("mean", "median") else own
 
 
-def _spread(xs: list[float], agrees: list[bool], label: str) -> str | None:
-    """The note of a verdict the repetitions disagree on, from the values compared (one
-    per repetition, or per pair of the two scenarios' repetitions, as ``label`` names
-    them) and whether each satisfies the expectation."""
-    if len(xs) < 2 or all(agrees) or not any(agrees):
-        return None
-    what = "repetitions" if label == "values" else "pairs of repetitions"
-    return f"within spread: {sum(agrees)} of {len(xs)} {what} satisfy it ({label} {min(xs):.4g} to {max(xs):.4g})"
+def _extreme(xs: list[float], statistic: str) -> float:
+    if statistic == "max":
+        return max(xs)
+    if statistic == "min":
+        return min(xs)
+    return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-def _values(v: Value) -> list[float]:
-    """The per-repetition values a spread is read from: none for a metric whose aggregate
-    is an extreme (the max over repetitions: one repetition reaching it is the finding)."""
-    return [x for x in v.per_rep if x is not None] if v.central else []
+_EXTREME_METHOD = {"max": "max over repetitions: some repetition", "min": "min over repetitions: every repetition",
+                   "std": "standard deviation over repetitions, no interval"}
+
+
+def _named(metric: str, sel: Select, scenario: str) -> str:
+    of = sel.describe()
+    return metric + (f" of {of}" if of else "") + f" in {scenario}"
+
+
+def _not_measurable(evidence: str, e: Expectation | CaptureFact, target: str | None = None) -> tuple[CheckStat, str]:
+    return CheckStat(verdict="not measurable", target=target, source=_source(e)), evidence
+
+
+def _source(e: Expectation | CaptureFact) -> str | None:
+    return str(e.source) if e.source is not None else None
+
+
+def _interval_text(iv: stats.Interval, n: list[int]) -> str:
+    ns = " x ".join(str(k) for k in n)
+    return f"{iv.estimate:.4g}, interval [{iv.low:.4g}, {iv.high:.4g}] at {iv.confidence:.0%} (n = {ns}; {iv.method})"
+
+
+def _why_inconclusive(v: Verdict, iv: stats.Interval) -> str:
+    if v != stats.INCONCLUSIVE:
+        return ""
+    if not iv.enough:
+        return (f": too few repetitions for a {stats.CONFIDENCE:.0%} interval "
+                f"(the widest reaches {iv.confidence:.0%})")
+    return ": the interval straddles the claim"
 
 
 def check(e: Expectation, default_scenario: str | None,
-          reps: dict[str, list[Repetition]], factor: float = 1.0) -> Checked:
-    """Whether one expectation holds, with its evidence; holds None when it cannot be
-    measured here. In a run scaled by ``factor`` an absolute rate is compared with the
-    paper's x factor (lab/scale.py), and the evidence says so."""
+          reps: dict[str, list[Repetition]], factor: float = 1.0) -> tuple[CheckStat, str]:
+    """One expectation's verdict from its statistic's interval, with the evidence in words.
+    In a run scaled by ``factor`` an absolute rate is compared with the paper's x factor
+    (lab/scale.py), and the evidence says so."""
     value = e.value * factor if e.value is not None and _scaled(e) else e.value
     tolerance = e.tolerance * factor if _scaled(e) else e.tolerance
+    target = _target(e, factor)
     left_name = e.scenario or default_scenario
     if left_name is None:
-        return Checked(None, "no scenario of this lab to measure it on")
+        return _not_measurable("no scenario of this lab to measure it on", e, target)
     if left_name not in reps:
-        return Checked(None, f"scenario {left_name} not run")
+        return _not_measurable(f"scenario {left_name} not run", e, target)
     lsel = Select(e.path, e.flow, e.window)
-    left = scenario_value(reps[left_name], e.metric, e.path, flow=e.flow, window=e.window)
-    if left.value is None:
-        return Checked(None, f"no {e.metric} observed in {left_name}"
-                       + (f" ({lsel.describe()})" if lsel.describe() else ""))
-    across = e.than is not None
-    lhs = _describe(e.metric, lsel, left_name, left, across)
+    xs = [x for x in per_rep_values(reps[left_name], e.metric, e.path, flow=e.flow, window=e.window) if x is not None]
+    lname = _named(e.metric, lsel, left_name)
+    if not xs:
+        return _not_measurable(f"no {lname} observed", e, target)
+    stat = _statistic(e)
     if e.than is None:
         assert value is not None  # the schema requires value without than
-        xs = _values(left)
-        return Checked(_compare(left.value, e.op, value, tolerance), f"{lhs}; paper: {_target(e, factor)}",
-                       _spread(xs, [_compare(x, e.op, value, tolerance) for x in xs], "values"))
+        return _against_constant(e, stat, lname, xs, value, tolerance, target)
     right_name = e.than.scenario
     if right_name not in reps:
-        return Checked(None, f"{lhs}; scenario {right_name} not run")
+        return _not_measurable(f"{lname}; scenario {right_name} not run", e, target)
     o = e.operand()
     assert o is not None and o.metric is not None  # than is set; operand() fills in its metric
-    r_metric = o.metric
     rsel = Select(o.path, o.flow, o.window)
-    right = scenario_value(reps[right_name], r_metric, rsel.path, flow=rsel.flow, window=rsel.window)
-    if right.value is None:
-        return Checked(None, f"{lhs}; no {r_metric} observed in {right_name}")
-    rhs = _describe(r_metric, rsel, right_name, right, True)
-    pairs = [(a, b) for a in _values(left) for b in _values(right)]
-    if e.by is None:
-        holds = _compare(left.value, e.op, right.value, e.tolerance)
-        return Checked(holds, f"{lhs} {e.op} {rhs}: {'yes' if holds else 'no'}",
-                       _spread([a - b for a, b in pairs], [_compare(a, e.op, b, e.tolerance) for a, b in pairs],
-                               "differences"))
-    assert value is not None  # the schema requires value with by
-    if e.by == "difference":
-        x, how = left.value - right.value, "difference"
-        xs = [a - b for a, b in pairs]
-    else:
-        if right.value == 0:
-            return Checked(None, f"{lhs}; {rhs}: a ratio to zero is not defined")
-        x, how = left.value / right.value, "ratio"
-        xs = [a / b for a, b in pairs if b != 0]
-    holds = _compare(x, e.op, value, tolerance)
-    return Checked(holds, f"{how} {x:.4g} ({lhs}; {rhs}); paper: {how} {_target(e, factor)}",
-                   _spread(xs, [_compare(y, e.op, value, tolerance) for y in xs], how + "s"))
+    ys = [y for y in per_rep_values(reps[right_name], o.metric, rsel.path, flow=rsel.flow, window=rsel.window)
+          if y is not None]
+    rname = _named(o.metric, rsel, right_name)
+    if not ys:
+        return _not_measurable(f"{lname}; no {rname} observed", e, target)
+    return _between(e, stat, lname, xs, rname, ys, value, tolerance, target)
 
 
-def check_fact(c: CaptureFact, default_scenario: str | None, reps: dict[str, list[Repetition]]) -> Checked:
-    """Whether a capture fact is true in every repetition of the scenario, with its evidence."""
+def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], value: float, tolerance: float,
+                      target: str) -> tuple[CheckStat, str]:
+    what = f"{stat} of {lname}"
+    if stat != "median":
+        x = _extreme(xs, stat)
+        v: Verdict = stats.HOLDS if _compare(x, e.op, value, tolerance) else stats.FAILS
+        row = CheckStat(verdict=v, statistic=what, estimate=x, method=_EXTREME_METHOD[stat], n=[len(xs)],
+                        target=target, source=_source(e))
+        return row, f"{what} = {x:.4g} (n = {len(xs)}; {_EXTREME_METHOD[stat]}); paper: {target} -> {v}"
+    iv = stats.median_interval(xs)
+    v = stats.decide(iv, e.op, value, tolerance)
+    row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
+                    confidence=iv.confidence, method=iv.method, n=[len(xs)], target=target, source=_source(e),
+                    leans=stats.point_side(iv.estimate, e.op, value, tolerance) if v == stats.INCONCLUSIVE else None)
+    return row, f"{what} = {_interval_text(iv, [len(xs)])}; paper: {target} -> {v}{_why_inconclusive(v, iv)}"
+
+
+def _between(e: Expectation, stat: str, lname: str, xs: list[float], rname: str, ys: list[float],
+             value: float | None, tolerance: float, target: str) -> tuple[CheckStat, str]:
+    how = e.by or "difference"
+    # a direct comparison (no ``by``) is the difference against 0
+    want, tol = (value, tolerance) if e.by is not None else (0.0, e.tolerance)
+    assert want is not None  # the schema requires value with by
+    shown_target = target if e.by is not None else f"{lname} {e.op} {rname}"
+    what = f"{how} {lname} {'/' if how == 'ratio' else '-'} {rname}"
+    if stat != "median":
+        a, b = _extreme(xs, stat), _extreme(ys, stat)
+        if how == "ratio" and b == 0:
+            return _not_measurable(f"{what}: a ratio to zero is not defined", e, shown_target)
+        x = a / b if how == "ratio" else a - b
+        v: Verdict = stats.HOLDS if _compare(x, e.op, want, tol) else stats.FAILS
+        row = CheckStat(verdict=v, statistic=f"{how} of the {stat}s, {what}", estimate=x,
+                        method=_EXTREME_METHOD[stat], n=[len(xs), len(ys)], target=shown_target, source=_source(e))
+        return row, (f"{how} of the {stat}s {x:.4g} ({lname} = {a:.4g}; {rname} = {b:.4g}); "
+                     f"claim: {shown_target} -> {v}")
+    try:
+        iv = stats.shift_interval(xs, ys, how)
+    except ValueError as err:
+        return _not_measurable(f"{what}: {err}", e, shown_target)
+    v = stats.decide(iv, e.op, want, tol)
+    n = [len(xs), len(ys)]
+    row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
+                    confidence=iv.confidence, method=iv.method, n=n, target=shown_target, source=_source(e),
+                    leans=stats.point_side(iv.estimate, e.op, want, tol) if v == stats.INCONCLUSIVE else None)
+    claim = f"paper: {how} {target}" if e.by is not None else f"claim: {how} {e.op} 0"
+    sides = f"{lname} = {statistics.median(xs):.4g}, {rname} = {statistics.median(ys):.4g} (medians)"
+    return row, f"{what} = {_interval_text(iv, n)} [{sides}]; {claim} -> {v}{_why_inconclusive(v, iv)}"
+
+
+def check_fact(c: CaptureFact, default_scenario: str | None,
+               reps: dict[str, list[Repetition]]) -> tuple[CheckStat, str]:
+    """Whether a capture fact is seen in every repetition of the scenario, with its evidence."""
     name = c.scenario or default_scenario
     if name is None:
-        return Checked(None, "no scenario of this lab to observe it in")
+        return _not_measurable("no scenario of this lab to observe it in", c)
     if name not in reps:
-        return Checked(None, f"scenario {name} not run")
+        return _not_measurable(f"scenario {name} not run", c)
     want = f"contains {c.contains}" if c.contains is not None else f"= {c.equals}"
     what = f"a subflow on path {c.path}" if c.path else "a subflow"
 
@@ -163,11 +216,17 @@ def check_fact(c: CaptureFact, default_scenario: str | None, reps: dict[str, lis
                 return True
         return False
 
-    n = sum(1 for r in reps[name] if seen(r))
+    k = sum(1 for r in reps[name] if seen(r))
     total = len(reps[name])
-    holds = n == total
+    verdict = stats.agreement_verdict(k, total)
+    lo, hi = stats.proportion_interval(k, total)
     scenario = f" in {name}" if c.scenario else ""
-    return Checked(holds, f"{what} with {c.fact} {want}{scenario}: in {n} of {total} rep{'' if total == 1 else 's'}")
+    row = CheckStat(verdict=verdict, statistic=f"share of repetitions with {what} with {c.fact} {want}{scenario}",
+                    estimate=k / total, low=lo, high=hi, confidence=stats.CONFIDENCE,
+                    method="exact binomial (Clopper-Pearson)", n=[total], target="every repetition",
+                    source=_source(c))
+    return row, (f"{what} with {c.fact} {want}{scenario}: in {k} of {total} rep{'' if total == 1 else 's'} "
+                 f"-> {verdict}")
 
 
 @dataclass(frozen=True)
@@ -199,6 +258,15 @@ def unmet(req: Requires, kernel: KernelFacts) -> str | None:
     return None
 
 
+#: how a finding's checks combine ("and"): one failing check decides; an unmeasurable one
+#: leaves the finding undecidable; an inconclusive one leaves it open
+_PRECEDENCE: tuple[Verdict, ...] = ("does not hold", "not measurable", "inconclusive", "holds")
+
+
+def combine(verdicts: Sequence[Verdict]) -> Verdict:
+    return next((v for v in _PRECEDENCE if v in verdicts), "not measurable")
+
+
 def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
              kernel: KernelFacts | None = None) -> FindingRow:
     row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
@@ -216,22 +284,31 @@ def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
         on = f"on {kernel.release or 'this kernel'}{patch}: "
     results = [check_fact(e, f.scenario, reps) if isinstance(e, CaptureFact) else check(e, f.scenario, reps, factor)
                for e in f.expectations]
-    verdicts = [c.holds for c in results]
-    holds = False if False in verdicts else None if None in verdicts else True
-    # the verdict rests on the checks that decided it: all of them when it holds, the
-    # failing ones when it does not; it is within spread when those are
-    deciding = [c for c in results if c.holds is holds]
-    spread = holds is not None and (any(c.spread for c in deciding) if holds
-                                    else all(c.spread for c in deciding))
-    evidence = "; and ".join(c.evidence + (f" [{c.spread}]" if c.spread else "") for c in results)
-    return row.model_copy(update={"holds_here": holds, "within_spread": spread, "evidence": on + evidence})
+    checks = [c for c, _ in results]
+    evidence = "; and ".join(text for _, text in results)
+    return row.model_copy(update={"verdict": combine([c.verdict for c in checks]), "checks": checks,
+                                  "evidence": on + evidence})
+
+
+def _by_scenario(records: Sequence[Repetition]) -> dict[str, list[Repetition]]:
+    by_name: dict[str, list[Repetition]] = {}
+    for r in records:
+        by_name.setdefault(r.name, []).append(r)
+    return by_name
 
 
 def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,
                    kernel: KernelFacts | None = None) -> list[FindingRow]:
     if pub is None:
         return []
-    by_name: dict[str, list[Repetition]] = {}
-    for r in records:
-        by_name.setdefault(r.name, []).append(r)
+    by_name = _by_scenario(records)
     return [evaluate(f, by_name, factor, kernel) for f in pub.findings]
+
+
+def setup_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,
+                kernel: KernelFacts | None = None) -> list[FindingRow]:
+    """published.yml's setup checks, judged like findings and reported apart."""
+    if pub is None:
+        return []
+    by_name = _by_scenario(records)
+    return [evaluate(f, by_name, factor, kernel) for f in pub.setup_checks]

@@ -18,13 +18,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..lab.scale import fmt_factor, rate_unit
-from ..record.model import Manifest, Summary, Warning
+from ..record.model import FindingRow, Manifest, Summary, Warning
 from . import figures as F
 from .crossover import CROSSOVER_COLUMNS, crossover_rows
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .handshake import load_syn_synack, plot_syn_synack_cdf
 from .policy import collect_warnings, functional_check_reason
 from .read import as_summary, load_events, load_icmp, load_manifest, load_subflow_series, load_summary, load_timeseries
+from .stats import CONFIDENCE
 from .tables import (
     CPU_BOUND_IDLE,
     aggregates_frame,
@@ -38,6 +39,7 @@ from .tables import (
     scenario_table,
     subflows_frame,
     sysctl_rows,
+    verdict_counts,
 )
 from .terminal import print_table
 
@@ -256,19 +258,38 @@ def _published_section(summary: Summary) -> list[str]:
     return lines
 
 
+def _counts_line(rows: list[FindingRow]) -> str:
+    counts = verdict_counts(rows)
+    return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none"
+
+
 def _findings_section(summary: Summary) -> list[str]:
     table = findings_table(summary)
     lines = ["## Findings of the paper, checked on this run", ""]
     if table.empty:
         return lines + ["The lab lists no findings.", ""]
-    lines += ["Each finding with a check is a predicate on this run's aggregates, possibly comparing "
-              "scenarios (lab file: `expect`). 'unknown' means this run cannot decide it; the evidence says "
-              "why (not measurable here, with the reason; a scenario not run; a value not observed).", ""]
+    lines += [f"Verdicts: {_counts_line(summary.findings)}.", "",
+              "Each check compares a statistic of the repetitions with the paper's claim (lab file: `expect`, "
+              "with the claim's source: the paper, a derivation or the project's convention). The verdict "
+              f"comes from the statistic's {CONFIDENCE:.0%} interval over the repetitions "
+              "(mptcplab/results/stats.py): the median's order-statistic interval, or between two scenarios "
+              "the Hodges-Lehmann difference or ratio with Moses' interval. *holds*: the whole interval "
+              "satisfies the claim; *does not hold*: none of it does; *inconclusive*: it straddles the "
+              "claim, or the repetitions are too few for the interval's coverage (shown beside it) to "
+              "reach the level; *not measurable*: this run cannot decide it (the evidence says why). "
+              "`min`/`max` checks are claims about every/some repetition and have no interval.", ""]
     if functional_check_reason(summary):
         lines += ["*Functional check: only findings about whether something happens (a subflow forms, "
                   "a segment size appears) mean anything here; those about goodput, shares or timing do "
                   "not.*", ""]
-    return lines + [df_to_md(table), ""]
+    lines += [df_to_md(table), ""]
+    setup = findings_table(summary, setup=True)
+    if not setup.empty:
+        lines += ["### Setup checks (the lab's own configuration, not the paper's claims)", "",
+                  f"Verdicts: {_counts_line(summary.setup_checks)}. These read back what the lab configured; "
+                  "they say whether the run did what it was asked, and are never counted as findings.", "",
+                  df_to_md(setup), ""]
+    return lines
 
 
 def _crossover_section(summary: Summary) -> list[str]:

@@ -7,13 +7,14 @@ Nothing is recomputed here: the numbers are the model's (aggregates from aggrega
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import pandas as pd
 
 from ..lab.scale import fmt_factor, rate_unit
 from ..metrics import Select
-from ..record.model import Manifest, Summary
+from ..record.model import VERDICTS, CheckStat, FindingRow, Manifest, Summary
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .policy import functional_check_reason
 
@@ -136,10 +137,13 @@ def published_frame(summary: Summary) -> pd.DataFrame:
 
 
 def findings_frame(summary: Summary) -> pd.DataFrame:
-    """Findings of the paper and whether each holds on this run (yes / no / unknown)."""
+    """Findings of the paper and each one's verdict (holds / does not hold / inconclusive /
+    not measurable), with the deciding statistics."""
     rows = [{"id": f.id, "scenario": f.scenario, "statement": f.statement, "where": f.where,
-             "holds_here": f.verdict, "evidence": f.evidence} for f in summary.findings]
-    return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "holds_here", "evidence"])
+             "verdict": f.verdict, "statistic": statistic_cell(f), "claim": claim_cell(f),
+             "evidence": f.evidence} for f in summary.findings]
+    return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "verdict", "statistic", "claim",
+                                       "evidence"])
 
 
 def published_for(summary: Summary, metric: str) -> pd.DataFrame:
@@ -284,12 +288,42 @@ def published_notes(summary: Summary) -> list[tuple[str, str]]:
     return [(p.id, p.note) for p in summary.published if p.note]
 
 
-def findings_table(summary: Summary, bold: bool = True) -> pd.DataFrame:
-    """The paper's findings and whether each holds here, as display strings."""
+def _check_stat(c: CheckStat) -> str:
+    if c.estimate is None:
+        return DASH
+    n = " x ".join(str(k) for k in c.n)
+    if c.low is None or c.high is None:
+        return f"{fmt_num(c.estimate)} (n = {n}; {c.method})"
+    conf = f"{c.confidence:.0%}" if c.confidence is not None else "?"
+    return f"{fmt_num(c.estimate)} [{fmt_num(c.low)}, {fmt_num(c.high)}] ({conf}, n = {n})"
+
+
+def statistic_cell(f: FindingRow) -> str:
+    """Each check's statistic with its interval, its coverage and n."""
+    return "; ".join(f"{c.statistic}: {_check_stat(c)}" if c.statistic else _check_stat(c)
+                     for c in f.checks) or DASH
+
+
+def claim_cell(f: FindingRow) -> str:
+    """Each check's claim with where its value comes from."""
+    return "; ".join((c.target or DASH) + (f" ({c.source})" if c.source else "") for c in f.checks) or DASH
+
+
+def findings_table(summary: Summary, bold: bool = True, setup: bool = False) -> pd.DataFrame:
+    """The paper's findings (or, ``setup``, the lab's setup checks) and each one's verdict,
+    as display strings: the verdict, the statistic with its interval, the claim with its
+    source, the evidence."""
     rows = [[f.id, f.scenario or DASH, f.statement or DASH, f.where or DASH,
-             f"**{f.shown}**" if bold and f.verdict == "no" else f.shown, f.evidence or DASH]
-            for f in summary.findings]
-    return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "holds here", "evidence"])
+             f"**{f.shown}**" if bold and f.verdict == "does not hold" else f.shown,
+             statistic_cell(f), claim_cell(f), f.evidence or DASH]
+            for f in (summary.setup_checks if setup else summary.findings)]
+    return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "verdict",
+                                       "statistic [interval] (coverage, n)", "claim (source)", "evidence"])
+
+
+def verdict_counts(rows: Sequence[FindingRow]) -> dict[str, int]:
+    """How many findings have each verdict, in VERDICTS' order."""
+    return {v: sum(1 for f in rows if f.verdict == v) for v in VERDICTS}
 
 
 def calibration_rows(cal: Any) -> list[dict[str, Any]]:

@@ -110,3 +110,17 @@ def run_notebook(name: str, results_dir: Path, timeout: int = 300) -> str:
     NotebookClient(nb, timeout=timeout, kernel_name="python3",
                    resources={"metadata": {"path": str(notebooks)}}).execute()
     return "".join(str(o) for c in nb.cells for o in c.get("outputs", []))
+
+
+def side(finding: dict[str, Any] | Any) -> bool | None:
+    """Which side of its claim a finding's repetitions put it: its verdict when decided,
+    else what every inconclusive check leans to (a quick run's one repetition decides
+    nothing); None when not measurable or the checks lean both ways."""
+    f = finding if isinstance(finding, dict) else finding.model_dump()
+    if f["verdict"] in ("holds", "does not hold"):
+        return bool(f["verdict"] == "holds")
+    if f["verdict"] != "inconclusive":
+        return None
+    # a check that holds counts for "holds"; one that does not hold would have decided the finding
+    leans = {True if c["verdict"] == "holds" else c["leans"] for c in f["checks"]}
+    return leans.pop() if len(leans) == 1 and None not in leans else None

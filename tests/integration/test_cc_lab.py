@@ -22,7 +22,7 @@ import pytest
 
 from mptcplab.cc import BPF_CCS
 
-from .labkit import by_name, run_notebook, run_repo_lab
+from .labkit import by_name, run_notebook, run_repo_lab, side
 
 REPO = Path(__file__).resolve().parents[2]
 LIA = BPF_CCS["mptcp_lia"]
@@ -140,7 +140,7 @@ def test_paper_lia_numbers_beside_this_kernels_lia(summary: dict[str, Any], quic
         assert r["this_n"] == 1 and r["this_kernel"] == summary["kernel"]
         rec = by_name(summary)[r["scenario"]]
         assert r["this_value"] == pytest.approx(flow(rec, r["flow"])["goodput_mbps"])
-    holds = {f["id"]: f["holds_here"] for f in summary["findings"]}
+    holds = {f["id"]: side(f) for f in summary["findings"]}
     # decided on this run's cwnd series (tcp_probe in the LIA scenarios)
     assert holds["P002.12-lia-cwnd-flat"] in (True, False)
     assert holds["P002.12-lia-cwnd-vs-cubic"] in (True, False)

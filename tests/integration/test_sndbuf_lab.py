@@ -93,10 +93,11 @@ def test_eq1_per_cell(summary: Summary) -> None:
     got = latency(summary, "mptcp-paper-locked").sndbuf_effective
     assert ratio is not None and got is not None and ratio == pytest.approx(got / need)
     assert ratio < 1  # 1 MiB is about a quarter of Eq (1)
-    verdicts = {f.id: f.holds_here for f in summary.findings}
-    assert verdicts["P004.11-eq1-not-met"] is True
-    assert verdicts["eq1-wmem1m-rtt75ms-locked"] is True
-    assert verdicts["eq1-wmem4m-rtt50ms-locked"] is None  # not run: unknown, not a verdict
+    rows = {f.id: f for f in [*summary.findings, *summary.setup_checks]}
+    # a quick run has one repetition: no interval, so these lean rather than decide
+    assert rows["P004.11-eq1-not-met"].checks[0].leans is True
+    assert rows["eq1-wmem1m-rtt75ms-locked"].checks[0].leans is True
+    assert rows["eq1-wmem4m-rtt50ms-locked"].verdict == "not measurable"  # not run
 
 
 def test_depth_counts_exist_and_agree(summary: Summary, quick_run: Path) -> None:

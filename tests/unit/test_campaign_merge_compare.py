@@ -89,7 +89,7 @@ def test_merge_two_targets(campaign: Path) -> None:
     assert len(k618.fingerprint["runs"]) == 2
     verdict = {c.target: next(f.verdict for f in c.summary.findings if f.id == "tcp-segments-fit-bottleneck")
                for c in cols}
-    assert verdict == {"k61": "yes", "k618": "no"}
+    assert verdict == {"k61": "holds", "k618": "does not hold"}
     # written through the model and readable by it
     s = load_summary(campaign / "merged" / "mtu" / "k618")
     assert s.complete and len(s.scenarios) == 2 and s.kernel == "6.18.0"
@@ -122,7 +122,7 @@ def test_compare_highlights_the_changing_verdict(campaign: Path, tmp_path: Path)
     assert "finding `tcp-segments-fit-bottleneck`" in head
     row = next(line for line in body.splitlines() if "tcp-segments-fit-bottleneck |" in line)
     cells = [c.strip() for c in row.strip("|").split("|")]
-    assert cells == ["⚠ tcp-segments-fit-bottleneck", "yes", "**no** ⚠", "**changes**"]
+    assert cells == ["⚠ tcp-segments-fit-bottleneck", "holds", "**does not hold** ⚠", "**changes**"]
     # a verdict the same in both columns is not highlighted
     same = next(line for line in body.splitlines() if line.startswith("| tcp-pmtud-icmp-frag-needed |"))
     assert "⚠" not in same and "**" not in same
@@ -142,7 +142,7 @@ def test_compare_run_directories_as_columns(tmp_path: Path) -> None:
     assert main(["compare", str(a), str(b), "--out", str(out), "--no-figures"]) == 0
     md = (out / "compare.md").read_text()
     assert "vm1 6.1.0" in md and "here 6.18.0" in md
-    assert "**no** ⚠" in md and not list(out.glob("*.png"))
+    assert "**does not hold** ⚠" in md and not list(out.glob("*.png"))
 
 
 def test_compare_refuses_what_is_not_a_result(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -155,19 +155,21 @@ def test_compare_refuses_what_is_not_a_result(tmp_path: Path, capsys: pytest.Cap
 
 
 @pytest.mark.parametrize("verdicts, cells, changed", [
-    (["yes", "yes"], ["yes", "yes"], False),
-    (["yes", "unknown", "no"], ["yes", "unknown", "**no** ⚠"], True),
-    (["unknown", "no", "no", "yes"], ["unknown", "no", "no", "**yes** ⚠"], True),
-    (["not run", "yes"], ["not run", "yes"], False),
+    (["holds", "holds"], ["holds", "holds"], False),
+    (["holds", "not measurable", "does not hold"], ["holds", "not measurable", "**does not hold** ⚠"], True),
+    (["inconclusive", "does not hold", "does not hold", "holds"],
+     ["inconclusive", "does not hold", "does not hold", "**holds** ⚠"], True),
+    (["holds", "inconclusive", "holds"], ["holds", "inconclusive", "holds"], False),
+    (["not run", "holds"], ["not run", "holds"], False),
 ])
 def test_verdict_cells(verdicts: list[str], cells: list[str], changed: bool) -> None:
     assert verdict_cells(verdicts) == (cells, changed)
 
 
-def test_a_verdict_within_spread_is_shown_so_and_changes_as_its_verdict() -> None:
-    shown = ["no (within spread)", "no", "yes (within spread)"]
-    assert verdict_cells(["no", "no", "yes"], shown) == (
-        ["no (within spread)", "no", "**yes (within spread)** ⚠"], True)
+def test_a_cell_shows_its_interval_and_changes_as_its_verdict() -> None:
+    shown = ["does not hold (4.9 [4.3, 5.4] 94%)", "does not hold", "holds (9 [8.6, 9.3] 94%)"]
+    assert verdict_cells(["does not hold", "does not hold", "holds"], shown) == (
+        ["does not hold (4.9 [4.3, 5.4] 94%)", "does not hold", "**holds (9 [8.6, 9.3] 94%)** ⚠"], True)
 
 
 def test_qemu_targets_kernel_and_patches_in_the_comparison(tmp_path: Path) -> None:

@@ -110,7 +110,7 @@ def check(d: Path, capsys: pytest.CaptureFixture[str]) -> tuple[int, list[str], 
 def test_a_sound_vm_run_passes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     rc, lines, err = check(write_run(tmp_path), capsys)
     assert rc == 0, "\n".join(lines) + err
-    assert len(lines) == 1 and "3 MPTCP-verified" in lines[0] and "results format 1" in lines[0]
+    assert len(lines) == 1 and "3 MPTCP-verified" in lines[0] and "results format 2" in lines[0]
     assert RUN_ID in lines[0]  # latest resolved: the run directory itself is named
 
 
@@ -140,7 +140,7 @@ TCP = "summary.json[tcp-a rep1]"  # records[0]
 BROKEN: list[tuple[str, dict[str, Any], str]] = [
     # summary.json
     ("unversioned", {"summ": _set("format_version", ...)},
-     "summary.json: format_version: absent, this engine writes 1"),
+     "summary.json: format_version: absent, this engine writes 2"),
     ("incomplete", {"summ": _set("complete", False)}, "summary.json: complete: false"),
     ("invalid", {"summ": lambda s: s.update(valid=False, invalid_reasons=["x rep 1: capture dropped"])},
      "summary.json: valid: False: x rep 1: capture dropped"),

@@ -9,7 +9,7 @@ from pydantic import ValidationError
 
 from mptcplab.lab.schema import Expectation, Finding, Published
 from mptcplab.record.model import Repetition
-from mptcplab.results.findings import check, evaluate, findings_table
+from mptcplab.results.findings import check, combine, evaluate, findings_table
 from mptcplab.results.summary import repetitions
 
 
@@ -29,48 +29,107 @@ def exp(**kw: Any) -> Expectation:
     return Expectation.model_validate(kw)
 
 
-def test_constant_as_before() -> None:
-    holds, ev, _ = check(exp(metric="subflow_share", path="B", op="==", value=0), "mixed", REPS)
-    assert holds is True and ev == "subflow_share of path B = 0 (mean over reps, 1 rep); paper: == 0"
+def _reps(**goodputs: list[float]) -> dict[str, list[Repetition]]:
+    out: dict[str, list[Repetition]] = {}
+    for r in repetitions([rec(name, n, g) for name, gs in goodputs.items() for n, g in enumerate(gs, 1)]):
+        out.setdefault(r.name, []).append(r)
+    return out
 
 
-def test_between_scenarios_uses_each_scenarios_aggregate() -> None:
-    holds, ev, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "mixed", REPS)
-    assert holds is True
-    assert "goodput_mbps in mixed = 60" in ev and "goodput_mbps in tcp-a = 95 (mean over reps, 2 reps)" in ev
-    holds, _, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp-a"}), "uniform", REPS)
-    assert holds is False
+def test_one_repetition_decides_nothing() -> None:
+    """A single repetition has no interval: the check is inconclusive, leaning to the side
+    its value is on (the evidence says why)."""
+    c, ev = check(exp(metric="subflow_share", path="B", op="==", value=0), "mixed", REPS)
+    assert c.verdict == "inconclusive" and c.leans is True
+    assert "too few repetitions for a 90% interval" in ev and "n = 1" in ev
 
 
-def test_ratio_and_difference_with_tolerance() -> None:
-    e = exp(metric="goodput_mbps", op="==", than={"scenario": "mss576"}, by="ratio", value=1.075, tolerance=0.075)
-    holds, ev, _ = check(e, "mss1024", REPS)
-    assert holds is True and ev.startswith("ratio 1.059") and "paper: ratio == 1.075 ± 0.075" in ev
-    holds, _, _ = check(e, "uniform", REPS)  # 180 / 17: far more than modest
-    assert holds is False
-    d = exp(metric="goodput_mbps", op="==", than={"scenario": "mss576"}, by="difference", value=1.2,
-            tolerance=0.5)
-    assert check(d, "mss1024", REPS)[0] is True   # 18 - 17 = 1, within 1.2 ± 0.5
-    d2 = d.model_copy(update={"tolerance": 0.1})
-    assert check(d2, "mss1024", REPS)[0] is False
+def test_a_median_whose_interval_clears_the_claim_holds() -> None:
+    reps = _reps(s=[94.0, 95.0, 96.0, 95.5, 94.5])  # n = 5: [min, max] covers 94 %
+    c, ev = check(exp(metric="goodput_mbps", op=">", value=90), "s", reps)
+    assert c.verdict == "holds" and c.estimate == 95.0 and (c.low, c.high) == (94.0, 96.0)
+    assert c.confidence == pytest.approx(1 - 2 / 32) and c.n == [5]
+    assert check(exp(metric="goodput_mbps", op="<", value=90), "s", reps)[0].verdict == "does not hold"
+    straddle = check(exp(metric="goodput_mbps", op=">", value=95.2), "s", reps)[0]
+    assert straddle.verdict == "inconclusive" and straddle.leans is False
+    # three repetitions are too few for a 90 % interval of one median, however clear
+    assert check(exp(metric="goodput_mbps", op=">", value=1), "s", _reps(s=[94.0, 95.0, 96.0]))[0].verdict \
+        == "inconclusive"
 
 
-def test_list_is_and_and_unmeasured_is_unknown() -> None:
-    both = [{"metric": "goodput_mbps", "op": ">", "than": {"scenario": "tcp-a"}},
+def test_a_small_difference_inside_the_spread_is_inconclusive() -> None:
+    """The reviewer's case: a difference of 0.11 Mbit/s between means with a standard
+    deviation of 1.8 was "holds" (mean comparison); the interval straddles 0."""
+    reps = _reps(a=[8.0, 10.5, 12.3, 9.1, 10.9], b=[9.8, 11.9, 8.3, 10.6, 9.6])
+    import statistics
+    assert statistics.fmean(reps_values(reps, "a")) - statistics.fmean(reps_values(reps, "b")) == pytest.approx(0.12)
+    c, ev = check(exp(metric="goodput_mbps", op=">", than={"scenario": "b"}), "a", reps)
+    assert c.verdict == "inconclusive" and c.low is not None and c.high is not None and c.low < 0 < c.high
+    assert "Hodges-Lehmann" in ev and "n = 5 x 5" in ev
+
+
+def test_below_tcp_on_the_mean_but_not_on_the_median() -> None:
+    """One slow repetition pulls MPTCP's mean below TCP's while its median is above: the old
+    mean comparison said "holds"; the median's interval does not."""
+    reps = _reps(mptcp=[20.0, 95.0, 96.0, 97.0, 98.0], tcp=[93.0, 94.0, 94.5, 93.5, 94.2])
+    import statistics
+    assert statistics.fmean(reps_values(reps, "mptcp")) < statistics.fmean(reps_values(reps, "tcp"))
+    c, _ = check(exp(metric="goodput_mbps", op="<", than={"scenario": "tcp"}), "mptcp", reps)
+    assert c.verdict in ("does not hold", "inconclusive") and c.estimate is not None and c.estimate > 0
+
+
+def test_a_clear_difference_holds_or_does_not() -> None:
+    reps = _reps(fast=[94.0, 95.0, 96.0], slow=[40.0, 44.0, 47.0])  # 3 x 3: Moses covers exactly 90 %
+    c, _ = check(exp(metric="goodput_mbps", op=">", than={"scenario": "slow"}), "fast", reps)
+    assert c.verdict == "holds" and c.confidence == pytest.approx(0.9) and c.n == [3, 3]
+    assert check(exp(metric="goodput_mbps", op="<", than={"scenario": "slow"}), "fast", reps)[0].verdict \
+        == "does not hold"
+    r, ev = check(exp(metric="goodput_mbps", op="==", than={"scenario": "slow"}, by="ratio", value=2.2,
+                      tolerance=0.3), "fast", reps)
+    assert r.verdict == "holds" and "ratio" in ev  # pairwise ratios 2.0 .. 2.4
+    r2 = check(exp(metric="goodput_mbps", op="==", than={"scenario": "slow"}, by="ratio", value=2.2,
+                   tolerance=0.1), "fast", reps)[0]
+    assert r2.verdict == "inconclusive"  # the interval [2.0, 2.4] is wider than the band
+
+
+def test_equivalence_needs_the_whole_interval_inside_the_band() -> None:
+    reps = _reps(s=[8.9, 9.0, 9.1, 9.05, 8.95], w=[6.0, 12.0, 9.0, 7.0, 11.0])
+    assert check(exp(metric="goodput_mbps", op="==", value=9, tolerance=0.5), "s", reps)[0].verdict == "holds"
+    assert check(exp(metric="goodput_mbps", op="==", value=9, tolerance=0.5), "w", reps)[0].verdict \
+        == "inconclusive"
+    assert check(exp(metric="goodput_mbps", op="==", value=20, tolerance=0.5), "s", reps)[0].verdict \
+        == "does not hold"
+
+
+def reps_values(reps: dict[str, list[Repetition]], name: str) -> list[float]:
+    return [r.goodput_mbps for r in reps[name] if r.goodput_mbps is not None]
+
+
+def test_list_is_and_and_unmeasured_is_not_measurable() -> None:
+    reps = _reps(uniform=[180.0, 181.0, 182.0], tcp=[94.0, 95.0, 96.0], mixed=[60.0, 61.0, 59.0])
+    both = [{"metric": "goodput_mbps", "op": ">", "than": {"scenario": "tcp"}},
             {"metric": "goodput_mbps", "op": ">", "than": {"scenario": "mixed"}}]
     f = Finding.model_validate({"id": "u", "scenario": "uniform", "statement": "s", "where": "w", "expect": both})
-    row = evaluate(f, REPS)
-    assert row.holds_here is True and "; and " in row.evidence
+    row = evaluate(f, reps)
+    assert row.verdict == "holds" and "; and " in row.evidence and len(row.checks) == 2
     f = Finding.model_validate({"id": "m", "scenario": "mixed", "statement": "s", "where": "w", "expect": both})
-    assert evaluate(f, REPS).holds_here is False
+    assert evaluate(f, reps).verdict == "does not hold"
     # B carried nothing in mixed: no segment size, so the check cannot be made (not a zero)
     seg = Finding.model_validate({"id": "s", "scenario": "mixed", "statement": "s", "where": "w",
                                   "expect": {"metric": "median_seg", "path": "B", "op": "<=", "value": 1460}})
     row = evaluate(seg, REPS)
-    assert row.holds_here is None and row.evidence == "no median_seg observed in mixed (path B)"
+    assert row.verdict == "not measurable" and row.evidence == "no median_seg of path B in mixed observed"
     gone = Finding.model_validate({"id": "g", "scenario": "tcp-a", "statement": "s", "where": "w",
                                    "expect": {"metric": "goodput_mbps", "op": "<", "than": {"scenario": "absent"}}})
-    assert evaluate(gone, REPS).holds_here is None and "scenario absent not run" in evaluate(gone, REPS).evidence
+    assert evaluate(gone, REPS).verdict == "not measurable"
+    assert "scenario absent not run" in evaluate(gone, REPS).evidence
+
+
+def test_verdicts_combine_failing_first() -> None:
+    assert combine(["holds", "inconclusive"]) == "inconclusive"
+    assert combine(["holds", "not measurable", "inconclusive"]) == "not measurable"
+    assert combine(["inconclusive", "does not hold", "not measurable"]) == "does not hold"
+    assert combine(["holds", "holds"]) == "holds"
 
 
 def test_capture_facts_hold_in_every_repetition() -> None:
@@ -80,14 +139,19 @@ def test_capture_facts_hold_in_every_repetition() -> None:
     reps["two"][1].subflows[1].established = False
     f = Finding.model_validate({"id": "f", "scenario": "mixed", "statement": "s", "where": "w", "expect": [
         {"fact": "icmp_mtus", "path": "B", "contains": 1500},
-        {"fact": "established", "path": "B", "equals": True, "scenario": "two"}]})
+        {"fact": "established", "path": "B", "equals": True, "scenario": "two",
+         "source": "convention: a subflow the lab configures must form"}]})
     reps["two"][0].subflows[1].established = True
     row = evaluate(f, reps)
-    assert row.holds_here is False
+    assert row.verdict == "inconclusive"  # seen in 1 of 2: the repetitions disagree
     assert "a subflow on path B with icmp_mtus contains 1500: in 1 of 1 rep" in row.evidence
     assert "a subflow on path B with established = True in two: in 1 of 2 reps" in row.evidence
+    assert row.checks[1].source == "convention: a subflow the lab configures must form"
     reps["two"][1].subflows[1].established = True
-    assert evaluate(f, reps).holds_here is True
+    assert evaluate(f, reps).verdict == "holds"
+    reps["two"][0].subflows[1].established = False
+    reps["two"][1].subflows[1].established = False
+    assert evaluate(f, reps).verdict == "does not hold"
     with pytest.raises(ValidationError):
         Finding.model_validate({"id": "f", "scenario": "x", "statement": "s", "where": "w",
                                 "expect": {"fact": "established", "contains": 1500}})
@@ -97,7 +161,7 @@ def test_not_measurable_gives_its_reason() -> None:
     f = Finding.model_validate({"id": "p", "scenario": None, "statement": "s", "where": "w",
                                 "not_measurable": "needs the patched kernel"})
     row = evaluate(f, REPS)
-    assert row.holds_here is None and row.verdict == "unknown"
+    assert row.verdict == "not measurable"
     assert row.evidence == "not measurable here: needs the patched kernel"
 
 
@@ -126,61 +190,33 @@ def test_mtu_lab_findings_are_checks_or_say_why_not() -> None:
         assert f.expectations or f.not_measurable, f"{f.id}: neither a check nor a reason"
         assert set(f.scenarios_referenced()) <= names, f.id
     assert sum(1 for f in pub.findings if f.expectations) >= 9
-    assert findings_table(pub, []) and all(r.holds_here is None for r in findings_table(pub, []))
-
-
-def _reps(**goodputs: list[float]) -> dict[str, list[Repetition]]:
-    out: dict[str, list[Repetition]] = {}
-    for r in repetitions([rec(name, n, g) for name, gs in goodputs.items() for n, g in enumerate(gs, 1)]):
-        out.setdefault(r.name, []).append(r)
-    return out
-
-
-def test_a_verdict_the_repetitions_disagree_on_is_within_spread() -> None:
-    """The mean of 8.6, 8.9 and 9.1 misses ">= 9", but one repetition reached it: the
-    verdict stands and is marked, with how many repetitions agree; all on one side: firm."""
-    reps = _reps(s=[8.6, 8.9, 9.1], low=[8.0, 8.2, 8.1])
-    c = check(exp(metric="goodput_mbps", op=">=", value=9), "s", reps)
-    assert c.holds is False and c.spread == "within spread: 1 of 3 repetitions satisfy it (values 8.6 to 9.1)"
-    assert check(exp(metric="goodput_mbps", op=">=", value=9), "low", reps).spread is None
-    one = check(exp(metric="goodput_mbps", op=">=", value=9), "s", _reps(s=[9.1]))
-    assert one.holds is True and one.spread is None, "one repetition has no spread"
-    # between scenarios: the pairs of their repetitions
-    c = check(exp(metric="goodput_mbps", op=">=", than={"scenario": "low"}), "s", reps)
-    assert c.holds is True and c.spread is None, "every repetition of s is above every one of low"
-    near = _reps(s=[8.6, 8.9, 9.1], t=[8.7, 8.8, 9.3])
-    c = check(exp(metric="goodput_mbps", op=">=", than={"scenario": "t"}), "s", near)
-    assert c.holds is False and c.spread is not None and c.spread.startswith("within spread: 4 of 9 pairs")
-    r = check(exp(metric="goodput_mbps", op="<", than={"scenario": "t"}, by="ratio", value=1.0), "s", near)
-    assert r.holds is True and r.spread is not None and "ratios 0.92" in r.spread
+    assert findings_table(pub, []) and all(r.verdict == "not measurable" for r in findings_table(pub, []))
 
 
 def finding(fid: str, expect: Any) -> Finding:
     return Finding.model_validate({"id": fid, "scenario": "s", "statement": "x", "where": "y", "expect": expect})
 
 
-def test_within_spread_follows_the_checks_that_decided() -> None:
-    """A finding that fails on a firm check is firm, whatever its other checks; one that
-    holds is within spread when any of its checks is; the mark shows in the verdict."""
-    reps = _reps(s=[8.6, 8.9, 9.1], low=[8.0, 8.2, 8.1])
-    spread_fail = {"metric": "goodput_mbps", "op": ">=", "value": 9}
-    firm_fail = {"metric": "goodput_mbps", "op": ">=", "value": 20}
-    firm_hold = {"metric": "goodput_mbps", "op": ">", "value": 1}
-    spread_hold = {"metric": "goodput_mbps", "op": "<", "value": 9}
-
-    def row(*checks: dict[str, Any]) -> Any:
-        return evaluate(finding("f", list(checks)), reps)
-
-    r = row(firm_hold, spread_fail)
-    assert r.holds_here is False and r.within_spread and r.shown == "no (within spread)"
-    assert "[within spread: 1 of 3 repetitions satisfy it" in r.evidence
-    assert row(firm_fail, spread_fail).within_spread is False
-    assert row(firm_hold, spread_hold).within_spread is True and row(firm_hold).shown == "yes"
-    # a metric aggregated as an extreme over repetitions has no spread to read: one
-    # repetition reaching it is what it says
+def test_extremes_are_claims_about_every_or_some_repetition() -> None:
+    """A metric aggregated as an extreme (max_seg: the largest over repetitions), or a check
+    that names min/max, is decided without an interval: some/every repetition."""
     segs = {"s": list(repetitions([rec("s", 1, 9.0, seg_b=1000), rec("s", 2, 9.0, seg_b=1448)]))}
-    seg = evaluate(finding("g", {
-        "metric": "max_seg", "path": "B", "op": ">=", "value": 1448}), segs)
-    assert seg.holds_here is True and not seg.within_spread
-    assert evaluate(finding("h", {
-        "metric": "goodput_mbps", "op": ">=", "value": 9}), _reps(s=[8.0, 10.0])).within_spread
+    seg = evaluate(finding("g", {"metric": "max_seg", "path": "B", "op": ">=", "value": 1448}), segs)
+    assert seg.verdict == "holds" and seg.checks[0].low is None and "some repetition" in seg.evidence
+    every = evaluate(finding("h", {"metric": "goodput_mbps", "op": ">=", "value": 9, "statistic": "min"}),
+                     _reps(s=[8.0, 10.0]))
+    assert every.verdict == "does not hold" and "every repetition" in every.evidence
+
+
+def test_a_source_is_kind_and_text() -> None:
+    e = exp(metric="goodput_mbps", op="<", value=1, source="paper: Fig 9, p. 11: 'a 25% improvement'")
+    assert e.source is not None and e.source.kind == "paper" and e.source.text.startswith("Fig 9")
+    for bad in ("Fig 9", "guess: it looks right", "paper:   "):
+        with pytest.raises(ValidationError, match="KIND: text"):
+            exp(metric="goodput_mbps", op="<", value=1, source=bad)
+
+
+def test_an_old_summary_row_reads_as_a_verdict() -> None:
+    from mptcplab.record.model import FindingRow
+    assert FindingRow.model_validate({"id": "x", "holds_here": True, "within_spread": True}).verdict == "holds"
+    assert FindingRow.model_validate({"id": "x", "holds_here": None}).verdict == "not measurable"

@@ -64,37 +64,39 @@ def reps(share_b: float) -> dict[str, list[Any]]:
     rec = {"name": "bh0", "rep": 1, "goodput_mbps": 50.0,
            "subflows": [{"path": "A", "share": 1 - share_b, "median_seg": 8893},
                         {"path": "B", "share": share_b, "median_seg": 1399 if share_b else None}]}
-    return {"bh0": repetitions([rec])}
+    # five repetitions: enough for a 90 % interval of the median, so the verdict is decided
+    return {"bh0": repetitions([{**rec, "rep": k} for k in range(1, 6)])}
 
 
 def test_patch_finding_is_judged_only_on_the_patched_kernel() -> None:
     f = finding({"kernel_patch": "mptcp-pmtu-probing"})
     # unpatched: B idle would be "does not hold"; it is not measurable here instead
     row = evaluate(f, reps(0.0), kernel=STOCK)
-    assert row.holds_here is None and row.verdict == "unknown"
+    assert row.verdict == "not measurable"
     assert row.evidence.startswith("not measurable here: needs the patched kernel (mptcp-pmtu-probing")
     assert row.evidence.endswith("this kernel is 6.1.0-56-amd64, without it")
     row = evaluate(f, reps(0.5), kernel=PATCHED)
-    assert row.holds_here is True
-    assert row.evidence.startswith("on 6.1.192-mptcplab (mptcp-pmtu-probing): subflow_share of path B = 0.5")
-    assert evaluate(f, reps(0.0), kernel=PATCHED).holds_here is False  # judged: the fix did not help
+    assert row.holds is True
+    assert row.evidence.startswith(
+        "on 6.1.192-mptcplab (mptcp-pmtu-probing): median of subflow_share of path B in bh0 = 0.5")
+    assert evaluate(f, reps(0.0), kernel=PATCHED).holds is False  # judged: the fix did not help
     # a run that did not record its patches cannot tell
     for k in (None, KernelFacts("6.1.0-56-amd64", None)):
         row = evaluate(f, reps(0.5), kernel=k)
-        assert row.holds_here is None and "carries it is not recorded" in row.evidence
+        assert row.verdict == "not measurable" and "carries it is not recorded" in row.evidence
 
 
 def test_release_range_finding() -> None:
     f = finding({"kernel": ">=6.6"})
     row = evaluate(f, reps(0.5), kernel=STOCK)
-    assert row.holds_here is None
+    assert row.verdict == "not measurable"
     assert row.evidence == "not measurable here: needs a kernel >=6.6; this kernel is 6.1.0-56-amd64"
-    assert evaluate(f, reps(0.5), kernel=KernelFacts("6.12.117+deb12-amd64", None)).holds_here is True
+    assert evaluate(f, reps(0.5), kernel=KernelFacts("6.12.117+deb12-amd64", None)).holds is True
     assert "not a version" in evaluate(f, reps(0.5), kernel=KernelFacts("custom", None)).evidence
     both = finding({"kernel": ">=6.1", "kernel_patch": "mptcp-pmtu-probing"})
-    assert evaluate(both, reps(0.5), kernel=PATCHED).holds_here is True
+    assert evaluate(both, reps(0.5), kernel=PATCHED).holds is True
     assert evaluate(both, reps(0.5), kernel=KernelFacts("5.4.230-mptcplab", frozenset({"mptcp-pmtu-probing"}))
-                    ).holds_here is None
+                    ).verdict == "not measurable"
 
 
 @pytest.mark.parametrize("requires, extra, words", [
@@ -115,10 +117,10 @@ def test_mtu_probing_fix_findings_on_stock_and_patched_kernels() -> None:
     pub = load_lab(REPO / "labs" / "mtu").published
     assert isinstance(pub, Published)
     ids = ("probing-fix-both-subflows-used", "probing-fix-1024-segments")
-    recs = [{"name": "blackhole-probing-0", "rep": 1, "goodput_mbps": 60.0,
+    recs = [{"name": "blackhole-probing-0", "rep": k, "goodput_mbps": 60.0,
              "subflows": [{"path": "A", "share": 0.49, "median_seg": 8893},
-                          {"path": "B", "share": 0.51, "median_seg": 1399}]}]
-    for kernel, verdicts in ((STOCK, ["unknown", "unknown"]), (PATCHED, ["yes", "no"])):
+                          {"path": "B", "share": 0.51, "median_seg": 1399}]} for k in range(1, 6)]
+    for kernel, verdicts in ((STOCK, ["not measurable", "not measurable"]), (PATCHED, ["holds", "does not hold"])):
         s = build_summary_model("mtu", "r", kernel.release or "", True, True, recs, pub, [], {"emulated": True},
                                 kernel_patches=sorted(kernel.patches or ()))
         rows = {r.id: r for r in s.findings}

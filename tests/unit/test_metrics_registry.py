@@ -154,9 +154,9 @@ def test_selection_reaches_the_metric_and_the_evidence(windowed: str) -> None:
     e = Expectation.model_validate({"metric": windowed, "flow": "bulk", "window": [5, 7], "op": ">",
                                     "than": {"scenario": "t", "window": [0, 5]}})
     t = [Repetition(name="t", rep=1, goodput_mbps=10.0)]
-    holds, ev, _ = check(e, "s", {"s": reps, "t": t})
-    # 30 (2 s of window) against 10 x 5 = 50: does not hold, and both windows are named
-    assert holds is False
+    c, ev = check(e, "s", {"s": reps, "t": t})
+    # 30 (2 s of window) against 10 x 5 = 50: leans does not hold, and both windows are named
+    assert c.leans is False
     assert "of flow bulk, 5-7 s in s = 30" in ev and "of flow bulk, 0-5 s in t = 50" in ev
 
 

@@ -92,12 +92,12 @@ def test_finding_before_after_and_ratio_to_tcp(tmp_path: Path) -> None:
     after_gt_before = Expectation.model_validate({
         "metric": "throughput_mbps", "window": [5, 10], "op": ">",
         "than": {"scenario": "s2-linkdown", "window": [0, 5]}})
-    holds, evidence, _ = check(after_gt_before, "s2-linkdown", reps)
-    assert holds is True and "5-10 s" in evidence and "0-5 s" in evidence
+    c, evidence = check(after_gt_before, "s2-linkdown", reps)
+    assert c.leans is True and "5-10 s" in evidence and "0-5 s" in evidence
     near_tcp = Expectation.model_validate({
         "metric": "throughput_mbps", "window": [5, 10], "op": ">=", "value": 0.9,
         "than": {"scenario": "tcp"}, "by": "ratio"})
-    holds, evidence, _ = check(near_tcp, "s2-linkdown", reps)
-    assert holds is True and "ratio 0.95" in evidence
+    c, evidence = check(near_tcp, "s2-linkdown", reps)
+    assert c.leans is True and c.estimate == pytest.approx(0.95) and "ratio" in evidence
     below_tcp_before = near_tcp.model_copy(update={"window": (0.0, 5.0)})
-    assert check(below_tcp_before, "s2-linkdown", reps)[0] is False
+    assert check(below_tcp_before, "s2-linkdown", reps)[0].leans is False

@@ -318,12 +318,14 @@ def test_published_table_and_missing_value_dash(report: str) -> None:
 def test_findings_table(report: str) -> None:
     sec = _section(report, "Findings of the paper, checked on this run")
     idle = _row(sec, "b-idle")
-    assert "subflow_share of path B = 0.2 (mean over reps, 2 reps)" in idle
-    # its two repetitions gave 0 and 0.4: one satisfies "== 0", and the verdict says so
-    assert "**no (within spread)**" in idle and "[within spread: 1 of 2 repetitions satisfy it" in idle
+    # its two repetitions gave 0 and 0.4: too few for an interval; the median 0.2 leans "no"
+    assert "median of subflow_share of path B in mptcp-bottleneck = 0.2" in idle
+    assert "inconclusive (leans does not hold)" in idle and "too few repetitions for a 90% interval" in idle
+    assert "0.2 [0, 0.4] (50%, n = 2)" in idle  # the statistic column: estimate [interval] (coverage, n)
     assert "subflow B \\| carries nothing" in sec   # a pipe in a statement is escaped
-    assert "| yes |" in _row(sec, "a-jumbo")
-    assert "| unknown |" in _row(sec, "patched")
+    assert "| inconclusive (leans holds) |" in _row(sec, "a-jumbo")
+    assert "| not measurable |" in _row(sec, "patched")
+    assert "Verdicts: " in sec
 
 
 def test_figures_are_valid_pngs(run_dir: Path, report: str) -> None:

@@ -147,11 +147,12 @@ def _summary(goodput: float, scale: float, warnings: list[dict[str, str]] | None
 
 def test_findings_compare_absolute_rates_with_the_papers_times_the_factor() -> None:
     s = _summary(38.0, 0.1)
-    assert s.findings[0].holds_here is True  # 38 > 300 x 0.1
+    # one repetition: inconclusive, on the claim's side (38 > 300 x 0.1)
+    assert s.findings[0].verdict == "inconclusive" and s.findings[0].checks[0].leans is True
     assert "compared scaled ×0.1: > 30" in s.findings[0].evidence
-    assert _summary(38.0, 1.0).findings[0].holds_here is False
+    assert _summary(38.0, 1.0).findings[0].checks[0].leans is False
     ratio = Expectation(metric="goodput_mbps", op=">", value=0.5, than={"scenario": "s"}, by="ratio")  # type: ignore[arg-type]
-    assert findings.check(ratio, "s", {"s": s.scenarios}, 0.1)[0] is True  # a ratio is not scaled (1 > 0.5)
+    assert findings.check(ratio, "s", {"s": s.scenarios}, 0.1)[0].leans is True  # a ratio is not scaled (1 > 0.5)
 
 
 def test_scaled_numbers_are_labelled_in_report_tables_and_terminal() -> None:

@@ -79,11 +79,13 @@ def test_published_rows_state_both_kernels():
 
 
 def test_findings_are_evaluated_not_assumed():
-    f = {r.id: r for r in findings_table(PUB, [rec("s1", 1, 90.0, 0.4)])}
-    assert f["idle"].holds_here is False and "0.4" in f["idle"].evidence
-    f = {r.id: r for r in findings_table(PUB, [rec("s1", 1, 90.0, 0.0)])}
-    assert f["idle"].holds_here is True
-    assert f["free"].holds_here is None and f["free"].verdict == "unknown"
+    f = {r.id: r for r in findings_table(PUB, [rec("s1", k, 90.0, 0.4) for k in range(1, 6)])}
+    assert f["idle"].verdict == "does not hold" and "0.4" in f["idle"].evidence
+    f = {r.id: r for r in findings_table(PUB, [rec("s1", k, 90.0, 0.0) for k in range(1, 6)])}
+    assert f["idle"].verdict == "holds"
+    assert f["free"].verdict == "not measurable"
+    one = {r.id: r for r in findings_table(PUB, [rec("s1", 1, 90.0, 0.0)])}
+    assert one["idle"].verdict == "inconclusive" and one["idle"].checks[0].leans is True
 
 
 def test_missing_segments_are_absent_not_zero():

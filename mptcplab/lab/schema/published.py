@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, BeforeValidator, Field, field_validator, model_validator
 
 from ...kernelreq import PATCHES, parse_range
 from .base import Strict
@@ -22,6 +22,39 @@ def _window(v: tuple[float, float] | None) -> tuple[float, float] | None:
 MetricName = str
 #: [start, end) in seconds from the measured flow's start
 Window = Annotated[tuple[float, float] | None, AfterValidator(_window)]
+
+
+SOURCE_KINDS = ("paper", "derived", "convention")
+
+
+class Source(Strict):
+    """Where a check's value and tolerance come from: the ``paper`` (quoted, with its place),
+    a ``derived`` bound (the derivation in one sentence) or the project's ``convention``
+    (with its justification). Written in a lab file as one string, ``"paper: Fig 9, p. 11:
+    'a 25% improvement'"``; parsed here once."""
+
+    kind: Literal["paper", "derived", "convention"]
+    text: str = Field(min_length=1)
+
+    def __str__(self) -> str:
+        return f"{self.kind}: {self.text}"
+
+
+def _source(v: object) -> object:
+    if isinstance(v, str):
+        kind, sep, text = v.partition(":")
+        if not sep or kind.strip() not in SOURCE_KINDS or not text.strip():
+            raise ValueError(f"a source is \"KIND: text\" with KIND one of {', '.join(SOURCE_KINDS)}; got {v!r}")
+        return {"kind": kind.strip(), "text": text.strip()}
+    return v
+
+
+SourceField = Annotated[Source, BeforeValidator(_source)]
+
+#: the statistic a check compares over the scenario's repetitions (results/stats.py):
+#: ``median`` with a distribution-free interval; ``min``/``max`` are statements about
+#: every/some repetition (no interval). None: median, or the metric's own extreme.
+CheckStatistic = Literal["median", "min", "max"]
 
 
 class Selected(Strict):
@@ -81,6 +114,9 @@ class Expectation(Selected):
     than: Operand | None = None
     by: Literal["difference", "ratio"] | None = None
     tolerance: float = Field(default=0.0, ge=0)
+    #: where ``value`` and ``tolerance`` (or, without a value, the direction) come from
+    source: SourceField | None = None
+    statistic: CheckStatistic | None = None
 
     @model_validator(mode="after")
     def _complete(self) -> Expectation:
@@ -117,6 +153,7 @@ class CaptureFact(Strict):
     scenario: str | None = None
     equals: bool | int | str | None = None
     contains: int | None = None
+    source: SourceField | None = None
 
     @model_validator(mode="after")
     def _one_test(self) -> CaptureFact:
@@ -171,6 +208,9 @@ class Finding(Strict):
     not_measurable: str | None = None
     #: the kernel the checks need; elsewhere the finding is "not measurable here"
     requires: Requires | None = None
+    #: what a kernel (or a run) would have to do for the checks to fail: the proof that the
+    #: finding is not true by construction (docs/findings-audit.md lists it)
+    fails_if: str | None = None
 
     @model_validator(mode="after")
     def _one_kind(self) -> Finding:
@@ -204,3 +244,15 @@ class Published(Strict):
     source: PublishedSource
     values: list[PublishedValue] = []
     findings: list[Finding] = []
+    #: checks that the run did what the lab configured (a buffer read back, a subflow formed):
+    #: judged like findings but reported apart, never counted as the paper's claims
+    setup_checks: list[Finding] = []
+
+    def all_findings(self) -> list[Finding]:
+        """The paper's findings, then the setup checks (for the checks both share)."""
+        return [*self.findings, *self.setup_checks]
+
+    def located_findings(self) -> list[tuple[str, Finding]]:
+        """Each finding and setup check with its place in the file, for error messages."""
+        return ([(f"findings[{i}]", f) for i, f in enumerate(self.findings)]
+                + [(f"setup_checks[{i}]", f) for i, f in enumerate(self.setup_checks)])

@@ -35,7 +35,18 @@ from .kinds import (
 )
 from .manifest import CalibrationCheck, Git, LinkCalibration, Manifest
 from .repetition import CaptureStats, CpuTime, Fairness, FlowResult, HostCpu, Repetition
-from .summary import FindingRow, KernelPatch, PathAggregate, PublishedRow, PublishedSource, ScenarioAggregate, Summary
+from .summary import (
+    VERDICTS,
+    CheckStat,
+    FindingRow,
+    KernelPatch,
+    PathAggregate,
+    PublishedRow,
+    PublishedSource,
+    ScenarioAggregate,
+    Summary,
+    Verdict,
+)
 
 __all__ = [
     "FORMAT_VERSION",
@@ -63,7 +74,10 @@ __all__ = [
     "FlowResult",
     "HostCpu",
     "Repetition",
+    "VERDICTS",
+    "CheckStat",
     "FindingRow",
+    "Verdict",
     "KernelPatch",
     "PathAggregate",
     "PublishedRow",

@@ -10,7 +10,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
 from ...errors import LabInputError
 
 #: Bump on any change a reader of the previous version would misread (docs/results-format.md).
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
 #: Code of a warning given as plain text (the runner's warnings before they had codes).
 UNCLASSIFIED = "unclassified"
 

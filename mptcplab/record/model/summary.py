@@ -3,7 +3,7 @@ and the findings."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -86,17 +86,52 @@ class PublishedRow(_Model):
         return data
 
 
+#: a finding's verdict (results/stats.py): decided from an interval over the repetitions
+Verdict = Literal["holds", "does not hold", "inconclusive", "not measurable"]
+VERDICTS: tuple[Verdict, ...] = ("holds", "does not hold", "inconclusive", "not measurable")
+
+
+class CheckStat(_Model):
+    """One check of a finding as its verdict was reached: the statistic, its interval over
+    the repetitions, the claim it was compared with and where that claim's value comes from."""
+
+    verdict: Verdict
+    #: what was measured, e.g. "median of goodput_mbps in tcp-a", "ratio mptcp / tcp"
+    statistic: str | None = None
+    estimate: float | None = None
+    low: float | None = None
+    high: float | None = None
+    #: the exact coverage of [low, high]; below the required level the verdict is inconclusive
+    confidence: float | None = None
+    method: str | None = None
+    #: repetitions of each scenario compared (one number, or two for a comparison)
+    n: list[int] = Field(default_factory=list)
+    #: the claim, e.g. "< 1", "== 9 ± 0.5"
+    target: str | None = None
+    #: where the claim's value and tolerance come from ("paper: ...", "derived: ...", ...)
+    source: str | None = None
+    #: whether the point estimate alone is on the claim's side (what inconclusive leans to)
+    leans: bool | None = None
+
+
 class FindingRow(_Model):
     id: str
     scenario: str | None = None
     statement: str | None = None
     where: str | None = None
-    #: True holds, False does not hold, None not measurable here (evidence says why)
-    holds_here: bool | None = None
+    verdict: Verdict = "not measurable"
     evidence: str = ""
-    #: the repetitions disagree with the verdict: it rests on a difference smaller than the
-    #: run's own variation (results/findings.py)
-    within_spread: bool = False
+    checks: list[CheckStat] = Field(default_factory=list)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _before_intervals(cls, data: Any) -> Any:
+        # summaries of format 1 and before carried holds_here (True/False/None) and within_spread
+        if isinstance(data, dict) and "holds_here" in data and "verdict" not in data:
+            h = data["holds_here"]
+            data = {k: v for k, v in data.items() if k not in ("holds_here", "within_spread")}
+            data["verdict"] = "holds" if h is True else "does not hold" if h is False else "not measurable"
+        return data
 
     @field_validator("evidence", mode="before")
     @classmethod
@@ -104,13 +139,21 @@ class FindingRow(_Model):
         return "" if v is None else v
 
     @property
-    def verdict(self) -> str:
-        return "yes" if self.holds_here is True else "no" if self.holds_here is False else "unknown"
+    def holds(self) -> bool | None:
+        """True holds, False does not hold, None undecided (inconclusive or not measurable)."""
+        return True if self.verdict == "holds" else False if self.verdict == "does not hold" else None
 
     @property
     def shown(self) -> str:
-        """The verdict as tables show it: ``verdict``, marked when within spread."""
-        return self.verdict + (" (within spread)" if self.within_spread else "")
+        """The verdict as tables show it; an inconclusive one says which way it leans."""
+        if self.verdict != "inconclusive":
+            return self.verdict
+        leans = {c.leans for c in self.checks if c.verdict == "inconclusive"}
+        if leans == {True}:
+            return "inconclusive (leans holds)"
+        if leans == {False}:
+            return "inconclusive (leans does not hold)"
+        return "inconclusive"
 
 
 class KernelPatch(_Model):
@@ -148,6 +191,9 @@ class Summary(_Model):
     aggregates: list[ScenarioAggregate] = Field(default_factory=list)
     published: list[PublishedRow] = Field(default_factory=list)
     findings: list[FindingRow] = Field(default_factory=list)
+    #: published.yml's setup checks: what the run did of the lab's configuration, judged
+    #: like findings and never counted with them
+    setup_checks: list[FindingRow] = Field(default_factory=list)
     #: the factor every link rate was scaled by (lab/scale.py): goodput is measured at it
     scale: float = 1.0
     #: run-level coded warnings known before measuring (e.g. emulation-beyond-host)
