@@ -316,3 +316,17 @@ for _side in SIDES:
         declare(f"mib_{_side}_{_counter}", "min",
                 f"MPTcpExt{_counter} delta over the traffic on node {_side} (nstat probe); "
                 "min over reps: > 0 holds in every repetition", unit="events")
+
+
+def extreme_reading(statistic: str, op: str) -> str:
+    """What a claim on an extreme over repetitions says in words: ``max <= v`` is about every
+    repetition, ``max >= v`` about some; the reverse for ``min``."""
+    if statistic == "std":
+        return "standard deviation over repetitions, no interval"
+    upper = op in ("<", "<=")
+    lower = op in (">", ">=")
+    if (statistic == "max" and upper) or (statistic == "min" and lower):
+        return f"{statistic} over repetitions: every repetition"
+    if (statistic == "max" and lower) or (statistic == "min" and upper):
+        return f"{statistic} over repetitions: some repetition"
+    return f"{statistic} over repetitions, no interval"

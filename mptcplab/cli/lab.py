@@ -45,6 +45,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="also check what only this host can answer (congestion controls, schedulers, sysctls)")
     v.set_defaults(handler=cmd_validate)
 
+    au = sub.add_parser("audit", help="write docs/findings-audit.md from every lab's published.yml "
+                                      "(each finding's statistic, source and what would make it fail)")
+    au.add_argument("--labs", type=Path, default=Path("labs"), help="directory of the labs (default: labs/)")
+    au.add_argument("--out", type=Path, default=Path("docs/findings-audit.md"))
+    au.add_argument("--check", action="store_true",
+                    help="write nothing; exit 1 when --out differs from what the lab files give")
+    au.set_defaults(handler=cmd_audit)
+
     rp = sub.add_parser("report", help="(re)write report.md and figures of a run directory")
     rp.add_argument("run_dir", type=Path)
     rp.set_defaults(handler=cmd_report)
@@ -128,6 +136,28 @@ def cmd_validate(a: argparse.Namespace) -> int:
     for name, sub in lab.experiment.subsets.items():
         reps = f", {sub.repetitions} repetition(s) each" if sub.repetitions else ""
         print(f"subset {name} (run --subset {name}{reps}): {' '.join(sub.scenarios)}")
+    return 0
+
+
+def cmd_audit(a: argparse.Namespace) -> int:
+    from ..lab.audit import AuditedLab, render
+    from ..lab.loader import load_lab
+    from ..lab.schema import Published
+
+    labs = []
+    for d in sorted(p for p in a.labs.iterdir() if (p / "published.yml").is_file()):
+        pub = load_lab(d).published
+        if isinstance(pub, Published):
+            labs.append(AuditedLab(d.name, pub))
+    text = render(labs)
+    if a.check:
+        current = a.out.read_text() if a.out.is_file() else None
+        if current != text:
+            print(f"{a.out}: differs from the lab files' findings (run `mptcplab audit`)", file=sys.stderr)
+            return 1
+        return 0
+    a.out.write_text(text)
+    print(f"{a.out}: {len(labs)} labs")
     return 0
 
 

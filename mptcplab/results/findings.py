@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from ..kernelreq import PATCHES, in_range
 from ..lab.scale import fmt_factor
 from ..lab.schema import CaptureFact, Expectation, Finding, Published, Requires
-from ..metricdecl import Select, metric_scales
+from ..metricdecl import Select, extreme_reading, metric_scales
 from ..metrics import METRICS
 from ..record.model import CheckStat, FindingRow, Repetition, Verdict
 from . import stats
@@ -81,9 +81,6 @@ def _extreme(xs: list[float], statistic: str) -> float:
         return min(xs)
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
-
-_EXTREME_METHOD = {"max": "max over repetitions: some repetition", "min": "min over repetitions: every repetition",
-                   "std": "standard deviation over repetitions, no interval"}
 
 
 def _named(metric: str, sel: Select, scenario: str) -> str:
@@ -146,7 +143,12 @@ def check(e: Expectation, default_scenario: str | None,
     rname = _named(o.metric, rsel, right_name)
     if not ys:
         return _not_measurable(f"{lname}; no {rname} observed", e, target)
-    return _between(e, stat, lname, xs, rname, ys, value, tolerance, target)
+    paired = None
+    if right_name == left_name:  # two statistics of the same repetitions: compare them pair by pair
+        raw_x = per_rep_values(reps[left_name], e.metric, e.path, flow=e.flow, window=e.window)
+        raw_y = per_rep_values(reps[right_name], o.metric, rsel.path, flow=rsel.flow, window=rsel.window)
+        paired = [(x, y) for x, y in zip(raw_x, raw_y, strict=True) if x is not None and y is not None]
+    return _between(e, stat, lname, xs, rname, ys, value, tolerance, target, paired)
 
 
 def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], value: float, tolerance: float,
@@ -155,9 +157,9 @@ def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], va
     if stat != "median":
         x = _extreme(xs, stat)
         v: Verdict = stats.HOLDS if _compare(x, e.op, value, tolerance) else stats.FAILS
-        row = CheckStat(verdict=v, statistic=what, estimate=x, method=_EXTREME_METHOD[stat], n=[len(xs)],
+        row = CheckStat(verdict=v, statistic=what, estimate=x, method=extreme_reading(stat, e.op), n=[len(xs)],
                         target=target, source=_source(e))
-        return row, f"{what} = {x:.4g} (n = {len(xs)}; {_EXTREME_METHOD[stat]}); paper: {target} -> {v}"
+        return row, f"{what} = {x:.4g} (n = {len(xs)}; {extreme_reading(stat, e.op)}); paper: {target} -> {v}"
     iv = stats.median_interval(xs)
     v = stats.decide(iv, e.op, value, tolerance)
     row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
@@ -167,7 +169,8 @@ def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], va
 
 
 def _between(e: Expectation, stat: str, lname: str, xs: list[float], rname: str, ys: list[float],
-             value: float | None, tolerance: float, target: str) -> tuple[CheckStat, str]:
+             value: float | None, tolerance: float, target: str,
+             paired: list[tuple[float, float]] | None = None) -> tuple[CheckStat, str]:
     how = e.by or "difference"
     # a direct comparison (no ``by``) is the difference against 0
     want, tol = (value, tolerance) if e.by is not None else (0.0, e.tolerance)
@@ -181,15 +184,16 @@ def _between(e: Expectation, stat: str, lname: str, xs: list[float], rname: str,
         x = a / b if how == "ratio" else a - b
         v: Verdict = stats.HOLDS if _compare(x, e.op, want, tol) else stats.FAILS
         row = CheckStat(verdict=v, statistic=f"{how} of the {stat}s, {what}", estimate=x,
-                        method=_EXTREME_METHOD[stat], n=[len(xs), len(ys)], target=shown_target, source=_source(e))
+                        method=extreme_reading(stat, e.op), n=[len(xs), len(ys)], target=shown_target,
+                        source=_source(e))
         return row, (f"{how} of the {stat}s {x:.4g} ({lname} = {a:.4g}; {rname} = {b:.4g}); "
                      f"claim: {shown_target} -> {v}")
     try:
-        iv = stats.shift_interval(xs, ys, how)
+        iv = stats.paired_interval(paired, how) if paired else stats.shift_interval(xs, ys, how)
     except ValueError as err:
         return _not_measurable(f"{what}: {err}", e, shown_target)
     v = stats.decide(iv, e.op, want, tol)
-    n = [len(xs), len(ys)]
+    n = [len(paired)] if paired else [len(xs), len(ys)]
     row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
                     confidence=iv.confidence, method=iv.method, n=n, target=shown_target, source=_source(e),
                     leans=stats.point_side(iv.estimate, e.op, want, tol) if v == stats.INCONCLUSIVE else None)

@@ -134,6 +134,22 @@ def shift_interval(xs: Sequence[float], ys: Sequence[float], how: Literal["diffe
     return Interval(float(statistics.median(pairs)), pairs[k - 1], pairs[m * n - k], cover, name)
 
 
+def paired_interval(pairs: Sequence[tuple[float, float]], how: Literal["difference", "ratio"],
+                    level: float = CONFIDENCE) -> Interval:
+    """Two statistics of the same repetitions (e.g. two time windows of one transfer): the
+    median of the per-repetition differences (or ratios) with its order-statistic interval,
+    the sign test's; pairing removes the variation between repetitions that Moses' interval,
+    for independent samples, would have to carry."""
+    if how == "ratio":
+        if any(y <= 0 for _, y in pairs) or any(x < 0 for x, _ in pairs):
+            raise ValueError("a ratio needs positive denominators and non-negative numerators")
+        d = [x / y for x, y in pairs]
+    else:
+        d = [x - y for x, y in pairs]
+    iv = median_interval(d, level)
+    return Interval(iv.estimate, iv.low, iv.high, iv.confidence, f"paired {how}s, sign-test interval of the median")
+
+
 def decide(iv: Interval, op: str, target: float, tolerance: float = 0.0) -> Verdict:
     """The verdict of the claim ``statistic op target`` (``==``/``!=`` within ``tolerance``)
     on an interval of the statistic; inconclusive below the required confidence."""
@@ -207,5 +223,5 @@ def agreement_verdict(k: int, n: int) -> Verdict:
 
 
 __all__ = ["CONFIDENCE", "FAILS", "HOLDS", "INCONCLUSIVE", "NOT_MEASURABLE", "Interval", "Verdict",
-           "agreement_verdict", "decide", "median_interval", "point_side", "proportion_interval",
-           "shift_interval"]
+           "agreement_verdict", "decide", "median_interval", "paired_interval", "point_side",
+           "proportion_interval", "shift_interval"]

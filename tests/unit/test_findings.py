@@ -220,3 +220,20 @@ def test_an_old_summary_row_reads_as_a_verdict() -> None:
     from mptcplab.record.model import FindingRow
     assert FindingRow.model_validate({"id": "x", "holds_here": True, "within_spread": True}).verdict == "holds"
     assert FindingRow.model_validate({"id": "x", "holds_here": None}).verdict == "not measurable"
+
+
+def test_two_statistics_of_the_same_repetitions_are_paired() -> None:
+    """Before and after within one scenario: each repetition's difference, so the variation
+    between repetitions (here 10 to 50) does not hide a shift every repetition shows."""
+    reps = _reps(s=[10.0, 20.0, 30.0, 40.0, 50.0])
+    e = exp(metric="goodput_mbps", op=">", than={"scenario": "s", "metric": "goodput_min_mbps"})
+    c, ev = check(e, "s", reps)
+    assert c.method is not None and c.method.startswith("paired") and c.n == [5] and "sign-test" in ev
+
+
+def test_an_extreme_says_whether_it_is_about_every_or_some_repetition() -> None:
+    from mptcplab.metricdecl import extreme_reading
+    assert extreme_reading("max", "<=").endswith("every repetition")
+    assert extreme_reading("max", ">").endswith("some repetition")
+    assert extreme_reading("min", ">=").endswith("every repetition")
+    assert extreme_reading("min", "<").endswith("some repetition")
