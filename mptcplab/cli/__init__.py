@@ -11,10 +11,10 @@ import sys
 
 from .. import __version__
 from ..errors import HostNotReady, LabInputError, RunFailed
-from . import analyze, campaign, host, lab, records
+from . import analyze, campaign, host, lab, records, reproductions
 
 # the order `mptcplab --help` lists them in
-COMMANDS = (lab, host, campaign, records, analyze)
+COMMANDS = (lab, host, campaign, records, reproductions, analyze)
 
 
 def _parser() -> argparse.ArgumentParser:

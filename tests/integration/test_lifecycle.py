@@ -38,7 +38,7 @@ def test_dry_run_prints_commands_and_runs_none(tmp_path: Path) -> None:
                    "mptcp endpoint add 10.0.2.2 dev eth2 subflow", "tcpdump -i eth1", "iperf3 -c 10.0.5.2",
                    "ethtool -K eth1 tso off gso off gro off", "frag-needed counter drop", "ip netns del"):
         assert needle in out, needle
-    assert out.count("## scenario ") == 10
+    assert out.count("## scenario ") == 13
     assert "not probed" in out.splitlines()[0]  # the emulator is not asked of the kernel
     assert not (tmp_path / "r").exists()
 

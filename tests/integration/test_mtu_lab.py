@@ -21,7 +21,7 @@ pytestmark = pytest.mark.netns
 
 @pytest.fixture(scope="module")
 def quick_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return run_repo_lab("mtu", tmp_path_factory.mktemp("results"), 5, 10)  # 5 nodes x 10 scenarios
+    return run_repo_lab("mtu", tmp_path_factory.mktemp("results"), 5, 13)  # 5 nodes x 13 scenarios
 
 
 @pytest.fixture(scope="module")

@@ -55,7 +55,7 @@ def test_subset_selects_in_lab_order_with_its_repetitions(copy_lab):
     lab_dir = with_subsets(copy_lab(), {"pmtud": PMTUD})
     lab = load_lab(lab_dir)
     # a subset is not part of a scenario's body: the scenarios are those of the lab without it
-    assert len(lab.scenarios) == 10
+    assert len(lab.scenarios) == 13
     opts = RunOptions.with_subset(lab, "pmtud")
     picked = [s.name for s in select_scenarios(lab, opts.scenarios)]
     assert picked == ["tcp-b", "blackhole-probing-0", "blackhole-probing-1", "blackhole-probing-2"]
@@ -100,7 +100,7 @@ def test_dry_run_names_the_subset_and_estimates_wall_time(copy_lab, tmp_path, ca
     header = out.splitlines()[0]
     assert "4 scenario(s) (subset pmtud: tcp-b blackhole-probing-*) x 2 repetition(s)" in header
     assert "# estimated wall time:" in out and "8 repetition(s)" in out
-    assert "# subset pmtud: 4 of 10 scenarios" in out
+    assert "# subset pmtud: 4 of 13 scenarios" in out
     assert [ln for ln in out.splitlines() if ln.startswith("## scenario ")] == [
         "## scenario tcp-b: plain TCP over path B; PMTUD must find the 1500-byte bottleneck",
         *[ln for ln in out.splitlines() if ln.startswith("## scenario blackhole-probing-")]]

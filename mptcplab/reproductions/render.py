@@ -1,0 +1,204 @@
+"""The markdown of docs/reproductions.md and of each lab's generated verdict section, from
+merged records (collect.Reproduction). Only what the records and the engine's evaluation
+hold is written, in a fixed order, so the same records give the same bytes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..record.model import VERDICTS, CheckStat, FindingRow, Summary
+from ..results.fmt import DASH, md_table
+from .collect import Reproduction
+
+NO_RUN = "no full run on record yet"
+COUNT_WORDS = {"holds": "hold", "does not hold": "do not hold", "inconclusive": "inconclusive",
+               "not measurable": "not measurable"}
+
+
+def num(x: float | None) -> str:
+    """Three significant digits, whole numbers from 1000 on; DASH when absent."""
+    if x is None:
+        return DASH
+    if abs(x) >= 1000:
+        return f"{x:,.0f}"
+    s = f"{x:.3g}"
+    return "0" if s == "-0" else s
+
+
+def counts(rows: Sequence[FindingRow]) -> dict[str, int]:
+    return {v: sum(1 for f in rows if f.verdict == v) for v in VERDICTS}
+
+
+def counts_text(rows: Sequence[FindingRow]) -> str:
+    c = counts(rows)
+    return ", ".join(f"{c[v]} {COUNT_WORDS[v]}" for v in VERDICTS)
+
+
+def n_text(s: Summary) -> str:
+    """Repetitions per scenario, grouped: "5 in each of the 74 scenarios"."""
+    by_n: dict[int, list[str]] = {}
+    for a in s.aggregates:
+        by_n.setdefault(a.n, []).append(a.scenario)
+    if not by_n:
+        return "no scenario measured"
+    if len(by_n) == 1:
+        (n, names), = by_n.items()
+        return f"{n} in each of the {len(names)} scenario(s)"
+    return "; ".join(f"{n} in {', '.join(f'`{x}`' for x in names)}" for n, names in sorted(by_n.items(), reverse=True))
+
+
+def _estimate(c: CheckStat) -> str:
+    if c.estimate is None:
+        return DASH
+    if c.low is None or c.high is None:
+        return num(c.estimate)
+    return f"{num(c.estimate)} [{num(c.low)}, {num(c.high)}]"
+
+
+def _confidence(c: CheckStat) -> str:
+    conf = DASH if c.confidence is None else f"{100 * c.confidence:.1f} %"
+    return f"{conf} ({c.method})" if c.method else conf
+
+
+def _check_cells(c: CheckStat) -> list[str]:
+    return [c.statistic or DASH, _estimate(c), _confidence(c), ", ".join(str(k) for k in c.n) or DASH,
+            c.target or DASH, c.source or DASH]
+
+
+def findings_rows(rows: Sequence[FindingRow]) -> list[list[str]]:
+    """One row per finding with one check (or none: its evidence instead of a statistic); a
+    finding of several checks gets a row of its own, then one row per check."""
+    out: list[list[str]] = []
+    for f in rows:
+        if len(f.checks) == 1:
+            out.append([f"`{f.id}`", f.shown, *_check_cells(f.checks[0])])
+        elif not f.checks:
+            out.append([f"`{f.id}`", f.shown, f.evidence or DASH, DASH, DASH, DASH, DASH, DASH])
+        else:
+            out.append([f"`{f.id}`", f.shown, f"{len(f.checks)} checks:", "", "", "", "", ""])
+            out += [["↳", c.verdict, *_check_cells(c)] for c in f.checks]
+    return out
+
+
+FINDINGS_HEADER = ["finding", "verdict", "statistic", "estimate [interval]", "confidence", "n", "claim", "source"]
+
+
+def claims(rows: Sequence[FindingRow]) -> list[str]:
+    return [f"- `{f.id}`" + (f" ({'; '.join(x for x in (f.scenario, f.where) if x)})" if f.scenario or f.where else "")
+            + f": {f.statement or DASH}" for f in rows]
+
+
+def _validity(s: Summary) -> str:
+    state = "complete" if s.complete else "INCOMPLETE"
+    valid = "**valid**" if s.valid else f"**INVALID** ({len(s.invalid_reasons)} reason(s), below)"
+    kind = s.run_kind or "unknown kind"
+    return f"{state}, {valid}; {kind}" + ("; quick (not a full run)" if s.quick else "; full (not --quick)")
+
+
+def _rounds_table(r: Reproduction) -> str:
+    s, fp = r.column.summary, r.column.fingerprint
+    walls = {int(x["round"]): x.get("wall_seconds") for x in fp.get("runs", [])}
+    merged = (r.column.manifest.model_extra or {}).get("merged_from") or []  # merge.merged_manifest
+    commits = {int(x["round"]): x.get("git") for x in merged}
+    rows = []
+    for ref in r.records:
+        mine = [x for x in s.invalid_reasons if x.startswith(f"round {ref.round}: ")]
+        wall = walls.get(ref.round)
+        rows.append([str(ref.round), f"`{ref.path.name}`", f"`{ref.run_id}`", (commits.get(ref.round) or DASH)[:7],
+                     DASH if wall is None else f"{wall:,.0f} s",
+                     "valid" if not mine else f"invalid ({len(mine)} reason(s))"])
+    return md_table(["round", "record", "run", "commit", "wall time", "validity now"], rows)
+
+
+def column_section(r: Reproduction, level: int, records_shown: str) -> list[str]:
+    """One lab on one kernel: where it comes from, its validity, n, the verdicts."""
+    s, col = r.column.summary, r.column
+    h = "#" * level
+    fp = col.fingerprint
+    kernels = fp.get("kernels") or [s.kernel]
+    desc = (fp.get("description") or "").strip()
+    lines = [f"{h} labs/{r.lab} on {r.kernel} (campaign `{r.campaign}`, target `{col.target}`)", "",
+             f"- **From**: {len(r.records)} record(s) of campaign `{r.campaign}` in `{records_shown}`, "
+             f"target `{col.target}`" + (f" ({desc})" if desc else "") + ", merged as one run `"
+             + s.run_id + "`.",
+             f"- **Run**: {_validity(s)}; kernel(s) {', '.join(str(k) for k in kernels)}"
+             + (f"; paper: {s.published_source.title}" if s.published_source and s.published_source.title else "")
+             + ".",
+             f"- **n per scenario**: {n_text(s)}.",
+             f"- **Verdicts** of the paper's {len(s.findings)} finding(s): {counts_text(s.findings)}; "
+             f"setup checks apart ({len(s.setup_checks)}): {counts_text(s.setup_checks)}.", "",
+             _rounds_table(r), ""]
+    notes = [*s.invalid_reasons, *(f"timing note: {x}" for x in s.timing_notes), *col.notes]
+    if notes:
+        lines += [f"- {x}" for x in notes] + [""]
+    lines += [md_table(FINDINGS_HEADER, findings_rows(s.findings)), ""]
+    if s.setup_checks:
+        lines += ["Setup checks (the lab's own configuration, not counted with the paper's findings):", "",
+                  md_table(FINDINGS_HEADER, findings_rows(s.setup_checks)), ""]
+    lines += ["The claims:", "", *claims([*s.findings, *s.setup_checks]), ""]
+    return lines
+
+
+def lab_block(lab: str, found: Sequence[Reproduction], level: int, records_shown: str) -> list[str]:
+    """A lab's generated part: each of its runs on record, or the line saying there is none."""
+    mine = [r for r in found if r.lab == lab]
+    if not any(not r.column.summary.quick for r in mine):
+        lines = [f"labs/{lab}: {NO_RUN}.", ""]
+        if not mine:
+            return lines
+    else:
+        lines = []
+    for r in mine:
+        lines += column_section(r, level, records_shown)
+    return lines
+
+
+def overview(labs: Sequence[str], found: Sequence[Reproduction], doc_links: dict[str, str]) -> str:
+    rows = []
+    for lab in labs:
+        name = f"[labs/{lab}]({doc_links[lab]})" if lab in doc_links else f"labs/{lab}"
+        mine = [r for r in found if r.lab == lab and not r.column.summary.quick]
+        if not mine:
+            rows.append([name, NO_RUN, DASH, DASH, DASH, DASH, DASH, DASH, DASH, DASH])
+        for r in mine:
+            s, c = r.column.summary, counts(r.column.summary.findings)
+            rows.append([name, r.kernel, f"`{r.campaign}`", str(len(r.records)),
+                         "valid" if s.valid else "invalid", n_text(s), *(str(c[v]) for v in VERDICTS),
+                         str(len(s.setup_checks))])
+    return md_table(["lab", "kernel", "campaign", "runs", "validity", "n per scenario", *VERDICTS,
+                     "setup checks"], rows)
+
+
+HEADER = """# Reproductions on record
+
+Generated by `mptcplab reproductions` (`make reproductions`) from the records in
+`{records}`: every campaign's records restored into a temporary directory, the rounds of
+each lab and target merged into one run (campaign/merge.py), and each finding judged again
+by this engine against the lab's published.yml as it is now. Do not edit it by hand:
+regenerate it. `mptcplab reproductions --check` (and tests/unit/test_reproductions.py) fail
+when this file, or a lab's section between `<!-- reproductions:begin -->` and
+`<!-- reproductions:end -->` in docs/labs/, disagrees with the records.
+
+Verdicts: *holds* / *does not hold* when the interval of the statistic over the repetitions
+decides, *inconclusive* when it straddles the claim, *not measurable* here (the reason is
+given); setup checks (the lab's own configuration read back) are counted apart.
+"""
+
+
+def reproductions_md(labs: Sequence[str], found: Sequence[Reproduction], doc_links: dict[str, str],
+                     records_shown: str) -> str:
+    lines = [HEADER.format(records=records_shown), overview(labs, found, doc_links), ""]
+    for lab in labs:
+        lines += [f"## labs/{lab}", ""]
+        if lab in doc_links:
+            lines += [f"The lab: [{doc_links[lab]}]({doc_links[lab]}).", ""]
+        lines += lab_block(lab, found, 3, records_shown)
+    return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def lab_doc_block(lab: str, found: Sequence[Reproduction], link: str, records_shown: str, level: int = 4) -> str:
+    """What a lab's doc holds between its markers."""
+    lines = [f"*Generated by `make reproductions` from the records in `{records_shown}` "
+             f"(all labs: [{link.rsplit('/', 1)[-1]}]({link})); edit nothing between these markers.*", "",
+             *lab_block(lab, found, level, records_shown)]
+    return "\n".join(lines).rstrip("\n") + "\n"
