@@ -159,7 +159,7 @@ def overview(labs: Sequence[str], found: Sequence[Reproduction], doc_links: dict
         name = f"[labs/{lab}]({doc_links[lab]})" if lab in doc_links else f"labs/{lab}"
         mine = [r for r in found if r.lab == lab and not r.column.summary.quick]
         if not mine:
-            rows.append([name, NO_RUN, DASH, DASH, DASH, DASH, DASH, DASH, DASH, DASH])
+            rows.append([name, NO_RUN, *[DASH] * 9])
         for r in mine:
             s, c = r.column.summary, counts(r.column.summary.findings)
             rows.append([name, r.kernel, f"`{r.campaign}`", str(len(r.records)),

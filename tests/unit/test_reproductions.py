@@ -179,3 +179,14 @@ def test_a_record_of_a_single_run_is_refused(tmp_path: Path) -> None:
     with pytest.raises(LabInputError, match="not a campaign item's record"):
         docs.expected(tmp_path / "records", tmp_path / "docs" / "reproductions.md", LABS)
 
+
+
+def test_the_readme_states_no_verdict_the_records_do_not_hold() -> None:
+    """The README's lab table links to the generated verdicts and types none of its own
+    (counts of findings that hold, or a verdict per finding, belong to docs/reproductions.md)."""
+    import re
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    assert "docs/reproductions.md" in readme
+    typed = re.findall(r"\d+ (?:findings?|checks?) (?:hold|do not)", readme)
+    assert not typed, typed
