@@ -6,13 +6,16 @@
 # kernel changes.
 #
 #   images/kernel/qemu-run.sh --debs DIR [--timeout SECONDS] [--mem MB] [--out DIR]
-#                             [--accel tcg|kvm] [--cpu MODEL] [--keep] -- COMMAND [ARG...]
+#                             [--share DIR]... [--accel tcg|kvm] [--cpu MODEL] [--keep] -- COMMAND [ARG...]
 #
 #   --debs     manifest.json {"release": ...} and linux-image-<release>_*.deb (required)
 #   --timeout  the boot and the command, at most (default 3600 s); then exit 124
 #   --mem      the guest's memory in MB (default 2048)
 #   --out      the one host directory the guest may write (default the repository's results/),
 #              mounted at the same path in the guest; created when missing
+#   --share    a host directory the guest sees read-only at the same path even where its own
+#              tmpfs would hide it (a lab under /tmp); repeatable. The repository and the
+#              working directory are shared so whenever they lie under the guest's tmpfs
 #   --accel    QEMU's accelerator (default tcg: this host's /dev/kvm does not run guests)
 #   --cpu      QEMU's CPU model (default max,-avx2 under TCG, host under KVM)
 #   --keep     keep the work directory (unpacked package, initramfs, console log); print its path
@@ -21,6 +24,8 @@
 #   /                 the host's / over virtio-9p, read-only
 #   /tmp /run /var/tmp /dev/shm   tmpfs
 #   the --out DIR     the host's directory over virtio-9p, writable
+#   each --share DIR  (and this checkout, and the working directory, when under the tmpfs)
+#                     the host's directory over virtio-9p, read-only
 # and runs COMMAND as root, in the directory qemu-run.sh was started from (a clean environment
 # but for the caller's MPTCPLAB_* variables; stdin is /dev/null), with the kernel's
 # modules from the .deb: 9p and virtio are loaded by the initramfs, the netns labs' modules
@@ -43,12 +48,15 @@ out=$repo/results
 accel=tcg
 cpu=
 keep=0
+shares=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --debs) debs=${2-}; shift ;;
     --timeout) timeout_s=${2-}; shift ;;
     --mem) mem=${2-}; shift ;;
     --out) out=${2-}; shift ;;
+    --share) [ -d "${2-}" ] || { echo "qemu-run.sh: --share: no such directory: ${2-}" >&2; exit 2; }
+             shares+=("$(cd "$2" && pwd -P)"); shift ;;
     --accel) accel=${2-}; shift ;;
     --cpu) cpu=${2-}; shift ;;
     --keep) keep=1 ;;
@@ -84,6 +92,11 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd -P)
 cwd=$(pwd -P)
+# what the guest's fresh tmpfs would hide: the checkout and the working directory go along
+for d in "$repo" "$cwd"; do
+  case "$d/" in /tmp/*|/run/*|/var/tmp/*|/dev/shm/*) ;; *) continue ;; esac
+  case " ${shares[*]-} " in *" $d "*) ;; *) shares+=("$d") ;; esac
+done
 work=$(mktemp -d "${TMPDIR:-/tmp}/mptcplab-qemu-run.XXXXXX")
 qemu_pid=
 cleanup() {
@@ -142,6 +155,11 @@ ctl=/newroot/run/mptcplab-qemu-run
 mkdir -p "$ctl"
 mount -t 9p -o "$opts" ctl "$ctl" || fail "mounting the control share failed"
 out=$(cat "$ctl/out")
+# the read-only shares first: --out may lie inside one (results/ of a checkout under /tmp)
+while read -r tag dir; do
+  mkdir -p "/newroot$dir" 2>/dev/null
+  mount -t 9p -o "$opts,ro,cache=loose" "$tag" "/newroot$dir" || fail "mounting $dir failed"
+done <"$ctl/shares"
 mkdir -p "/newroot$out" 2>/dev/null  # exists on the host; under /tmp the guest's tmpfs needs it
 mount -t 9p -o "$opts" out "/newroot$out" || fail "mounting $out failed"
 for d in /proc /sys /dev; do mount --move "$d" "/newroot$d"; done
@@ -195,6 +213,13 @@ printf '%s\0' "$@" >"$ctl/argv"
 env -0 | { grep -z '^MPTCPLAB_' || true; } >"$ctl/env"
 printf '%s\n' "$cwd" >"$ctl/cwd"
 printf '%s\n' "$out" >"$ctl/out"
+share_args=()
+: >"$ctl/shares"
+for i in "${!shares[@]}"; do
+  printf 'share%d %s\n' "$i" "${shares[$i]}" >>"$ctl/shares"
+  share_args+=(-fsdev "local,id=share$i,path=${shares[$i]},readonly=on,security_model=none,multidevs=remap"
+               -device "virtio-9p-pci,fsdev=share$i,mount_tag=share$i")
+done
 : >"$ctl/stdout"
 : >"$ctl/stderr"
 
@@ -211,7 +236,7 @@ timeout "$timeout_s" qemu-system-x86_64 -accel "$accel" -cpu "$cpu" -m "$mem" -s
   -fsdev "local,id=hostroot,path=/,readonly=on,$fs" -device virtio-9p-pci,fsdev=hostroot,mount_tag=hostroot \
   -fsdev "local,id=ctl,path=$ctl,$fs" -device virtio-9p-pci,fsdev=ctl,mount_tag=ctl \
   -fsdev "local,id=out,path=$out,$fs" -device virtio-9p-pci,fsdev=out,mount_tag=out \
-  </dev/null >"$work/qemu.log" 2>&1 &
+  "${share_args[@]}" </dev/null >"$work/qemu.log" 2>&1 &
 qemu_pid=$!
 tail -n +1 -f --pid="$qemu_pid" "$ctl/stdout" &
 tail -n +1 -f --pid="$qemu_pid" "$ctl/stderr" >&2 &

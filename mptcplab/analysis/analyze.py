@@ -8,6 +8,7 @@ one-line reasons (diagnose.py). See flows.py for how the data connection is pick
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -27,7 +28,17 @@ from .flows import (
     orient_tcp,
     pick_data_connection,
 )
-from .model import CAPTURE_DAMAGED, UNKNOWN_PATH, CaptureFile, Finding, FlowAnalysis, FlowSpec, Remark, SubflowResult
+from .model import (
+    CAPTURE_DAMAGED,
+    TOO_SMALL,
+    UNKNOWN_PATH,
+    CaptureFile,
+    Finding,
+    FlowAnalysis,
+    FlowSpec,
+    Remark,
+    SubflowResult,
+)
 from .pcapread import extract
 from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries, too_big
 
@@ -83,6 +94,9 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         )
 
     conn = conns[cid]
+    if spec.foreign:    # no lab names the paths to expect: those the data connection tried
+        spec = dataclasses.replace(spec, expected_paths=tuple(dict.fromkeys(
+            p for s in conn if (p := spec.paths.get(s.cip)) is not None)))
     ini = next((s for s in conn if s.kind != "mp_join"), None)
     if ini is not None and ini.syn_first_t is not None:
         t0 = ini.syn_first_t
@@ -91,17 +105,22 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
 
     negotiated = bool(ini is not None and ini.kind == "mp_capable" and ini.synack_mp
                       and ini.third_ack_mpc)
+    # a capture that starts mid-connection shows no handshake, but data segments carrying DSS
+    # show MPTCP in use all the same: analysed as negotiated, never verified (not seen)
+    mid = (ini is not None and not negotiated and ini.syn_attempts == 0 and not ini.synack_seen
+           and _carries_dss(t, ini, upload))
+    in_use = negotiated or mid
     mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
     mp_fail_t = min(mp_fail) if mp_fail else None
-    dss = dss_missing(t, ini, upload) if (negotiated and ini is not None) else (0, 0, False)
-    stripped = dss_removed(t, ini, upload, dss) if (negotiated and ini is not None) else ([], {})
+    dss = dss_missing(t, ini, upload) if (in_use and ini is not None) else (0, 0, False)
+    stripped = dss_removed(t, ini, upload, dss) if (in_use and ini is not None) else ([], {})
 
     paths = dict(spec.paths)
     icmp = icmp_for_subflows(pk, conn, {spec.server_port, *spec.join_ports}, paths, t0)
     numbers = {s.key: subflow_numbers(t, s, upload, t0) for s in conn}
     reset_only = mp_fail_t is not None and mp_fail_reset_subflow(conn, numbers, mp_fail_t - t0)
-    fallback = (spec.mptcp and not negotiated) or (
-        negotiated and ((mp_fail_t is not None and not reset_only) or dss[2] or bool(stripped[0])))
+    fallback = (spec.mptcp and not in_use) or (
+        in_use and ((mp_fail_t is not None and not reset_only) or dss[2] or bool(stripped[0])))
     total = sum(n["bytes"] for n in numbers.values())
 
     results: list[SubflowResult] = []
@@ -136,7 +155,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
             r.retired_by = spec.retired_why.get(r.path)
     contribution.assess(results, spec)
 
-    deep = depth.depth(pk, t, conn, paths, upload, t0) if negotiated else None
+    deep = depth.depth(pk, t, conn, paths, upload, t0) if in_use else None
     if deep is not None:
         for r in results:
             r.__dict__.update(deep.per_subflow.get(r.name, {}))
@@ -157,12 +176,12 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         add_addrs += [a for a in s.add_addrs if a not in add_addrs]
     others = [s for c, ss in conns.items() if c != cid for s in ss]
 
-    findings = diagnose.connection_lines(spec, ini, negotiated, mp_fail_t, dss, t0, reset_only)
+    findings = diagnose.connection_lines(spec, ini, in_use, mp_fail_t, dss, t0, reset_only, mid=mid)
     findings += diagnose.removal_lines(spec, conn)
     if ini is not None and stripped[0]:
         findings += diagnose.dss_removed_lines(spec, ini, *stripped)
     plines, ok = diagnose.path_lines(spec, conn, results, others, add_addrs, icmp, seen_ips,
-                                     negotiated=negotiated, fallback=fallback)
+                                     negotiated=in_use, fallback=fallback)
     findings += plines
     if spec.mptcp:
         verified = negotiated and not fallback and ok >= set(spec.expected_paths)
@@ -172,6 +191,12 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
 
     warnings = [Remark(f"subflow {r.name} is from an address on no known path", UNKNOWN_PATH) for r in results
                 if r.path is None]
+    if spec.foreign and spec.mptcp and contribution.too_small(results):
+        floor = contribution.MIN_SEGMENTS * contribution.FULL_SEGMENT
+        warnings.append(Remark(
+            f"too small to judge whether each subflow contributed: {sum(map(contribution.delivered, results))} "
+            f"bytes delivered in all, under the floor of {contribution.MIN_SEGMENTS} full segments ({floor} bytes); "
+            "every subflow that carried data counts", TOO_SMALL))
     how = (f"{cid}: most payload of {len(conns)} connection(s) to port {spec.server_port}"
            + (f", {len(conn) - 1} join(s) matched by token" if len(conn) > 1 else "")
            + (f" (joins also followed to port(s) {', '.join(map(str, spec.join_ports))})" if spec.join_ports else ""))
@@ -187,6 +212,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
         dss_checksum=deep.dss_checksum if deep else None,
         checksum_required=deep.checksum_required if deep else None,
+        mptcp_version=ini.version if ini is not None else None,
         owd=dl.owd if dl else pd.DataFrame(columns=delivery.OWD_COLUMNS),
         hol=dl.hol if dl else pd.DataFrame(columns=delivery.HOL_COLUMNS),
         hol_connection=dl.connection if dl else {},
@@ -215,6 +241,11 @@ def write_tables(fa: FlowAnalysis, out: Path) -> None:
     if fa.tcp_seq is not None:
         fa.tcp_seq.to_csv(out / TCP_SEQ_FILE, index=False)
     pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
+
+
+def _carries_dss(t: pd.DataFrame, sf: Subflow, upload: bool) -> bool:
+    """Some of the subflow's data segments (either direction) carry an MPTCP option."""
+    return any(n > bare for n, bare, _ in (dss_missing(t, sf, upload), dss_missing(t, sf, not upload)))
 
 
 def mp_fail_reset_subflow(conn: list[Subflow], numbers: dict[tuple[str, int, str, int], dict[str, Any]],

@@ -37,6 +37,14 @@ path the lab removed (its true share after the removal is higher; the lower bar 
 err on for a rule that separates "carried part" from "next to nothing"), and a lab without
 retirements is judged as before.
 
+A capture made elsewhere (FlowSpec.foreign, ``mptcplab analyze``) has no configured rates and
+no steady bulk transfer to expect: the span rule assumes the lab's iperf3 run (a web session
+may use its second subflow for one burst), so it is not applied. What one file can show:
+the floor (a subflow that delivered under MIN_SEGMENTS full segments while its connection
+delivered more did carry next to nothing: a black hole's signature), and only where the
+connection itself delivered at least the floor; a smaller capture is too small to judge
+(too_small), and every subflow that delivered data counts.
+
 A backup subflow (MPTCP "backup" flag) by design carries nothing while the other paths work:
 it counts when it is established. The thresholds are deliberately loose (a tenth of the fair
 share, a fifth of the time): the rule separates "carried part of the transfer" from "carried
@@ -94,7 +102,9 @@ def assess(results: Sequence[SubflowResult], spec: FlowSpec) -> None:
         r.expected_share = shares.get(r.path) if r.path is not None else None
         rate = spec.path_rates_bps.get(r.path) if r.path is not None else None
         r.path_rate_mbps = rate / 1e6 if rate else None
-        if got < MIN_SEGMENTS * FULL_SEGMENT or r.bytes <= 0:
+        if spec.foreign:
+            r.contributed = r.bytes > 0 and (got >= MIN_SEGMENTS * FULL_SEGMENT or too_small(results))
+        elif got < MIN_SEGMENTS * FULL_SEGMENT or r.bytes <= 0:
             r.contributed = False
         elif r.retired_t is not None:
             # judged over its time in use: the floor, delivered from data sent before retirement
@@ -106,6 +116,12 @@ def assess(results: Sequence[SubflowResult], spec: FlowSpec) -> None:
             r.contributed = length <= 0 or (end - r.first_data_t) >= MIN_SPAN_FRACTION * length
         else:
             r.contributed = True   # no times at all: the volume floor is all there is
+
+
+def too_small(results: Sequence[SubflowResult]) -> bool:
+    """The connection delivered less than the floor in all: the floor cannot tell a subflow
+    that probed from one that carried its part (foreign captures)."""
+    return sum(delivered(r) for r in results) < MIN_SEGMENTS * FULL_SEGMENT
 
 
 def shortfall(r: SubflowResult, results: Sequence[SubflowResult]) -> str:

@@ -14,9 +14,10 @@ HoL delay; its MPTCP analysis only marks reinjections). Definitions:
   analysis, said in ``hol_unavailable``); otherwise (``mptcplab analyze``) the OWD pair's
   receiver-side point, else the subflow's chosen point, which is the receiver's view only when
   the capture was taken there (``point`` in the output says which).
-* Each data segment's data range: its DSS mapping (or the mapping of the last segment before it
-  on the subflow that had one; the first data in an MP_CAPABLE is data byte 1) shifted by the
-  segment's offset in the mapping, from its TCP sequence number.
+* Each data segment's data range: its DSS mapping, or else the mapping whose subflow sequence
+  range holds its first byte (mapping.py; the subflow's ISN from its SYN, else from the
+  mappings; the first data in an MP_CAPABLE is data byte 1), shifted by the segment's offset
+  in the mapping, from its TCP sequence number. A segment no mapping covers is left out.
 * HoL delay of a segment arriving at the receiver point at time t: from t until every data
   byte before its range has arrived (first copy of each byte counts), i.e. when the
   application could read it; 0 when nothing before it is missing. Out of order: HoL delay
@@ -31,9 +32,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
-from .depth import widen
 from .flows import Subflow
 from .intervals import first_arrival
+from .mapping import data_starts
+from .mpversion import widen
 from .packets import MP_CAPABLE
 from .usefulness import first_copies
 
@@ -109,10 +111,24 @@ def one_way(t: pd.DataFrame, sf: Subflow, upload: bool) -> tuple[str, str, np.nd
     return best[1], best[2], best[3][order], best[4][order]
 
 
-def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None
-                   ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def data_isn(t: pd.DataFrame, sf: Subflow, upload: bool) -> int | None:
+    """The data sender's ISN on the subflow, from its SYN (upload) or SYN/ACK (download) at
+    any point; None when not captured."""
+    for rows in sf.rows.values():
+        fl = t["flags"].to_numpy()[rows]
+        fc = t["from_client"].to_numpy()[rows]
+        want = (fl & 0x12) == (0x02 if upload else 0x12)
+        hit = np.flatnonzero(want & (fc == upload))
+        if len(hit):
+            return int(t["seq"].to_numpy()[rows[hit[0]]])
+    return None
+
+
+def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None,
+                   isn: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times, 64-bit data sequence numbers of the first byte, lengths) of the data segments at
-    ``rows`` (positions in ``t``) that a mapping covers (see the module docstring)."""
+    ``rows`` (positions in ``t``) that a mapping covers (see the module docstring). ``isn``:
+    the data sender's ISN on the subflow (data_isn), else estimated from the mappings."""
     prow = t["row"].to_numpy()[rows]
     # take the subflow's rows of the nullable columns first: converting whole columns costs more
     dsn_a = pk["dsn"].array[prow]
@@ -134,20 +150,17 @@ def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: in
     ref = base if base is not None else int(raw[m][is64[m]].min()) if is64[m].any() else int(raw[m].min())
     d = np.zeros(len(prow), dtype=np.uint64)
     d[m] = widen(raw[m], is64[m], ref)
-    # a segment without a mapping of its own is under the last one before it
-    last = np.where(has, np.arange(len(prow)), -1)
-    np.maximum.accumulate(last, out=last)
-    keep = last >= 0
-    src = last[keep]
-    seq = t["seq"].to_numpy()[rows][keep].astype(np.int64)
-    tlen = t["tlen"].to_numpy()[rows][keep].astype(np.int64)
-    # the subflow's ISN: seq - ssn is ISN + the segment's offset in its mapping (>= 0), so the
-    # lowest one (modulo 2^32, near the first) is the ISN
-    v = (seq - ssn[src]) % 2**32
-    isn = (v[0] + int(((v - v[0] + 2**31) % 2**32 - 2**31).min())) % 2**32
-    off = (seq - ssn[src] - isn) % 2**32
-    start = d[src] + off.astype(np.uint64)
-    return t["t"].to_numpy()[rows][keep], start, tlen
+    seq = t["seq"].to_numpy()[rows].astype(np.int64)
+    tlen = t["tlen"].to_numpy()[rows].astype(np.int64)
+    if isn is None:
+        # seq - ssn of a segment carrying a mapping is ISN + its offset in the mapping (>= 0),
+        # so the lowest one (modulo 2^32, near the first) is the ISN
+        v = (seq[has] - ssn[has]) % 2**32
+        isn = (int(v[0]) + int(((v - v[0] + 2**31) % 2**32 - 2**31).min())) % 2**32
+    dll = pk["dll"].array[prow].to_numpy(dtype=np.int64, na_value=0)
+    # each segment under the mapping whose subflow sequence range holds it (mapping.py)
+    start, found = data_starts((seq - isn) % 2**32, has, d, ssn, dll)
+    return t["t"].to_numpy()[rows][found], start[found], tlen[found]
 
 
 def hol_delays(start: np.ndarray, length: np.ndarray, arrival: np.ndarray) -> np.ndarray:
@@ -219,7 +232,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
             if len(_data_rows(t, sf, sf.point, upload)):
                 hol_why = f"subflow {name} was not captured at the receiver ({receiver_node})"
             continue
-        ts_, st, ln = segment_ranges(pk, t, _data_rows(t, sf, recv_point, upload), base)
+        ts_, st, ln = segment_ranges(pk, t, _data_rows(t, sf, recv_point, upload), base, data_isn(t, sf, upload))
         p["hol_point"] = recv_point
         segs.append((name, path or "", ts_, st, ln))
     if same_clock and not any_pair:

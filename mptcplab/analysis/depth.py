@@ -5,10 +5,10 @@ Hand-written with numpy on the packet table (packets.py), each subflow at its ch
 point (flows.find_subflows), so a packet seen at two points counts once. Definitions:
 
 * Data sequence numbers are made relative to the data sender's initial DSN (IDSN: the low
-  64 bits of SHA-256 of its MP_CAPABLE key, RFC 8684 3.1), so the first data byte is 1 and
-  numbers compare across subflows; without a captured key, relative to the lowest mapped DSN.
-  4-octet DSNs and data ACKs are widened to 64 bits next to the last 8-octet value before
-  them (or the IDSN).
+  64 bits of SHA-256 of its MP_CAPABLE key, RFC 8684 3.1; SHA-1 in v0, RFC 6824, the version
+  the handshake agreed), so the first data byte is 1 and numbers compare across subflows;
+  without a captured key, relative to the lowest mapped DSN. 4-octet DSNs and data ACKs are
+  widened to 64 bits in sending order, each next to the value before it (mpversion.widen).
 * A mapping is a DSS (DSN, subflow sequence number, data-level length) on a segment with
   payload (a DATA_FIN alone is not data), as first seen on a subflow; Linux repeats one
   mapping on every segment of a chunk, and a TCP retransmission
@@ -45,13 +45,13 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
 from .flows import Subflow
+from .mpversion import V1, idsn, widen_rows
 from .packets import ADD_ADDR, MP_CAPABLE, MP_FAIL, MP_FASTCLOSE, MP_PRIO, MP_TCPRST, REMOVE_ADDR
 from .stats import unwrap32
 
@@ -59,30 +59,6 @@ DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
                        "same_subflow", "window_probe", "late_original"]
 EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
-
-
-def idsn(key: int) -> int:
-    """The initial data sequence number of the side whose MP_CAPABLE key is ``key``."""
-    return int.from_bytes(hashlib.sha256(key.to_bytes(8, "big")).digest()[-8:], "big")
-
-
-def widen(values: np.ndarray, is64: np.ndarray, ref: int) -> np.ndarray:
-    """64-bit values from a mix of 8- and 4-octet ones: each 4-octet value takes the upper
-    bits that put it nearest the last 8-octet value before it (``ref`` before the first)."""
-    v = values.astype(np.uint64)
-    if is64.all() or len(v) == 0:
-        return v
-    last = np.where(is64, v, np.uint64(0))
-    idx = np.where(is64, np.arange(len(v)), -1)
-    np.maximum.accumulate(idx, out=idx)
-    base = np.where(idx >= 0, last[np.maximum(idx, 0)], np.uint64(ref))
-    low = v & np.uint64(0xFFFFFFFF)
-    cand = (base & np.uint64(0xFFFFFFFF00000000)) | low
-    # pick among cand - 2^32, cand, cand + 2^32 the one nearest base (modulo 2^64)
-    diff = (cand - base).astype(np.int64)
-    cand = np.where(diff > (1 << 31), cand - np.uint64(1 << 32), cand)
-    cand = np.where(diff < -(1 << 31), cand + np.uint64(1 << 32), cand)
-    return np.where(is64, v, cand).astype(np.uint64)
 
 
 @dataclass
@@ -106,6 +82,8 @@ class Depth:
     checksum_required: bool | None = None
     #: the data sender's IDSN (None: its key was not captured)
     idsn: int | None = None
+    #: the MPTCP version the handshake agreed (None: no MP_CAPABLE captured)
+    version: int | None = None
     #: the 64-bit DSN that ``dsn`` 0 stands for (the IDSN, else the lowest mapped DSN - 1;
     #: None: nothing mapped)
     origin: int | None = None
@@ -166,7 +144,8 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         mpc = (mp_all[idx] & (1 << MP_CAPABLE)) != 0
         sender = mpc & (fc == upload) & ~pk["sendkey"].isna().to_numpy()[idx]
         if sender.any():
-            base = idsn(int(pk["sendkey"].to_numpy(dtype=np.uint64, na_value=0)[idx[np.flatnonzero(sender)[0]]]))
+            key = int(pk["sendkey"].to_numpy(dtype=np.uint64, na_value=0)[idx[np.flatnonzero(sender)[0]]])
+            base = idsn(key, V1 if ini.version is None else ini.version)
         flags = pk["mpc_flags"].array[idx[mpc]]
         flags = flags[~flags.isna()]
         if len(flags):
@@ -177,21 +156,26 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
     events: list[dict[str, object]] = []
     csum_seen: bool | None = None
     per: dict[str, dict[str, float | int | None]] = {}
+    # each subflow's mapping rows (data direction; a mapping on a segment without payload
+    # carries only the DATA_FIN, one DSN sent on every subflow: not data) and data ACK rows
+    # (the other direction) at its chosen point, widened over the whole connection
+    map_rows, ack_rows = [], []
     for sf in conn:
+        prow = rows_t[sf.rows[sf.point]]
+        data_dir = fc_t[sf.rows[sf.point]] == upload
+        map_rows.append(prow[data_dir & ~dsn_na[prow] & (tlen_pk[prow] > 0)])
+        ack_rows.append(prow[~data_dir & ~dack_na[prow]])
+    map_wide = widen_rows(map_rows, dsn_all, dsn64, times, base)
+    ack_wide = widen_rows(ack_rows, dack_all, pk["dack64"].to_numpy(), times, base)
+    for k, sf in enumerate(conn):
         name = f"{sf.cip}:{sf.cport}"
         path = paths.get(sf.cip)
         trows = sf.rows[sf.point]
         prow = rows_t[trows]
         data_dir = fc_t[trows] == upload
-        # mappings in the data direction
-        # a mapping on a segment without payload carries only the DATA_FIN (one DSN, sent on
-        # every subflow): not data
-        has_map = data_dir & ~dsn_na[prow] & (tlen_pk[prow] > 0)
-        mr = prow[has_map]
+        mr = map_rows[k]
         if len(mr):
-            raw = dsn_all[mr]
-            ref = base if base is not None else int(raw[dsn64[mr]].min()) if dsn64[mr].any() else int(raw.min())
-            d = widen(raw, dsn64[mr], ref)
+            d = map_wide[k]
             ssn = ssn_all[mr]
             dll = dll_all[mr]
             # one row per mapping where it changes from segment to segment (Linux repeats a
@@ -204,13 +188,9 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
                 "dsn64": d[new], "length": dll[new], "ssn": ssn[new],
             }))
         # data ACKs from the receiver (the other direction)
-        has_ack = ~data_dir & ~dack_na[prow]
-        ar = prow[has_ack]
+        ar = ack_rows[k]
         if len(ar):
-            raw = dack_all[ar]
-            is64 = pk["dack64"].to_numpy()[ar]
-            ref = base if base is not None else int(raw[is64].min()) if is64.any() else int(raw.min())
-            w = widen(raw, is64, ref)
+            w = ack_wide[k]
             new = np.r_[True, w[1:] != w[:-1]]          # only where the data ACK moves
             acks.append(pd.DataFrame({"t": times[ar][new] - t0, "path": path, "subflow": name, "kind": "ack",
                                       "dsn64": w[new], "length": 0, "ssn": 0}))
@@ -250,7 +230,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
     return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
                  per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required,
-                 idsn=base, origin=origin)
+                 idsn=base, origin=origin, version=ini.version if ini is not None else None)
 
 
 def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.DataFrame:

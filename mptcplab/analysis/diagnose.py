@@ -45,7 +45,8 @@ def _reason(sf: Subflow) -> str:
     if sf.rst_reason is None:
         return ""
     text = TCPRST_REASONS.get(sf.rst_reason, "unknown")
-    return f" (MP_TCPRST reason {sf.rst_reason}: {text})"
+    by = ", sent by the client" if sf.rst_reason_from == "client" else ""
+    return f" (MP_TCPRST reason {sf.rst_reason}: {text}{by})"
 
 
 def _times(n: int) -> str:
@@ -54,9 +55,11 @@ def _times(n: int) -> str:
 
 def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
                      mp_fail_t: float | None, dss: tuple[int, int, bool], t0: float,
-                     mp_fail_reset_only: bool = False) -> list[Finding]:
+                     mp_fail_reset_only: bool = False, mid: bool = False) -> list[Finding]:
     """Problems of the data connection itself (its initial subflow). ``mp_fail_reset_only``:
-    the MP_FAIL closed its own subflow and the others went on (analyze.mp_fail_reset_subflow)."""
+    the MP_FAIL closed its own subflow and the others went on (analyze.mp_fail_reset_subflow).
+    ``mid``: the capture starts mid-connection and its data segments carry MPTCP options
+    (``negotiated`` is then True: MPTCP is in use)."""
     out: list[Finding] = []
     if ini is None:
         out.append(Finding("handshake-not-captured", "the data connection's initial handshake was not captured"))
@@ -77,7 +80,12 @@ def connection_lines(spec: FlowSpec, ini: Subflow | None, negotiated: bool,
     if not spec.mptcp:
         return out
     if ini.kind == "tcp":
-        if ini.syn_attempts:
+        if mid:
+            out.append(Finding("handshake-not-captured",
+                               "MPTCP in use, handshake not captured: the capture starts mid-connection and "
+                               "the data segments carry MPTCP options (not verified: the MP_CAPABLE "
+                               "handshake is not in the file)"))
+        elif ini.syn_attempts:
             out.append(Finding("mptcp-not-used",
                                "MPTCP requested but the SYN carried no MP_CAPABLE: the client did not use "
                                "MPTCP (check mptcpize / iperf3 -m and net.mptcp.enabled)"))

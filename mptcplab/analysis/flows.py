@@ -5,10 +5,12 @@ grouping too, but the packet table comes from the native reader (pcapread.py), a
 grouping needs only the handshakes:
 
 * A subflow is a TCP 4-tuple with the server port on one side; the other side is the
-  client. A packet is "from the client" when it goes to the server port.
+  client. A packet is "from the client" when it goes to the server port (sides.py: when
+  both ports are server ports, the SYN decides).
 * MPTCP v1 (RFC 8684): the SYN/ACK of the MP_CAPABLE handshake carries the server's key
   (the third ACK repeats it as the receiver's key). The server's *token* is the most
-  significant 32 bits of SHA-256 of that key (SHA-1 in MPTCP v0, also tried). An MP_JOIN SYN
+  significant 32 bits of SHA-256 of that key (SHA-1 in MPTCP v0, RFC 6824: the version is the
+  one the handshake's MP_CAPABLE carries, both are tried when none was captured). An MP_JOIN SYN
   names the connection it joins by that token, so joins are matched to connections exactly,
   even with two MPTCP connections on the same ports (iperf3's control and data connections).
 * A client may reuse a 4-tuple for a new connection (a port taken again within one run):
@@ -30,15 +32,14 @@ connection carries the test.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
 
-from . import packets
-from .packets import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, RST, SYN
+from . import mpversion, packets, sides
+from .packets import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, MP_TCPRST, RST, SYN
 
 
 @dataclass
@@ -67,11 +68,15 @@ class Subflow:
     client_acked: bool = False      # a client packet without SYN after the SYN/ACK
     server_acked: bool = False      # then a server packet without SYN/RST (a join's 4th ACK)
     server_key: int | None = None
+    #: MPTCP version of an MP_CAPABLE subflow (mpversion.connection_version; None: not seen)
+    version: int | None = None
     join_token: int | None = None
     rst_t: float | None = None      # first RST from either side
     rst_server_t: float | None = None   # first RST from the server side (or a router forging it)
     rst_before_synack: bool = False     # the server side answered the SYN with RST
-    rst_reason: int | None = None       # MP_TCPRST reason of the server side's first RST
+    #: MP_TCPRST reason of the server side's first RST, else of the first RST that carried one
+    rst_reason: int | None = None
+    rst_reason_from: str | None = None  # "server" or "client": who sent rst_reason
     mp_fail_t: float | None = None
     add_addrs: list[str] = field(default_factory=list)
     #: point -> whether the client's first SYN there carried an MPTCP option
@@ -101,11 +106,10 @@ class Subflow:
         return ok
 
 
-def tokens_of_key(key: int) -> tuple[int, int]:
-    """The token for a 64-bit MPTCP key: (v1 SHA-256, v0 SHA-1), RFC 8684 / RFC 6824."""
-    b = key.to_bytes(8, "big")
-    return (int.from_bytes(hashlib.sha256(b).digest()[:4], "big"),
-            int.from_bytes(hashlib.sha1(b).digest()[:4], "big"))
+def tokens_of_key(key: int, version: int | None = None) -> tuple[int, ...]:
+    """The tokens a 64-bit MPTCP key stands for: that of ``version``, or without one (v1
+    SHA-256, v0 SHA-1), RFC 8684 / RFC 6824."""
+    return mpversion.tokens(key, version)
 
 
 def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] = ()) -> pd.DataFrame:
@@ -115,7 +119,7 @@ def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] =
     sp = pk["sport"].to_numpy()
     dp = pk["dport"].to_numpy()
     ports = np.array(sorted({server_port, *join_ports}), dtype=float)
-    to_srv = np.isin(dp, ports)
+    to_srv = sides.to_server(pk, {server_port, *join_ports})
     keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & (to_srv | np.isin(sp, ports)))
     fc = to_srv[keep]
     (src, dst), names = packets.address_codes(pk, "ip_src", "ip_dst")
@@ -143,6 +147,7 @@ def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] =
         "sendkey": pk["sendkey"].array[keep],
         "recvkey": pk["recvkey"].array[keep],
         "recvtok": pk["recvtok"].array[keep],
+        "mpc_ver": pk["mpc_ver"].array[keep],
         "addaddr": pk["addaddr"].array[keep],
         "rst_reason": pk["rst_reason"].array[keep],
         "row": keep,
@@ -165,7 +170,7 @@ class _Columns:
         self.ttl = t["ttl"].to_numpy(dtype=float)
         self.cport, self.sport = t["cport"].to_numpy(), t["sport"].to_numpy()
         self.addaddr = t["addaddr"].array
-        self._opts = {c: t[c].array for c in ("recvtok", "sendkey", "recvkey", "rst_reason")}
+        self._opts = {c: t[c].array for c in ("recvtok", "sendkey", "recvkey", "rst_reason", "mpc_ver")}
 
     def opt(self, col: str, i: int) -> int | None:
         """An MPTCP option value (nullable integer column) of row ``i``, None if absent."""
@@ -213,6 +218,11 @@ def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> No
             k = c.opt("sendkey", idx[j])
             if k is not None:
                 sf.server_key = k
+        if mp[j] & (1 << MP_CAPABLE):
+            sf.version = c.opt("mpc_ver", idx[j])      # the version the server agreed to
+    mpc = np.flatnonzero((mp & (1 << MP_CAPABLE)) != 0)
+    if sf.version is None and len(mpc):
+        sf.version = c.opt("mpc_ver", idx[mpc[0]])    # no SYN/ACK: the client's SYN or third ACK
     elif n_syn == 0 and (mp & (1 << MP_JOIN)).any():
         sf.kind = "mp_join"   # SYN not captured, but its third ACK shows it was a join
     if t_synack is not None:
@@ -251,6 +261,12 @@ def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> No
                 sf.rst_server_t = float(times[j])
                 sf.rst_before_synack = t_synack is None or times[j] < t_synack
                 sf.rst_reason = c.opt("rst_reason", idx[j])
+                sf.rst_reason_from = None if sf.rst_reason is None else "server"
+        # either end may reset a subflow with a reason (RFC 8684 3.6): the client's counts too
+        told = np.flatnonzero(rst & ((mp & (1 << MP_TCPRST)) != 0))
+        if sf.rst_reason is None and len(told):
+            sf.rst_reason = c.opt("rst_reason", idx[told[0]])
+            sf.rst_reason_from = "client" if fc[told[0]] else "server"
     fail = (mp & (1 << MP_FAIL)) != 0
     if fail.any():
         tf = float(times[np.flatnonzero(fail)[0]])
@@ -446,7 +462,7 @@ def group_connections(subs: list[Subflow]) -> dict[str, list[Subflow]]:
         sf.conn = cid
         conns[cid] = [sf]
         if sf.kind == "mp_capable" and sf.server_key is not None:
-            for tok in tokens_of_key(sf.server_key):
+            for tok in tokens_of_key(sf.server_key, sf.version):
                 by_token[tok] = cid
     for sf in subs:
         if sf.kind != "mp_join":

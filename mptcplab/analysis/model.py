@@ -34,6 +34,8 @@ class Remark(str):
 UNKNOWN_PATH = "unknown-path"
 #: a capture file the reader could not read whole (the last packet cut short, ...)
 CAPTURE_DAMAGED = "capture-damaged"
+#: a capture from elsewhere too small for the contribution rule (contribution.too_small)
+TOO_SMALL = "too-small-to-judge"
 
 
 @dataclass(frozen=True)
@@ -100,6 +102,10 @@ class FlowSpec:
     retired_paths: dict[str, float] = field(default_factory=dict)
     #: path -> what retired it, in words ("link client:eth2 down", "demoted by controller:...")
     retired_why: dict[str, str] = field(default_factory=dict)
+    #: files made elsewhere (``mptcplab analyze``): no lab says what to expect, so the verdict
+    #: uses only what the file shows (contribution.py's rules for foreign captures; the
+    #: expected paths are those the data connection tried)
+    foreign: bool = False
 
 
 @dataclass
@@ -264,6 +270,9 @@ class FlowAnalysis:
     #: asked for checksums (flag A; None: not captured)
     dss_checksum: bool | None = None
     checksum_required: bool | None = None
+    #: the MPTCP version the data connection's MP_CAPABLE carried: 0 (RFC 6824), 1 (RFC
+    #: 8684); None: no MP_CAPABLE captured
+    mptcp_version: int | None = None
     #: delivery.py: OWD per subflow and time bin (OWD_COLUMNS), HoL and reordering at the
     #: receiver per subflow and time bin (HOL_COLUMNS), the connection's HoL numbers over all
     #: subflows (hol_segments, ooo_share, hol_never, hol_p50/p95/p99/max_ms), why OWD / HoL
@@ -325,6 +334,7 @@ class FlowAnalysis:
             "mptcp_window_probes": self.mptcp_window_probes,
             "mptcp_late_originals": self.mptcp_late_originals,
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
+            "mptcp_version": self.mptcp_version,
             "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
             "hol_unavailable": self.hol_unavailable,
         }

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ctypes
 import ipaddress
 import os
+import tempfile
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -28,7 +29,7 @@ import pandas as pd
 
 from mptcplab.errors import HostNotReady, RunFailed
 
-from . import packets
+from . import capfile, packets
 from .model import CaptureFile
 
 LIB_NAME = "libmptcplab-pcapread.so"
@@ -103,12 +104,33 @@ class RawFile:
 
 
 def read_raw(path: Path) -> RawFile:
-    """Decode one capture file (pcap or pcapng) into rows."""
+    """Decode one capture file (pcap or pcapng, either gzip-compressed) into rows; files the
+    C code cannot decode as they are go through capfile.py first."""
+    with tempfile.TemporaryDirectory(prefix="mptcplab-cap-") as tmp, \
+            capfile.readable(path, Path(tmp)) as (readable_path, gz_warning):
+        raw = _read_native(readable_path, path)
+        if capfile.needs_rewrite(raw.linktype, raw.warning):
+            why = (raw.warning if capfile.MIXED_INTERFACES in raw.warning
+                   else f"link type {raw.linktype} is not decoded by the native reader")
+            try:
+                _, cut = capfile.rewrite(readable_path, Path(tmp) / "rewritten.pcap")
+            except (RunFailed, OSError, ValueError) as e:
+                raise RunFailed(f"cannot read capture {path}: {e} (libpcap: {why})") from e
+            raw = _read_native(Path(tmp) / "rewritten.pcap", path)
+            raw.warning = cut
+        raw.warning = raw.warning or gz_warning
+    if raw.warning and "truncated" in raw.warning and not len(raw.rows["has"]):
+        raise RunFailed(f"{path}: truncated: no complete packet ({raw.warning})")
+    return raw
+
+
+def _read_native(path: Path, shown: Path) -> RawFile:
+    """One file through the C reader; ``shown``: the name errors give."""
     nat = _load()
     err = ctypes.create_string_buffer(512)
     h = nat.lib.pcr_read(os.fsencode(path), err, len(err))
     if not h:
-        raise RunFailed(f"cannot read capture {path}: {err.value.decode(errors='replace')}")
+        raise RunFailed(f"cannot read capture {shown}: {err.value.decode(errors='replace')}")
     try:
         n = int(nat.lib.pcr_count(h))
         rows: dict[str, np.ndarray] = {}
@@ -266,13 +288,13 @@ def extract(captures: Sequence[CaptureFile], workers: int | None = None) -> pd.D
     else:
         raws = [read_raw(Path(c.path)) for c in captures]
     pk = to_table(*merge(raws, [c.point for c in captures]))
-    pk.attrs["warnings"] = sorted({f"{c.point}: {_warning_text(raw.warning)}"
+    pk.attrs["warnings"] = sorted({f"{c.point}: {_warning_text(raw.warning, Path(c.path))}"
                                    for c, raw in zip(captures, raws, strict=True) if raw.warning})
     return pk
 
 
-def _warning_text(w: str) -> str:
+def _warning_text(w: str, path: Path) -> str:
     if "truncated" in w:
         # libpcap: "truncated dump file; tried to read N captured bytes, only got M"
-        return "the last packet was cut short (capture stopped mid-write)"
-    return w
+        return f"{path.name} truncated: the last packet was cut short (capture stopped mid-write)"
+    return f"{path.name}: {w}"

@@ -25,7 +25,7 @@ import pandas as pd
 
 from mptcplab.errors import LabInputError
 
-from . import pcapread
+from . import pcapread, sides
 from .analyze import analyze_packets, file_remarks, write_tables
 from .connlist import list_connections
 from .model import CaptureFile, FlowAnalysis, FlowSpec
@@ -88,8 +88,8 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         how.append(f"join ports {', '.join(map(str, joins))}: MP_JOIN SYNs go to them (the server announced "
                    "an address:port)")
     ports = [server_port, *joins]
-    to_srv = np.isin(dp, ports)
-    from_srv = np.isin(sp, ports)
+    to_srv = sides.to_server(tcp, ports)
+    from_srv = ~to_srv & np.isin(sp, ports)
     if direction is None:
         tl = np.nan_to_num(tcp["tlen"].to_numpy())
         up, down = tl[to_srv].sum(), tl[from_srv].sum()
@@ -106,9 +106,18 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         labels = list(string.ascii_uppercase) + [f"P{i}" for i in range(27, 1000)]
         paths = {str(c): labels[i] for i, c in enumerate(clients)}
         how.append("paths: " + ", ".join(f"{v}={k}" for k, v in paths.items()))
-    mptcp = bool((syn & to_srv & ((tcp["mp"].to_numpy() & (1 << MP_CAPABLE)) != 0)).any())
-    how.append("MPTCP requested (a SYN carried MP_CAPABLE)" if mptcp
-               else "MPTCP not requested (no SYN carried MP_CAPABLE)")
+    mp = tcp["mp"].to_numpy()
+    mptcp = bool((syn & to_srv & ((mp & (1 << MP_CAPABLE)) != 0)).any())
+    # no SYN to the server port at all: the capture starts mid-connection; MPTCP options on
+    # its packets show MPTCP in use
+    in_use = not mptcp and not (syn & to_srv).any() and bool((mp[to_srv | from_srv] != 0).any())
+    if mptcp:
+        how.append("MPTCP requested (a SYN carried MP_CAPABLE)")
+    elif in_use:
+        how.append("MPTCP in use, handshake not captured (MPTCP options on the packets, no SYN)")
+    else:
+        how.append("MPTCP not requested (no SYN carried MP_CAPABLE)")
+    mptcp = mptcp or in_use
     return Guess(server_port, "upload" if direction == "upload" else "download", paths, mptcp, how, joins)
 
 
@@ -125,11 +134,19 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     capture point, one column per decoded field), for one's own analysis."""
     caps = [CaptureFile(Path(f), Path(f).stem) for f in files]
     pk = pcapread.extract(caps)
-    g = guess_spec(pk, server_port, paths, direction)
-    servers = pk.loc[(pk["dport"] == g.server_port).to_numpy(), "ip_dst"].astype(object)
+    try:
+        g = guess_spec(pk, server_port, paths, direction)
+    except LabInputError as e:          # say what the reader found wrong with the files too
+        notes = pk.attrs.get("warnings", [])
+        if not notes:
+            raise
+        raise LabInputError("capture", "packets", f"{e.problem} ({'; '.join(notes)})") from e
+    servers = pk.loc[sides.to_server(pk, [g.server_port]) & (pk["dport"] == g.server_port).to_numpy(),
+                     "ip_dst"].astype(object)
     spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
-                    mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports)
+                    mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports,
+                    foreign=True)
     fa = analyze_packets(pk, [c.point for c in caps], spec, tcp_seq=True)
     fa.warnings = file_remarks(pk) + fa.warnings
     out.mkdir(parents=True, exist_ok=True)
@@ -147,6 +164,13 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     return fa, g
 
 
+def version_text(v: int | None) -> str:
+    """The MPTCP version as the summary says it."""
+    if v is None:
+        return "version not seen"
+    return {0: "v0 (RFC 6824)", 1: "v1 (RFC 8684)"}.get(v, f"version {v}")
+
+
 def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
     """The terminal summary of ``mptcplab analyze``."""
     lines = [f"guessed: {h}" for h in g.how]
@@ -155,7 +179,8 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
     if g.connections:
         lines.append(f"{g.connections} connection(s) in the capture, {g.mptcp_connections} of them MPTCP: "
                      "capture_connections.csv")
-    lines.append(f"MPTCP negotiated={fa.mptcp_negotiated} fallback={fa.fallback} verified={fa.verified}; "
+    lines.append(f"MPTCP {version_text(fa.mptcp_version)} negotiated={fa.mptcp_negotiated} "
+                 f"fallback={fa.fallback} verified={fa.verified}; "
                  f"MPTCP-level retransmissions {fa.mptcp_retransmissions} ({fa.mptcp_retrans_bytes} bytes); "
                  f"DSS checksum {fa.dss_checksum}")
     for s in fa.subflows:

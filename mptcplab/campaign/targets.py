@@ -29,7 +29,7 @@ from .schema import Target
 PLAYBOOK = REPO / "ansible" / "campaign-item.yml"
 #: under each item directory: the engine's --results root (results/<lab>/<run-id>/)
 RESULTS = "results"
-#: what qemu-run.sh's guest mounts fresh (tmpfs): a host path under them is not the guest's
+#: what qemu-run.sh's guest mounts fresh (tmpfs): a lab under them is shared into the guest
 GUEST_TMPFS = ("/tmp", "/run", "/var/tmp", "/dev/shm")
 
 
@@ -138,6 +138,10 @@ class Qemu(TargetKind):
         for flag, v in (("--accel", t.accel), ("--mem", t.mem), ("--timeout", t.timeout)):
             if v is not None:
                 argv += [flag, str(v)]
+        if any(item.lab_dir.is_relative_to(d) for d in GUEST_TMPFS):
+            # the guest mounts fresh tmpfs there: the lab goes along, read-only (the checkout
+            # does by itself: qemu-run.sh shares its own repository when it lies under one)
+            argv += ["--share", str(item.lab_dir)]
         return [*argv, "--", sys.executable, "-m", "mptcplab.cli", *engine_args(item, str(item.lab_dir), results)]
 
     def record(self, t: Target) -> dict[str, Any]:
@@ -147,12 +151,6 @@ class Qemu(TargetKind):
     def host_problem(self, items: list[WorkItem]) -> str | None:
         if os.geteuid() != 0:
             return "qemu targets boot kernels under QEMU (images/kernel/qemu-run.sh): run as root"
-        for i in items:
-            # the guest has this host's root, but fresh tmpfs on these: a lab there is not its
-            hidden = next((d for d in GUEST_TMPFS if i.lab_dir.is_relative_to(d)), None)
-            if hidden:
-                return (f"qemu target {i.target.name}: lab {i.lab_dir} is under {hidden}, which the guest "
-                        f"mounts empty (tmpfs); put the lab elsewhere")
         return None
 
 

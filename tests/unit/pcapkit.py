@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import ipaddress
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 LINKTYPE_ETHERNET, LINKTYPE_RAW, LINKTYPE_SLL, LINKTYPE_SLL2 = 1, 101, 113, 276
@@ -176,3 +177,47 @@ def mp_fastclose(key: int) -> bytes:
 
 def mp_tcprst(flags: int, reason: int) -> bytes:
     return _opt(8, flags, bytes([reason]))
+
+
+# --- more link layers and pcapng (tcpdump.org/linktypes.html, pcapng draft section 4) -----
+
+LINKTYPE_NULL, LINKTYPE_PPP, LINKTYPE_LOOP = 0, 9, 108
+
+
+def ppp(payload: bytes, proto: int = 0x21, hdlc: bool = True, compressed: bool = False) -> bytes:
+    """A PPP frame: the ff 03 address/control octets (``hdlc``), a 1-octet (``compressed``)
+    or 2-octet protocol (0x21 IPv4, 0x57 IPv6)."""
+    return (b"\xff\x03" if hdlc else b"") + (bytes([proto]) if compressed else struct.pack("!H", proto)) + payload
+
+
+def null(payload: bytes, family: int = 2, big: bool = False) -> bytes:
+    """BSD loopback: the address family in the writer's byte order (LOOP: big-endian)."""
+    return struct.pack(">I" if big else "<I", family) + payload
+
+
+def _block(btype: int, body: bytes) -> bytes:
+    body += b"\0" * (-len(body) % 4)
+    n = 12 + len(body)
+    return struct.pack("<II", btype, n) + body + struct.pack("<I", n)
+
+
+def write_pcapng(path: Path, interfaces: Sequence[tuple[int, int, int | None]],
+                 packets: list[tuple[int, float, bytes]], cut_last: int = 0) -> Path:
+    """A pcapng file: one interface description per (linktype, snaplen, if_tsresol or None),
+    one enhanced packet block per (interface, time, frame)."""
+    out = bytearray(_block(0x0A0D0D0A, struct.pack("<IHHq", 0x1A2B3C4D, 1, 0, -1)))
+    units = []
+    for lt, snap, resol in interfaces:
+        opts = b""
+        if resol is not None:
+            opts = struct.pack("<HH", 9, 1) + bytes([resol]) + b"\0\0\0" + struct.pack("<HH", 0, 0)
+        out += _block(1, struct.pack("<HHI", lt, 0, snap) + opts)
+        units.append(10 ** (resol if resol is not None else 6))
+    for iface, ts, data in packets:
+        cap = data[:interfaces[iface][1]]
+        u = round(ts * units[iface])
+        out += _block(6, struct.pack("<IIIII", iface, u >> 32, u & 0xFFFFFFFF, len(cap), len(data)) + cap)
+    if cut_last:
+        del out[-cut_last:]
+    path.write_bytes(bytes(out))
+    return path

@@ -261,7 +261,7 @@ def test_truncated_capture_is_analysed_with_a_warning(tmp_path):
     cut.write_bytes(src[:-30])          # as when tcpdump is killed mid-write
     r = analyze_flow([CaptureFile(cut, "client:eth1")], spec(mptcp=False))
     assert r.verified and r.subflows[0].bytes > 1_000_000
-    assert r.warnings == ["client:eth1: the last packet was cut short (capture stopped mid-write)"]
+    assert r.warnings == ["client:eth1: cut.pcap truncated: the last packet was cut short (capture stopped mid-write)"]
     assert [w.code for w in r.warnings] == ["capture-damaged"]
 
 

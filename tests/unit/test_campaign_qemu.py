@@ -145,7 +145,7 @@ def test_dry_run_prints_the_qemu_command_and_the_release(tmp_path: Path, capsys:
     assert not (tmp_path / "out").exists(), "a dry run creates nothing"
 
 
-def test_host_problem_root_and_a_lab_the_guest_cannot_see(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_host_problem_root_and_a_lab_under_the_guests_tmpfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     d = stock_debs(tmp_path / "k61")
     f = campaign(tmp_path, f"  - {{name: k61, kind: qemu, debs: {d}}}\n")
     c, base = load_campaign(f)
@@ -154,8 +154,13 @@ def test_host_problem_root_and_a_lab_the_guest_cannot_see(tmp_path: Path, monkey
     assert "run as root" in (Qemu().host_problem([item]) or "")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     assert Qemu().host_problem([item]) is None
+    # a lab (or this checkout) under the guest's tmpfs is no problem: it is shared into the guest
     hidden = type(item)(item.target, item.lab, Path("/tmp/somewhere/sndbuf"), item.scenarios, 1, item.run)
-    assert "under /tmp, which the guest mounts empty" in (Qemu().host_problem([hidden]) or "")
+    assert Qemu().host_problem([hidden]) is None
+    argv = Qemu().argv(hidden, tmp_path / "item")
+    assert argv[argv.index("--share") + 1] == "/tmp/somewhere/sndbuf" and argv.index("--share") < argv.index("--")
+    assert "--share" not in Qemu().argv(type(item)(item.target, item.lab, Path("/srv/labs/sndbuf"), item.scenarios,
+                                                   1, item.run), tmp_path / "item")
 
 
 def test_sample_campaign_file_is_valid() -> None:

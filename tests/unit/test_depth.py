@@ -19,8 +19,9 @@ import pcapkit as K
 import pytest
 
 from mptcplab.analysis import CaptureFile, FlowAnalysis, FlowSpec, analyze_flow, oracle, pcapread
-from mptcplab.analysis.depth import REINJECTION_COLUMNS, _reinjections, idsn, widen
+from mptcplab.analysis.depth import REINJECTION_COLUMNS, _reinjections
 from mptcplab.analysis.flows import tokens_of_key
+from mptcplab.analysis.mpversion import idsn, widen
 from mptcplab.analysis.standalone import analyze_files
 from mptcplab.cli import main
 
@@ -47,7 +48,7 @@ class Conn:
         self.t = 100.0
         self.s, self.port, self.jport, self.cport = s, port, join_port or port, cport
         self.kc, self.ks = kc, ks
-        self.dc, self.ds = idsn(kc), idsn(ks)
+        self.dc, self.ds = idsn(kc, 1), idsn(ks, 1)
 
     def add(self, src: str, sp: int, dst: str, dp: int, seq: int, ack: int, fl: int, opts: bytes,
             payload: bytes = b"", dt: float = 0.001) -> None:

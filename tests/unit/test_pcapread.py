@@ -179,7 +179,8 @@ def test_capture_cut_mid_packet_keeps_the_complete_ones(tmp_path: Path) -> None:
     path = K.write_pcap(tmp_path / "cut.pcap", [(1.0, f), (2.0, f), (3.0, f)], cut_last=50)
     pk = read(path, "client:eth1")
     assert len(pk) == 2 and list(pk["tlen"]) == [100, 100]
-    assert pk.attrs["warnings"] == ["client:eth1: the last packet was cut short (capture stopped mid-write)"]
+    assert pk.attrs["warnings"] == [
+        "client:eth1: cut.pcap truncated: the last packet was cut short (capture stopped mid-write)"]
 
 
 def test_snaplen_cut_inside_the_options_is_flagged_not_misread(tmp_path: Path) -> None:
