@@ -13,10 +13,11 @@ import time
 from pathlib import Path
 
 from mptcplab.backends.netns import NetnsBackend
-from mptcplab.emulation.backend import netem_available, select_emulator
-from mptcplab.emulation.supervise import Supervisor
+from mptcplab.emulation.hostprobe import netem_available
+from mptcplab.emulation.select import select_emulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.plan import bring_up, build_plan
+from mptcplab.supervise import Supervisor
 
 
 def main() -> None:

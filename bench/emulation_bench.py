@@ -59,10 +59,11 @@ import time
 from pathlib import Path
 from typing import Any
 
-from mptcplab.emulation.backend import Emulator, netem_available, select_emulator
+from mptcplab.emulation.base import Emulator
+from mptcplab.emulation.hostprobe import netem_available
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator, delayline_problems
-from mptcplab.emulation.supervise import Supervisor
+from mptcplab.emulation.select import select_emulator
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
 from mptcplab.linkcheck import (
     capacity_check,
@@ -72,6 +73,7 @@ from mptcplab.linkcheck import (
     tcp_timing,
     udp_payload,
 )
+from mptcplab.supervise import Supervisor
 
 GOODPUT_MIN = 0.93
 COMBOS = [  # (rate, one-way delay, buffer)

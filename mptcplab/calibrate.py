@@ -22,7 +22,6 @@ from .commands import cmd
 from .emulation.base import Emulator
 from .emulation.linkmodel import LinkShape, QueueLimit
 from .emulation.nfqueue import delayline_losses, max_lateness_p99_us
-from .emulation.supervise import Supervisor
 from .errors import LabInputError
 from .lab.limits import tbf_problem
 from .lab.loader import _validate
@@ -43,6 +42,7 @@ from .linkcheck import (
     udp_payload,
 )
 from .plan import bring_up, build_plan
+from .supervise import Supervisor
 from .units import UnitError, parse_fraction, parse_rate, parse_time
 
 CLI = "command line"

@@ -7,7 +7,7 @@ ip/tc/nft/iperf3 commands a run would execute, and lets tests check them.
 from __future__ import annotations
 
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -31,17 +31,3 @@ class Cmd:
 
 def cmd(*argv: str | int | float, node: str | None = None, check: bool = True, why: str = "") -> Cmd:
     return Cmd(tuple(str(a) for a in argv), node=node, check=check, why=why)
-
-
-@dataclass
-class CmdList:
-    """An ordered batch of commands with a title, e.g. 'deploy', 'teardown'."""
-
-    title: str
-    cmds: list[Cmd] = field(default_factory=list)
-
-    def add(self, *argv: str | int | float, node: str | None = None, check: bool = True, why: str = "") -> None:
-        self.cmds.append(cmd(*argv, node=node, check=check, why=why))
-
-    def extend(self, cmds: list[Cmd] | CmdList) -> None:
-        self.cmds.extend(cmds.cmds if isinstance(cmds, CmdList) else cmds)

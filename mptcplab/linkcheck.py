@@ -267,9 +267,3 @@ def loss_check(shape: LinkShape, lost: int, total: int) -> Check:
     measured = lost / total if total else None
     ok = measured is not None and lo <= measured <= hi
     return Check("loss", shape.loss, measured, f"99% interval [{lo:.4f}, {hi:.4f}] for n={total}", ok)
-
-
-def tcp_window_for(shape: LinkShape, floor: int = 4 * 1024 * 1024) -> int:
-    """Socket buffer for a rate check: at least 2 x BDP (RTT from the configured delay)."""
-    bdp = (shape.rate_bps or 0) / 8 * max(2 * (shape.delay_s + shape.jitter_s), 1e-3)
-    return int(max(2 * bdp, floor))

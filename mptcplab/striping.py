@@ -18,7 +18,8 @@ shared MAC (each leg keeps its interface and address; the socket's source addres
 the main table chooses for the first leg), ARP is per interface, and the striping is per
 destination address, set on each end separately (both directions need it: give both hosts a
 ``balance_rr``). Pure command generation from lab/stripe.py's legs, like netconfig.py; a run proves the striping from
-the capture (analysis/striping.py: one connection's packets on every leg).
+the capture (traffic/connections.py: ``points_with_data``, the capture points where a
+connection's initial subflow carried data).
 """
 
 from __future__ import annotations

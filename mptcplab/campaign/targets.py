@@ -163,7 +163,3 @@ def kind_of(t: Target, inventory: Path | None = None) -> TargetKind:
 
 def ansible_vars(item: WorkItem, item_dir: Path) -> dict[str, Any]:
     return Ansible().vars(item, item_dir)
-
-
-def item_argv(item: WorkItem, item_dir: Path, inventory: Path | None) -> list[str]:
-    return kind_of(item.target, inventory).argv(item, item_dir)

@@ -231,14 +231,10 @@ def max_lateness_p99_us(delay_us: float | None) -> float:
 #: Longest release slot of a delay line (``--slot-us``): it releases at most once
 #: per slot, so packets due meanwhile wait up to that long. Each release is a
 #: sleep (a timer armed) and a wake-up (an interrupt), and in a VM both exit to
-#: the hypervisor: at 400 Mbit/s the rate stage spaces releases 30 us apart, and
-#: ppoll plus the timer interrupt were ~45% of the delay line's CPU. Measured
-#: (bench/emulation_bench.py --papers, idle host, captures on, interleaved A/B,
-#: MPTCPLAB_DELAYLINE_SLOT_US, 2 rounds, 2026-11-24): 400 Mbit/s 2 ms, CPU per
-#: Mbit/s 0.145-0.158 % of a core with 100 us, 0.098-0.105 with 200 us (the
-#: baseline without a slot was 0.20-0.24), lateness p99 153-187 us and 244-257 us;
-#: 1 Gbit/s 1 ms 0.075-0.078 and 0.059-0.061, p99 242-374 and 280-289 us. A lone
-#: packet (ping) is never held back: the slot counts from the previous release.
+#: the hypervisor, so at high rates fewer releases save the delay line CPU, at the
+#: cost of lateness (compare with bench/emulation_bench.py --papers and
+#: MPTCPLAB_DELAYLINE_SLOT_US). A lone packet (ping) is never held back: the slot
+#: counts from the previous release.
 RELEASE_SLOT_MAX_US = 200
 #: The slot never takes more than this share of the lateness a delay line may have:
 #: with the 0.5 ms floor, 200 us for every delay.
@@ -271,7 +267,7 @@ def queue_maxlen(shape: LinkShape, mtu: int) -> int:
 #: delay line on every backend (``docker exec`` does not pass the environment); each
 #: delay line's stats record the values it ran with (``timer``, ``offcpu_min_batch``).
 DELAYLINE_ENV_OPTIONS = {
-    "MPTCPLAB_DELAYLINE_TIMER": "--timer",                        # abs (default) | rel (before 2026-11-24)
+    "MPTCPLAB_DELAYLINE_TIMER": "--timer",                        # abs (default) | rel (the former default)
     "MPTCPLAB_DELAYLINE_OFFCPU_MIN_BATCH": "--offcpu-min-batch",  # 1: off-CPU time of every verdict
     # the release slot in us for every delay line, instead of release_slot_us's (after it in
     # argv, so it wins); 0: none

@@ -16,7 +16,7 @@ def select_emulator(force: str | None, netem_available: bool) -> Emulator:
     if force == "netem" and not netem_available:
         raise HostNotReady(
             "the netem backend was forced but this kernel has no sch_netem "
-            "(tc answers 'Specified qdisc kind is unknown'); use --backend nfqueue"
+            "(tc answers 'Specified qdisc kind is unknown'); use --emulation nfqueue"
         )
     if force == "netem" or (force is None and netem_available):
         return NetemEmulator()

@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any
 
 from ..commands import Cmd
-from .backend import Emulator
+from ..supervise import Supervisor
+from .base import Emulator
 from .linkmodel import DirectedLink, Endpoint, LinkShape
 from .nfqueue import PING_RTT_FLAGS
-from .supervise import Supervisor
 
 NODES = ("a", "b")
 IFACE = "eth0"

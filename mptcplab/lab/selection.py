@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 
 from ..errors import LabInputError
@@ -22,11 +22,6 @@ def matching(names: Iterable[str], wanted: str) -> list[str]:
     else the one equal name; empty when none."""
     names = list(names)
     return fnmatch.filter(names, wanted) if is_pattern(wanted) else [n for n in names if n == wanted]
-
-
-def unmatched(names: Sequence[str], wanted: Sequence[str]) -> list[str]:
-    """The entries of ``wanted`` that select no name (the loader's and the CLI's check)."""
-    return [w for w in wanted if not matching(names, w)]
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from __future__ import annotations
 import errno
 import os
 import re
-import secrets
 import select
 import subprocess
 import threading
@@ -38,10 +37,6 @@ STATE_GLOB = "tracefs-*.json"
 TRACE_CLOCK = "mono"
 #: per CPU; the reader drains it continuously, this only absorbs a stalled reader
 BUFFER_KB = 8192
-
-
-def new_instance_name() -> str:
-    return INSTANCE_PREFIX + secrets.token_hex(4)
 
 
 def instance_dir(name: str) -> Path:

@@ -14,7 +14,7 @@ import pandas as pd
 
 from ..lab.scale import fmt_factor, rate_unit
 from ..metrics import Select
-from ..record.model import VERDICTS, CheckStat, FindingRow, Manifest, Summary
+from ..record.model import VERDICTS, CheckStat, FindingRow, Summary
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .policy import functional_check_reason
 
@@ -134,16 +134,6 @@ def published_frame(summary: Summary) -> pd.DataFrame:
              "this_kernel": p.this_kernel or summary.kernel, "note": p.note,
              "paper_value_scaled": _num(p.paper_value_scaled)} for p in summary.published]
     return pd.DataFrame(rows, columns=PUBLISHED_COLUMNS)
-
-
-def findings_frame(summary: Summary) -> pd.DataFrame:
-    """Findings of the paper and each one's verdict (holds / does not hold / inconclusive /
-    not measurable), with the deciding statistics."""
-    rows = [{"id": f.id, "scenario": f.scenario, "statement": f.statement, "where": f.where,
-             "verdict": f.verdict, "statistic": statistic_cell(f), "claim": claim_cell(f),
-             "evidence": f.evidence} for f in summary.findings]
-    return pd.DataFrame(rows, columns=["id", "scenario", "statement", "where", "verdict", "statistic", "claim",
-                                       "evidence"])
 
 
 def published_for(summary: Summary, metric: str) -> pd.DataFrame:
@@ -393,8 +383,3 @@ def sysctl_rows(sysctls: Any) -> list[list[str]]:
             where = "all" if len(by_value) == 1 and len(scens) == n_scen else ", ".join(scens)
             rows.append([node, k, v, where])
     return rows
-
-
-def manifest_emulation(manifest: Manifest) -> str | None:
-    """The link-emulation backend the run used."""
-    return manifest.link_emulation

@@ -81,7 +81,7 @@ class Rep:
     servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     multipath: dict[str, bool] = field(default_factory=dict)
     #: time.time() when the (first) measured flow's client was spawned: the timeline's zero,
-    #: on the capture clock (CONTRACT.md); t_zero_event is set at that moment
+    #: on the capture clock (docs/results-format.md, events.csv); t_zero_event is set at that moment
     t_zero: float | None = None
     t_zero_event: threading.Event = field(default_factory=threading.Event)
     #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)

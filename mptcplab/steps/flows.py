@@ -28,7 +28,7 @@ def flow_seconds(body: ExperimentBody, flow: Flow, quick: bool) -> float:
 
 
 def event_started(body: ExperimentBody) -> dict[str, float]:
-    """Flows a timeline ``flow_start`` event starts (CONTRACT.md), with the event's time
+    """Flows a timeline ``flow_start`` event starts (docs/lab-format.md), with the event's time
     (after the measured flow's start): their own start offset does not start them."""
     from ..lab.events import FlowStart
 

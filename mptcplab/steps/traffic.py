@@ -174,7 +174,7 @@ class Traffic(Step):
         measured = set(measured_flows(rep.body))
 
         def started(name: str, at: float) -> None:
-            # the timeline's zero: the first measured client's spawn (CONTRACT.md)
+            # the timeline's zero: the first measured client's spawn (docs/results-format.md)
             if name in measured and rep.t_zero is None:
                 rep.t_zero = at
                 rep.t_zero_event.set()

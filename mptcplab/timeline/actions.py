@@ -42,7 +42,7 @@ DROP_TABLE = "mptcplab_ev"
 
 
 class FlowControl(Protocol):
-    """Starts and stops named flows (the traffic step provides it: CONTRACT.md)."""
+    """Starts and stops named flows (the traffic step provides it: traffic/control.py)."""
 
     def start(self, name: str) -> None: ...
 

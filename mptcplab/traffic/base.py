@@ -20,7 +20,7 @@ from ..lab.schema import FlowBase
 
 F = TypeVar("F", bound=FlowBase)
 
-#: How the capture is read for a flow of this kind (runner/perflow.py):
+#: How the capture is read for a flow of this kind (traffic/analyse.py):
 #: "connection": the one data connection, analysis.analyze_flow (bulk transfers);
 #: "connections": every connection to the server port, each checked for MPTCP (http, churn);
 #: "none": no TCP connection to prove (UDP).

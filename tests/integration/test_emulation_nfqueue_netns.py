@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from mptcplab.emulation import nfqueue
-from mptcplab.emulation.backend import repo_root
+from mptcplab.emulation.base import repo_root
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator
-from mptcplab.emulation.supervise import DaemonDied, Supervisor
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
+from mptcplab.supervise import DaemonDied, Supervisor
 
 TOOLS = ("ip", "iptables", "ip6tables", "ethtool", "ping", "iperf3", "make", "cc")
 pytestmark = [

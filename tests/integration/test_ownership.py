@@ -27,7 +27,7 @@ KILLED_PROBE = textwrap.dedent("""
             os.kill(os.getpid(), signal.SIGKILL)
         return real(argv, *a, **kw)
     subprocess.run = run
-    from mptcplab.emulation.backend import netem_available
+    from mptcplab.emulation.hostprobe import netem_available
     netem_available()
 """)
 

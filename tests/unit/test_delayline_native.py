@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.emulation.backend import repo_root
+from mptcplab.emulation.base import repo_root
 
 NATIVE = repo_root() / "native"
 pytestmark = pytest.mark.skipif(shutil.which("make") is None or shutil.which("cc") is None,

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.emulation import backend
-from mptcplab.emulation.backend import delayline_binary, select_emulator
+from mptcplab.emulation.base import delayline_binary, repo_root
+from mptcplab.emulation.select import select_emulator
 from mptcplab.emulation.testline import parse_ping
 from mptcplab.errors import HostNotReady
 
@@ -38,7 +38,7 @@ def test_delayline_binary_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -
 
 def test_delayline_binary_default_location(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("MPTCPLAB_DELAYLINE", raising=False)
-    assert delayline_binary(must_exist=False) == backend.repo_root() / "native" / "build" / "mptcplab-delayline"
+    assert delayline_binary(must_exist=False) == repo_root() / "native" / "build" / "mptcplab-delayline"
 
 
 def test_parse_ping() -> None:

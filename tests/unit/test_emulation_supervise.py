@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.emulation.backend import Daemon
-from mptcplab.emulation.supervise import DaemonDied, DaemonNotReady, Supervisor, proc_cpu_seconds
+from mptcplab.emulation.base import Daemon
+from mptcplab.supervise import DaemonDied, DaemonNotReady, Supervisor, proc_cpu_seconds
 
 GOOD = """
 import json, signal, sys, time
