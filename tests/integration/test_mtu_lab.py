@@ -46,7 +46,8 @@ def test_complete_with_every_scenario(summary: dict) -> None:
     assert [s["name"] for s in summary["scenarios"]] == [
         "tcp-a", "tcp-b", "mptcp-uniform", "mptcp-bottleneck", "mptcp-reverse",
         "blackhole-probing-0", "blackhole-probing-1", "blackhole-probing-2",
-        "blackhole-base-mss-576", "blackhole-base-mss-1024"]
+        "blackhole-base-mss-576", "blackhole-base-mss-1024",
+        "tcp-a-unshaped", "mptcp-uniform-unshaped", "mptcp-bottleneck-unshaped"]
     for s in summary["scenarios"]:
         assert s["rep"] == 1 and s["goodput_mbps"] >= 0
 

@@ -23,7 +23,8 @@ def test_mtu_lab_is_valid_and_expands_sweeps():
     names = [s.name for s in lab.scenarios]
     assert names == ["tcp-a", "tcp-b", "mptcp-uniform", "mptcp-bottleneck", "mptcp-reverse",
                      "blackhole-probing-0", "blackhole-probing-1", "blackhole-probing-2",
-                     "blackhole-base-mss-576", "blackhole-base-mss-1024"]
+                     "blackhole-base-mss-576", "blackhole-base-mss-1024",
+        "tcp-a-unshaped", "mptcp-uniform-unshaped", "mptcp-bottleneck-unshaped"]
     bh = {s.name: s for s in lab.scenarios}["blackhole-base-mss-576"]
     assert bh.body.nodes["client"].sysctls["net.ipv4.tcp_base_mss"] == 576
     assert bh.body.nodes["client"].sysctls["net.ipv4.tcp_mtu_probing"] == 1
