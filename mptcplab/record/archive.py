@@ -47,8 +47,11 @@ SUFFIX = ".tar.xz"
 #: captures; the raw dumps whose parsed tables it keeps (ss-*.txt: probes/ss.csv,
 #: nstat-<node>-<phase>.json: probes/nstat.csv, the latency tool's *.bin: its .csv); the
 #: per-mapping DSN table the capture gave (dsn.csv: mptcp_retransmissions.csv and rep.json
-#: keep what was read from it); and the figures, which `mptcplab report` draws again
-LEFT_OUT = ("*.pcap", "*.pcapng", "*.pcap.gz", "ss-*.txt", "nstat-*.json", "*.bin", "dsn.csv", "*.png")
+#: keep what was read from it); tcp_probe's raw trace and its per-ACK table (tcp_probe.trace,
+#: tcp_probe.csv: tens of MB per repetition; probes/subflow_series.csv and rep.json's counts
+#: keep what the metrics read); and the figures, which `mptcplab report` draws again
+LEFT_OUT = ("*.pcap", "*.pcapng", "*.pcap.gz", "ss-*.txt", "nstat-*.json", "*.bin", "dsn.csv", "tcp_probe.trace",
+            "tcp_probe.csv", "*.png")
 #: never packed: a run's working files (its owner record, a half-written JSON)
 NEVER = (store.OWNER, "*.tmp")
 KINDS = ("run", "campaign-item")

@@ -35,17 +35,21 @@ def run(tmp_path: Path) -> Path:
     (r / "capture-client-eth1.pcap").write_bytes(b"\xd4\xc3\xb2\xa1" + bytes(5000))
     (r / "probes" / "ss-client.txt").write_text("raw ss output\n" * 100)
     (r / "probes" / "ss.csv").write_text("t,snd_wnd\n0,1000\n")
+    (r / "probes" / "tcp_probe.trace").write_text("raw trace_pipe text\n" * 100)
+    (r / "probes" / "tcp_probe.csv").write_text("t,cwnd\n0,10\n" * 100)
+    (r / "probes" / "subflow_series.csv").write_text("t,cwnd\n0,10\n")
     (r / "rep.json").write_text('{"name": "tcp-b"}\n')
     return d
 
 
 def test_a_run_travels_without_its_captures(run: Path, tmp_path: Path) -> None:
     k = archive.pack_run(run, tmp_path / "records")
-    assert k.path.name == "mtu__20261124T000000Z-abcd.tar.xz" and k.left_out == 2
+    assert k.path.name == "mtu__20261124T000000Z-abcd.tar.xz" and k.left_out == 4
     with tarfile.open(k.path) as tar:
         names = tar.getnames()
     assert names[0] == "mtu/20261124T000000Z-abcd/ARCHIVE.json"
-    assert not any(n.endswith((".pcap", "ss-client.txt")) for n in names)
+    assert not any(n.endswith((".pcap", "ss-client.txt", "tcp_probe.trace", "tcp_probe.csv")) for n in names)
+    assert any(n.endswith("probes/subflow_series.csv") for n in names), "what the cwnd metrics read stays"
     index = archive.read_index(k.path)
     left = {f["path"]: f for f in index["left_out"]}
     pcap = run / "scenarios/tcp-b/rep1/capture-client-eth1.pcap"
@@ -54,7 +58,8 @@ def test_a_run_travels_without_its_captures(run: Path, tmp_path: Path) -> None:
 
     where, now = archive.restore(k.path, tmp_path / "elsewhere")
     assert now and where == tmp_path / "elsewhere" / "mtu" / run.name
-    want = {p: b for p, b in tree(run).items() if not p.endswith((".pcap", "ss-client.txt"))}
+    left_out = (".pcap", "ss-client.txt", "tcp_probe.trace", "tcp_probe.csv")
+    want = {p: b for p, b in tree(run).items() if not p.endswith(left_out)}
     got = tree(where)
     assert got.pop("ARCHIVE.json") and got == want
     assert not list((tmp_path / "elsewhere" / "mtu").glob(".partial-*")), "no staging left"
@@ -79,7 +84,7 @@ def test_packing_again_reads_no_capture(run: Path, tmp_path: Path, monkeypatch: 
 
     monkeypatch.setattr(archive, "_sha256", counting)
     again = archive.pack_run(run, tmp_path / "records")
-    assert again.path == k.path and again.left_out == 2 and k.path.read_bytes() == before
+    assert again.path == k.path and again.left_out == 4 and k.path.read_bytes() == before
     assert "rep.json" in hashed and not {"capture-client-eth1.pcap", "ss-client.txt"} & set(hashed)
     pcap = run / "scenarios/tcp-b/rep1/capture-client-eth1.pcap"
     pcap.write_bytes(pcap.read_bytes() + b"more")
