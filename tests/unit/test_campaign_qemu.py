@@ -15,7 +15,7 @@ from mptcplab.campaign.debs import QEMU_RUN
 from mptcplab.campaign.executor import item_record
 from mptcplab.campaign.planner import plan
 from mptcplab.campaign.schema import load_campaign
-from mptcplab.campaign.targets import RESULTS, Qemu, kind_of
+from mptcplab.campaign.targets import GUEST_TMPFS, RESULTS, Qemu, kind_of
 from mptcplab.cli import main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,8 +98,10 @@ def test_command_is_qemu_run_around_the_engine(tmp_path: Path) -> None:
     argv = kind_of(item.target).argv(item, idir)
     results = str(idir / RESULTS)
     sep = argv.index("--")
+    # a checkout under the guest's tmpfs (a clone in /tmp) shares its lab into the guest
+    share = ["--share", str(item.lab_dir)] if any(item.lab_dir.is_relative_to(t) for t in GUEST_TMPFS) else []
     assert argv[:sep] == ["env", "-C", str(REPO), str(QEMU_RUN), "--debs", str(d), "--out", results,
-                          "--mem", "3072", "--timeout", "900"]
+                          "--mem", "3072", "--timeout", "900", *share]
     # the guest runs the local kind's engine command, writing straight into the item's results
     assert argv[sep + 1:sep + 6] == [sys.executable, "-m", "mptcplab.cli", "run", str(REPO / "labs/sndbuf")]
     engine = argv[sep + 4:]
