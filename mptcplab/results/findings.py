@@ -82,7 +82,6 @@ def _extreme(xs: list[float], statistic: str) -> float:
     return statistics.stdev(xs) if len(xs) > 1 else 0.0
 
 
-
 def _named(metric: str, sel: Select, scenario: str) -> str:
     of = sel.describe()
     return metric + (f" of {of}" if of else "") + f" in {scenario}"
@@ -302,17 +301,10 @@ def _by_scenario(records: Sequence[Repetition]) -> dict[str, list[Repetition]]:
 
 
 def findings_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,
-                   kernel: KernelFacts | None = None) -> list[FindingRow]:
+                   kernel: KernelFacts | None = None, setup: bool = False) -> list[FindingRow]:
+    """The paper's findings judged on ``records``; ``setup``: published.yml's setup checks
+    instead, judged the same way and reported apart."""
     if pub is None:
         return []
     by_name = _by_scenario(records)
-    return [evaluate(f, by_name, factor, kernel) for f in pub.findings]
-
-
-def setup_table(pub: Published | None, records: Sequence[Repetition], factor: float = 1.0,
-                kernel: KernelFacts | None = None) -> list[FindingRow]:
-    """published.yml's setup checks, judged like findings and reported apart."""
-    if pub is None:
-        return []
-    by_name = _by_scenario(records)
-    return [evaluate(f, by_name, factor, kernel) for f in pub.setup_checks]
+    return [evaluate(f, by_name, factor, kernel) for f in (pub.setup_checks if setup else pub.findings)]

@@ -86,7 +86,8 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
                           if pub else None),
         scenarios=reps, aggregates=aggregates(reps), published=published_table(pub, reps, kernel, scale),
         findings=findings_table(pub, reps, scale, findings.KernelFacts(kernel, patches)),
-        setup_checks=findings.setup_table(pub, reps, scale, findings.KernelFacts(kernel, patches)), scale=scale,
+        setup_checks=findings.findings_table(pub, reps, scale, findings.KernelFacts(kernel, patches), setup=True),
+        scale=scale,
         warnings=[w if isinstance(w, Warning) else Warning.model_validate(w) for w in run_warnings])
 
 
