@@ -124,3 +124,12 @@ def side(finding: dict[str, Any] | Any) -> bool | None:
     # a check that holds counts for "holds"; one that does not hold would have decided the finding
     leans = {True if c["verdict"] == "holds" else c["leans"] for c in f["checks"]}
     return leans.pop() if len(leans) == 1 and None not in leans else None
+
+
+def measured(finding: dict[str, Any] | Any) -> bool:
+    """Whether this run measured every check of a finding (a verdict other than "not
+    measurable", each check with its estimate), whichever side its checks fall on: one
+    repetition may put two checks on different sides."""
+    f = finding if isinstance(finding, dict) else finding.model_dump()
+    return bool(f["verdict"] != "not measurable" and f["checks"]
+                and all(c["estimate"] is not None for c in f["checks"]))

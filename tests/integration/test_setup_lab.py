@@ -19,7 +19,7 @@ import pytest
 
 from mptcplab.results.read import load_summary
 
-from .labkit import by_name, run_notebook, run_quick, side
+from .labkit import by_name, measured, run_notebook, run_quick
 
 REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.netns
@@ -85,7 +85,7 @@ def test_metrics_and_figure(results: Path) -> None:
     s = load_summary(results / "setup/latest")
     findings = {f.id: f for f in s.findings}
     assert {"F10.1-mptcp-slower", "F10.2-ratio", "F10.3-grows-100", "F10.4-grows-1000"} <= set(findings)
-    assert all(side(f) in (True, False) for f in findings.values()), [(f.id, f.verdict) for f in findings.values()]
+    assert all(measured(f) for f in findings.values()), [(f.id, f.verdict) for f in findings.values()]
     assert "us" in (findings["F10.2-ratio"].evidence or "")
     fig = results / "setup/latest/figures/syn_synack_cdf.png"
     assert fig.is_file() and fig.stat().st_size > 10_000
