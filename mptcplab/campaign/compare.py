@@ -134,11 +134,11 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         lines += [f"Paper: {src.title or src.id} (kernel: {src.kernel or 'not stated'}).", ""]
     # the columns
     lines += ["### Columns", "", md_table(
-        ["column", "kind", "host", "kernel", "OS", "rounds", "run kind", "valid"],
+        ["column", "kind", "host", "kernel", "OS", "rounds", "dropped", "run kind", "valid"],
         [[_label(c), c.fingerprint.get("kind"), ", ".join(str(h) for h in c.fingerprint.get("hostnames") or []),
           kernel_cell(c),
           ", ".join(str(o) for o in c.fingerprint.get("os_release") or []),
-          len(c.fingerprint.get("runs") or []), c.summary.run_kind,
+          len(c.fingerprint.get("runs") or []), sum(not d.surplus for d in c.summary.dropped), c.summary.run_kind,
           "yes" if c.summary.valid else "**no**"] for c in cols]), ""]
     # findings
     ids: list[str] = []
@@ -191,7 +191,9 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         lines += ["### Per path: byte share (mean ± std over reps) and median data-segment payload "
                   "(median over reps)", "", md_table(["scenario", "path", "metric", "paper", *labels], prow), ""]
     notes = [f"- {_label(c)}: {n}" for c in cols for n in
-             [*c.notes, *c.summary.invalid_reasons, *c.summary.timing_notes]]
+             [*c.notes, *c.summary.invalid_reasons, *c.summary.timing_notes,
+              *(f"dropped: round {d.rep} of `{d.scenario}`: {'; '.join(d.reasons)}"
+                for d in c.summary.dropped if not d.surplus)]]
     if notes:
         lines += ["### Notes", "", *notes, ""]
     return lines, changed_ids

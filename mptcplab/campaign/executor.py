@@ -10,7 +10,10 @@ An item is finished when its results root holds a complete run (summary.json and
 manifest.json both say complete): that, not a state file, is what a rerun skips, so a
 campaign killed at any point continues where it stopped, and nothing is measured twice.
 Items run one after another: one lab at a time per target (and the targets of one machine
-do not disturb each other's timing).
+do not disturb each other's timing). After a lab x target's planned rounds, extra rounds
+(at most the campaign's ``remeasure``) are planned while a scenario is short of valid
+repetitions (repvalid.py, the merge's rule); they are decided again from the result
+directories on a rerun, so they too are never measured twice.
 """
 
 from __future__ import annotations
@@ -26,17 +29,19 @@ import subprocess
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from types import FrameType
 from typing import Any, BinaryIO
 
 from ..errors import HostNotReady
+from ..lab.loader import load_lab
 from ..progress import clock_text
 from ..record import store
 from ..record.manifest import git_state
 from ..record.model import ResultsFormatError
 from ..results.read import load_manifest, load_summary
+from . import repvalid
 from .debs import REPO
 from .planner import WorkItem
 from .schema import Campaign
@@ -81,10 +86,14 @@ def finished_items(out: Path) -> dict[str, Path]:
 
 
 def write_state(out: Path, c: Campaign, campaign_file: Path, seed: int, shuffle: bool,
-                order: list[WorkItem], inventory: Path | None) -> None:
+                order: list[WorkItem], inventory: Path | None, remeasure: int | None = None) -> None:
+    """``remeasure``: the extra rounds allowed now (default: the campaign's). The planned
+    repetitions are the rounds of ``order`` (a --reps override included): the merge's n."""
     out.mkdir(parents=True, exist_ok=True)
     store.write_json(out / STATE, {
         "name": c.name, "campaign_file": str(campaign_file.resolve()), "seed": seed, "shuffle": shuffle,
+        "repetitions": max((i.round for i in order), default=c.repetitions),
+        "remeasure": c.remeasure if remeasure is None else remeasure,
         "inventory": str(inventory) if inventory else None,
         # the controller's checkout: what an Ansible target ran (its synced copy has no .git)
         "git": git_state(REPO),
@@ -211,16 +220,19 @@ def run_item(out: Path, item: WorkItem, inventory: Path | None,
 
 
 def execute(out: Path, order: list[WorkItem], inventory: Path | None,
-            log: Callable[[str], None] = print, max_items: int | None = None) -> list[Outcome]:
+            log: Callable[[str], None] = print, max_items: int | None = None,
+            remeasure: int = 0) -> list[Outcome]:
     """Run every unfinished item in order; an item that does not finish is reported and the
     campaign goes on (a rerun tries it again). With ``max_items``, stop after that many items
     were run (a campaign longer than one sitting, run in parts: the rest are "left", and a
-    rerun of the same command continues with them)."""
+    rerun of the same command continues with them). With ``remeasure``, a lab x target whose
+    planned rounds dropped repetitions gets up to that many extra rounds (``remeasure_all``)."""
     outcomes: list[Outcome] = []
     todo = [i for i in order if finished(out, i) is None]
     now = len(todo) if max_items is None else min(max_items, len(todo))
     log(f"campaign: {len(order)} work item(s), {len(order) - len(todo)} finished earlier, {len(todo)} to run"
-        + (f", {now} of them now (--max-items)" if now < len(todo) else ""))
+        + (f", {now} of them now (--max-items)" if now < len(todo) else "")
+        + (f"; up to {remeasure} more round(s) per lab x target where repetitions are dropped" if remeasure else ""))
     for i in order:
         done = finished(out, i)
         if done is not None:
@@ -230,20 +242,134 @@ def execute(out: Path, order: list[WorkItem], inventory: Path | None,
         if n > now:
             outcomes.append(Outcome(i, "left", None))
             continue
-        log(f"[{n}/{now}] {i.lab} round {i.round} on {i.target.name}: {i.selection}")
-        t0 = time.monotonic()
-        def echo(line: str, label: str = f"    {i.lab} r{i.round}: ") -> None:
-            log(label + line)
-
-        rc, run = run_item(out, i, inventory, echo)
-        secs = time.monotonic() - t0
-        outcomes.append(Outcome(i, "done" if run else "incomplete", run, secs))
-        where = item_dir(out, i) / "log.txt"
-        log(f"    {'done' if run else f'NOT finished (exit {rc}; see {where})'} in {secs:.0f} s"
-            + (f": {run}" if run else ""))
+        outcomes.append(_run_logged(out, i, inventory, log, f"[{n}/{now}]"))
         ran = [o.seconds for o in outcomes if o.status in ("done", "incomplete")]
         if now - n > 0:
             left = (now - n) * sum(ran) / len(ran)
             log(f"campaign: {n} of {now} item(s) run, about {clock_text(left)} left "
                 f"(the mean item so far, {clock_text(sum(ran) / len(ran))}, times {now - n})")
+    if remeasure:
+        outcomes += remeasure_all(out, order, inventory, log, remeasure,
+                                  None if max_items is None else max_items - sum(
+                                      1 for o in outcomes if o.status in ("done", "incomplete")))
+    return outcomes
+
+
+def _run_logged(out: Path, i: WorkItem, inventory: Path | None, log: Callable[[str], None], tag: str) -> Outcome:
+    log(f"{tag} {i.lab} round {i.round} on {i.target.name}: {i.selection}")
+    t0 = time.monotonic()
+
+    def echo(line: str, label: str = f"    {i.lab} r{i.round}: ") -> None:
+        log(label + line)
+
+    rc, run = run_item(out, i, inventory, echo)
+    secs = time.monotonic() - t0
+    where = item_dir(out, i) / "log.txt"
+    log(f"    {'done' if run else f'NOT finished (exit {rc}; see {where})'} in {secs:.0f} s"
+        + (f": {run}" if run else ""))
+    return Outcome(i, "done" if run else "incomplete", run, secs)
+
+
+def groups(order: list[WorkItem]) -> dict[str, list[WorkItem]]:
+    """The planned rounds of each lab x target (one item key), in round order."""
+    out: dict[str, list[WorkItem]] = {}
+    for i in order:
+        out.setdefault(i.key, []).append(i)
+    return {k: sorted(v, key=lambda i: i.round) for k, v in out.items()}
+
+
+def extra_items(order: list[WorkItem], remeasure: int) -> list[WorkItem]:
+    """Every extra round the campaign may run (their records are restored and packed as the
+    planned rounds' are): rounds repetitions+1 ... repetitions+remeasure of each lab x target."""
+    return [replace(items[-1], round=items[-1].round + k)
+            for items in groups(order).values() for k in range(1, remeasure + 1)]
+
+
+def next_round(out: Path, items: list[WorkItem], remeasure: int,
+               cpu_bound: set[str]) -> tuple[WorkItem | None, list[WorkItem], str | None]:
+    """For one lab x target (``items``: its planned rounds): the extra round to run next (None:
+    none needed, none allowed, or the planned rounds are not all finished), the extra rounds
+    finished earlier, and why (None when nothing is short). The rule is the merge's
+    (repvalid.select): a scenario is short while it has fewer valid repetitions than planned."""
+    first, planned = items[0], items[-1].round
+    rounds = []
+    extras: list[WorkItem] = []
+    for k in range(1, planned + remeasure + 1):
+        it = replace(first, round=k)
+        run = finished(out, it)
+        if run is None:
+            if k <= planned:
+                return None, extras, None  # the planned rounds first: nothing to judge yet
+            break
+        if k > planned:
+            extras.append(it)
+        rounds.append((k, load_summary(run)))
+    sel = repvalid.select(rounds, planned, cpu_bound, first.scenarios)
+    short = sel.short()
+    if not short:
+        return None, extras, None
+    why = "; ".join(_short_text(sel, s) for s in short)
+    where = f"{first.lab} on {first.target.name}"
+    if len(extras) >= remeasure:
+        return None, extras, f"campaign: {where}: {why}; re-measure bound {remeasure} reached"
+    nxt = replace(first, round=planned + len(extras) + 1)
+    return nxt, extras, (f"campaign: {where}: {why}; re-measuring: round {nxt.round} "
+                         f"(extra round {len(extras) + 1} of at most {remeasure})")
+
+
+def _short_text(sel: repvalid.Selection, scenario: str) -> str:
+    drops = [f"round {d.rep}: {'; '.join(d.reasons)}" for d in sel.dropped if d.scenario == scenario]
+    return (f"{scenario} has {sel.valid(scenario)} of {sel.planned} planned repetitions valid"
+            + (f" (dropped: {' | '.join(drops)})" if drops else ""))
+
+
+def _cpu_bound(i: WorkItem) -> set[str]:
+    """The scenarios the lab declares CPU-bound (as the merge reads them)."""
+    try:
+        lab = load_lab(i.lab_dir)
+    except Exception:  # noqa: BLE001 - as merge._lab_facts: an unreadable lab exempts nothing
+        return set()
+    return {sc.name for sc in lab.scenarios if sc.body.cpu_bound}
+
+
+def add_items(out: Path, items: list[WorkItem]) -> None:
+    """Extra rounds into campaign.json: the merge reads only the items recorded there."""
+    state = read_state(out)
+    if state is None or not items:
+        return
+    recs = state.setdefault("items", {})
+    order = state.setdefault("order", [])
+    for i in items:
+        recs[i.id] = item_record(i)
+        if i.id not in order:
+            order.append(i.id)
+    store.write_json(out / STATE, state)
+
+
+def remeasure_all(out: Path, order: list[WorkItem], inventory: Path | None, log: Callable[[str], None],
+                  remeasure: int, budget: int | None = None) -> list[Outcome]:
+    """After the planned rounds: each lab x target with a scenario short of valid repetitions
+    gets another round while its extra rounds are fewer than ``remeasure``; ``budget``: how
+    many items may still run now (--max-items), the rest are "left" for a rerun."""
+    outcomes: list[Outcome] = []
+    for items in groups(order).values():
+        cpu_bound = _cpu_bound(items[0])
+        while True:
+            nxt, extras, why = next_round(out, items, remeasure, cpu_bound)
+            new = [e for e in extras if all(o.item.id != e.id for o in outcomes)]
+            add_items(out, new)
+            outcomes += [Outcome(e, "skipped", finished(out, e)) for e in new]
+            if why:
+                log(why)
+            if nxt is None:
+                break
+            add_items(out, [nxt])
+            ran = sum(1 for o in outcomes if o.status in ("done", "incomplete"))
+            if budget is not None and ran >= budget:
+                outcomes.append(Outcome(nxt, "left", None))
+                break
+            o = _run_logged(out, nxt, inventory, log, f"[extra {nxt.round - items[-1].round}/{remeasure}]")
+            outcomes.append(o)
+            if o.run_dir is None:
+                break  # not finished: a rerun measures it again
     return outcomes

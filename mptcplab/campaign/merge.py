@@ -1,7 +1,8 @@
 """The finished items of a campaign merged per lab and target: one Summary (the typed
-result model) whose repetitions are the items' repetitions, with the aggregates and the
-paper's findings recomputed over all of them, plus the target's fingerprint (the host
-facts of every item's manifest: kernel, CPU, tool versions, calibration).
+result model) whose repetitions are the items' valid repetitions (per scenario the planned
+n, in round order; the dropped ones listed with why: repvalid.py), with the aggregates and
+the paper's findings recomputed over them, plus the target's fingerprint (the host facts of
+every item's manifest: kernel, CPU, tool versions, calibration).
 
 Written to <campaign>/merged/<lab>/<target>/summary.json, manifest.json (the runs'
 manifests as one: what the report and the notebooks read of a run) and fingerprint.json.
@@ -9,16 +10,18 @@ manifests as one: what the report and the notebooks read of a run) and fingerpri
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..lab.loader import load_lab
 from ..lab.schema import Published
-from ..record import store, validity
+from ..record import store
 from ..record.model import Manifest, Repetition, Summary
 from ..results.read import load_manifest, load_summary
 from ..results.summary import build_summary_model
+from . import repvalid
 from .executor import RESULTS, complete_runs, read_state
 
 MERGED = "merged"
@@ -139,27 +142,46 @@ def _lab_facts(runs: list[ItemRun], lab_dirs: dict[str, str]) -> tuple[Published
     return lab.published, {sc.name for sc in lab.scenarios if sc.body.cpu_bound}
 
 
+def bound_text(rounds: Iterable[int], planned: int, remeasure: int) -> str:
+    """Why no further round came for a short scenario, for its invalid reason."""
+    got = set(rounds)
+    missing = [k for k in range(1, planned + 1) if k not in got]
+    if missing:
+        return f"{planned - len(missing)} of {planned} planned rounds finished"
+    extra = sum(1 for k in got if k > planned)
+    if extra >= remeasure:
+        return f"re-measure bound {remeasure} reached"
+    return f"{extra} of {remeasure} re-measure round(s) run"
+
+
 def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any], runs: list[ItemRun],
-               pub: Published | None, cpu_bound: set[str] | None = None) -> Column:
+               pub: Published | None, cpu_bound: set[str] | None = None, planned: int | None = None,
+               remeasure: int = 0) -> Column:
     """``cpu_bound``: the scenarios the lab declares CPU-bound now; a round recorded before the
-    declaration keeps its measurements, and its CPU-bound flag on them is not held against it."""
+    declaration keeps its measurements, and its CPU-bound flag on them is not held against it.
+    ``planned``: the repetitions the campaign planned per scenario (None: one per round, as a
+    campaign recorded before the field ran); ``remeasure``: the extra rounds it allowed.
+    A repetition with a problem of its own is dropped (repvalid.py); the merged run is valid
+    when no problem names no repetition and every scenario has ``planned`` valid ones."""
     runs = sorted(runs, key=lambda r: r.round)
-    notes_exempt: list[str] = []
+    n = planned if planned is not None else len(runs)
+    sel = repvalid.select([(r.round, r.summary) for r in runs], n, cpu_bound)
+    used = {(rnd, name, rep) for rnd, name, rep in sel.used}
+    notes_exempt = [f"round {rnd}: {k} CPU-bound flag(s) on scenarios the lab declares CPU-bound "
+                    "(cpu_bound: true) not held against it" for rnd, k in sorted(sel.exempted.items())]
     reps: list[Repetition] = []
-    invalid: list[str] = []
     timing: list[str] = []
     for r in runs:
         for rep in r.summary.scenarios:
+            if (r.round, rep.name, rep.rep) not in used:
+                continue  # dropped or surplus: listed in the summary's ``dropped``
             # a repetition's number in the merged set is its round; its directory stays where it is
             reps.append(rep.model_copy(update={"rep": r.round, "dir": str(r.run_dir / rep.rel_dir())}))
-        kept = [x for x in r.summary.invalid_reasons if not validity.exempt(x, cpu_bound or set())]
-        if len(kept) < len(r.summary.invalid_reasons):
-            notes_exempt.append(f"round {r.round}: {len(r.summary.invalid_reasons) - len(kept)} CPU-bound flag(s) "
-                                "on scenarios the lab declares CPU-bound (cpu_bound: true) not held against it")
-        invalid += [f"round {r.round}: {x}" for x in kept]
         timing += [f"round {r.round}: {x}" for x in r.summary.timing_notes]
+    invalid = [*sel.unattributed, *sel.shortfall(bound_text((r.round for r in runs), n, remeasure))]
     fp = fingerprint(target, target_rec, runs)
     notes = list(notes_exempt)
+    notes += [f"round {d.rep}: `{d.scenario}` valid, beyond the planned {n}: left out" for d in sel.surplus]
     if len(fp["kernels"]) > 1:
         notes.append(f"{target} ran several kernels during the campaign: {', '.join(map(str, fp['kernels']))}")
     if fp["release"] and any(k != fp["release"] for k in fp["kernels"]):
@@ -169,8 +191,9 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
     patches = fp["kernel_patches"][0] if len(fp["kernel_patches"]) == 1 else None
     s = build_summary_model(lab, f"campaign:{campaign}:{target}", str(fp["kernels"][0]), True,
                             all(r.summary.quick for r in runs), reps, pub, invalid,
-                            runs[0].manifest.platform or {}, timing, repetitions_per_scenario=len(runs),
+                            runs[0].manifest.platform or {}, timing, repetitions_per_scenario=n,
                             kernel_patches=patches)
+    s = s.model_copy(update={"dropped": [*sel.dropped, *sel.surplus]})
     return Column(lab, target, s, fp, notes, merged_manifest(s.run_id, runs))
 
 
@@ -186,7 +209,8 @@ def merge(out: Path, write: bool = True) -> list[Column]:
     for (lab, target), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _pos(order, kv[0][1]))):
         pub, cpu_bound = _lab_facts(runs, lab_dirs)
         col = merge_runs(str(state.get("name", out.name)), lab, target,
-                         (state.get("targets") or {}).get(target, {}), runs, pub, cpu_bound)
+                         (state.get("targets") or {}).get(target, {}), runs, pub, cpu_bound,
+                         _int_or_none(state.get("repetitions")), int(state.get("remeasure") or 0))
         if write:
             d = out / MERGED / lab / target
             d.mkdir(parents=True, exist_ok=True)
@@ -195,6 +219,10 @@ def merge(out: Path, write: bool = True) -> list[Column]:
             store.write_json(d / "manifest.json", col.manifest.model_dump(mode="json", by_alias=True))
         cols.append(col)
     return cols
+
+
+def _int_or_none(v: Any) -> int | None:
+    return None if v is None else int(v)
 
 
 def _pos(order: list[str], name: str) -> int:

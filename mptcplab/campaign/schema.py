@@ -112,6 +112,10 @@ class Campaign(_Strict):
     #: rounds per lab and target; each round is one work item running every selected
     #: scenario once (`--reps 1`), so repetitions of one lab interleave with other items
     repetitions: int = Field(default=3, ge=1, le=1000)
+    #: extra rounds a lab x target may get when repetitions of its planned rounds were
+    #: dropped (a problem of their own: campaign/repvalid.py), until every scenario has
+    #: ``repetitions`` valid ones; at most ``repetitions`` (a bound, not a retry loop)
+    remeasure: int = Field(default=0, ge=0, le=1000)
     #: Flent's default: the order of work items is shuffled, with a recorded seed
     shuffle: bool = True
     #: the shuffle's seed (default: drawn once and recorded in campaign.json)
@@ -133,6 +137,8 @@ class Campaign(_Strict):
             raise ValueError(f"target names must be unique: {', '.join(dup)} given twice")
         if any(t.kind == "ansible" for t in self.targets) and not self.inventory:
             raise ValueError("ansible targets need an inventory (inventory: FILE)")
+        if self.remeasure > self.repetitions:
+            raise ValueError(f"remeasure ({self.remeasure}) is at most repetitions ({self.repetitions})")
         return self
 
 

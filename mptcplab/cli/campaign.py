@@ -62,9 +62,15 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     seed = next(s for s in (a.seed, c.seed, recorded.get("seed"), new_seed()) if s is not None)
     shuffle = c.shuffle and not a.no_shuffle
     order = ordered(items, int(seed), shuffle)
+    # a --reps override below the campaign's bound lowers it: at most one extra round per planned one
+    remeasure = min(c.remeasure, max((i.round for i in order), default=0))
+    # the extra rounds an earlier part may have run: their records are restored and packed too
+    extras = executor.extra_items(order, remeasure)
     if a.dry_run:
         print(f"# campaign {c.name}: {len(order)} work item(s), "
-              + (f"shuffled with seed {seed}" if shuffle else "in campaign order") + f"; directory {out}")
+              + (f"shuffled with seed {seed}" if shuffle else "in campaign order") + f"; directory {out}"
+              + (f"; up to {remeasure} extra round(s) per lab x target where repetitions are dropped"
+                 if remeasure else ""))
         for n, i in enumerate(order, 1):
             print("\n".join(_dry_run_item(n, i, out, a.records, inventory)))
         return 0
@@ -77,18 +83,18 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     from ..campaign import records
 
     with executor.campaign_lock(out):
-        executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory)
+        executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory, remeasure)
         if a.records:
-            records.restore_unfinished(out, order, a.records, c.name)
+            records.restore_unfinished(out, order + extras, a.records, c.name)
         try:
-            outcomes = executor.execute(out, order, inventory, max_items=a.max_items)
+            outcomes = executor.execute(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
         except executor.Stopped as e:
             print(f"campaign stopped by {e}; the running item was stopped (its run is kept as incomplete); "
                   f"rerun the same command to continue", file=sys.stderr)
             return 130
         finally:
             if a.records:
-                records.pack_finished(out, order, a.records, c.name)
+                records.pack_finished(out, order + extras, a.records, c.name)
         from ..campaign.merge import merge
 
         cols = merge(out)

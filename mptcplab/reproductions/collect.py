@@ -78,30 +78,46 @@ def find_records(root: Path) -> list[RecordRef]:
     return [read_ref(p) for p in sorted(root.rglob("*" + archive.SUFFIX))]
 
 
-def campaign_targets(campaigns_dir: Path, campaign: str) -> dict[str, dict[str, Any]]:
-    """The targets of the campaign file named ``campaign`` in ``campaigns_dir``, as the
-    campaign records them (kind, host, description); none when no such file is there."""
+def _campaign_file(campaigns_dir: Path, campaign: str) -> dict[str, Any]:
+    """The campaign file named ``campaign`` in ``campaigns_dir``, as YAML data; empty when none is there."""
     for f in sorted(campaigns_dir.glob("*.yml")):
         try:
             data = yaml.safe_load(f.read_text())
         except (OSError, yaml.YAMLError):
             continue
         if isinstance(data, dict) and data.get("name") == campaign:
-            return {str(t.get("name")): {"kind": t.get("kind", "local"), "host": t.get("host"),
-                                         "description": t.get("description")}
-                    for t in data.get("targets") or [] if isinstance(t, dict)}
+            return data
     return {}
 
 
+def campaign_targets(campaigns_dir: Path, campaign: str) -> dict[str, dict[str, Any]]:
+    """The targets of the campaign file named ``campaign`` in ``campaigns_dir``, as the
+    campaign records them (kind, host, description); none when no such file is there."""
+    data = _campaign_file(campaigns_dir, campaign)
+    return {str(t.get("name")): {"kind": t.get("kind", "local"), "host": t.get("host"),
+                                 "description": t.get("description")}
+            for t in data.get("targets") or [] if isinstance(t, dict)}
+
+
+def campaign_plan(campaigns_dir: Path, campaign: str) -> tuple[int | None, int]:
+    """The campaign file's planned repetitions (the merge's n; None without a file: one per
+    round on record) and its re-measure bound (campaign/schema.py's defaults when not given)."""
+    data = _campaign_file(campaigns_dir, campaign)
+    if not data:
+        return None, 0
+    return int(data.get("repetitions", 3)), int(data.get("remeasure", 0))
+
+
 def _merge_group(out: Path, campaign: str, refs: list[RecordRef], labs: Path,
-                 targets: dict[str, dict[str, Any]]) -> Column:
+                 targets: dict[str, dict[str, Any]], planned: tuple[int | None, int] = (None, 0)) -> Column:
     """Restore one group's records into the campaign directory ``out`` and merge them."""
     for r in refs:
         archive.restore(r.path, out)
     items = {r.item: {"target": r.target, "kind": targets.get(r.target, {}).get("kind", "local"),
                       "lab": r.lab, "lab_dir": str((labs / r.lab).resolve()), "round": r.round}
              for r in refs}
-    store.write_json(out / "campaign.json", {"name": campaign, "targets": targets, "items": items})
+    store.write_json(out / "campaign.json", {"name": campaign, "targets": targets, "items": items,
+                                             "repetitions": planned[0], "remeasure": planned[1]})
     cols = merge(out, write=False)
     if len(cols) != 1:
         raise LabInputError(str(refs[0].path.parent), "records",
@@ -121,7 +137,7 @@ def reproductions(root: Path, labs: Path) -> list[Reproduction]:
         for n, ((campaign, _key), refs) in enumerate(sorted(groups.items())):
             refs.sort(key=lambda r: (r.round, r.item))
             targets = campaign_targets(root.parent, campaign)
-            col = _merge_group(Path(tmp) / str(n), campaign, refs, labs, targets)
+            col = _merge_group(Path(tmp) / str(n), campaign, refs, labs, targets, campaign_plan(root.parent, campaign))
             found.append(Reproduction(campaign, refs, col))
     return sorted(found, key=Reproduction.sort_key)
 
@@ -131,5 +147,5 @@ def lab_names(labs: Path) -> list[str]:
     return sorted(p.parent.name for p in labs.glob("*/experiment.yml"))
 
 
-__all__ = ["RecordRef", "Reproduction", "campaign_targets", "find_records", "lab_names", "read_ref",
+__all__ = ["RecordRef", "Reproduction", "campaign_plan", "campaign_targets", "find_records", "lab_names", "read_ref",
            "reproductions"]

@@ -44,7 +44,27 @@ def n_text(s: Summary) -> str:
     if len(by_n) == 1:
         (n, names), = by_n.items()
         return f"{n} in each of the {len(names)} scenario(s)"
-    return "; ".join(f"{n} in {', '.join(f'`{x}`' for x in names)}" for n, names in sorted(by_n.items(), reverse=True))
+    # the most common n said as "the other K": a few short scenarios (dropped repetitions) stay readable
+    common = max(by_n, key=lambda n: (len(by_n[n]), n))
+    rest = "; ".join(f"{n} in {', '.join(f'`{x}`' for x in names)}"
+                     for n, names in sorted(by_n.items(), reverse=True) if n != common)
+    return f"{rest}; {common} in the other {len(by_n[common])}"
+
+
+def valid_text(s: Summary) -> str:
+    """Valid repetitions against the planned n, and how many were dropped: "10 planned per
+    scenario; 9 valid in `x`, 10 in the other 11; 1 dropped"."""
+    names = list(dict.fromkeys([*s.scenario_order(), *(d.scenario for d in s.dropped)]))
+    planned = len(s.reps_of(names[0])) if s.repetitions is None and names else s.repetitions
+    short = [x for x in names if len(s.reps_of(x)) != planned]
+    full = len(names) - len(short)
+    text = f"{DASH if planned is None else planned} planned per scenario; " + (
+        f"{planned} valid in each of the {full} scenario(s)" if not short else
+        ", ".join(f"{len(s.reps_of(x))} valid in `{x}`" for x in short)
+        + (f", {planned} in the other {full}" if full else ""))
+    dropped = [d for d in s.dropped if not d.surplus]
+    surplus = len(s.dropped) - len(dropped)
+    return text + f"; {len(dropped)} dropped" + (f", {surplus} valid beyond the planned n left out" if surplus else "")
 
 
 def _estimate(c: CheckStat) -> str:
@@ -103,10 +123,13 @@ def _rounds_table(r: Reproduction) -> str:
     rows = []
     for ref in r.records:
         mine = [x for x in s.invalid_reasons if x.startswith(f"round {ref.round}: ")]
+        drops = [d for d in s.dropped if d.rep == ref.round and not d.surplus]
+        state = ([f"{len(drops)} repetition(s) dropped"] * bool(drops)
+                 + [f"invalid ({len(mine)} reason(s))"] * bool(mine))
         wall = walls.get(ref.round)
         rows.append([str(ref.round), f"`{ref.path.name}`", f"`{ref.run_id}`", (commits.get(ref.round) or DASH)[:7],
                      DASH if wall is None else f"{wall:,.0f} s",
-                     "valid" if not mine else f"invalid ({len(mine)} reason(s))"])
+                     ", ".join(state) or "valid"])
     return md_table(["round", "record", "run", "commit", "wall time", "validity now"], rows)
 
 
@@ -125,6 +148,11 @@ def column_section(r: Reproduction, level: int, records_shown: str) -> list[str]
              + (f"; paper: {s.published_source.title}" if s.published_source and s.published_source.title else "")
              + ".",
              f"- **n per scenario**: {n_text(s)}.",
+             f"- **Repetitions**: {valid_text(s)}"
+             + (" (each below, with what its round held against it; not counted in the findings)."
+                if any(not d.surplus for d in s.dropped) else "."),
+             *(f"  - dropped: round {d.rep} of `{d.scenario}`: {'; '.join(d.reasons)}"
+               for d in s.dropped if not d.surplus),
              f"- **Verdicts** of the paper's {len(s.findings)} finding(s): {counts_text(s.findings)}; "
              f"setup checks apart ({len(s.setup_checks)}): {counts_text(s.setup_checks)}.", "",
              _rounds_table(r), ""]

@@ -44,9 +44,11 @@ def _rep(rep_no: int, seg: float) -> Repetition:
                                         icmp_frag_needed=1, icmp_mtus=[1500])])
 
 
-def _campaign(out: Path, segs: list[float], kernel: str = "6.18.0") -> None:
+def _campaign(out: Path, segs: list[float], kernel: str = "6.18.0",
+              reasons: dict[int, list[str]] | None = None) -> None:
     """A finished campaign of labs/mtu's tcp-b, one round per entry of ``segs``, on target
-    ``here``: what `mptcplab campaign` leaves, with one item key for every round."""
+    ``here``: what `mptcplab campaign` leaves, with one item key for every round; ``reasons``:
+    a round's invalid reasons."""
     pub = load_lab(LABS / "mtu").published
     items: dict[str, dict[str, object]] = {}
     for rnd, seg in enumerate(segs, 1):
@@ -56,7 +58,8 @@ def _campaign(out: Path, segs: list[float], kernel: str = "6.18.0") -> None:
                       "round": rnd, "scenarios": ["tcp-b"], "run": {}}
         d = out / "items" / iid / "results" / "mtu" / run_id
         d.mkdir(parents=True)
-        s = build_summary_model("mtu", run_id, kernel, True, False, [_rep(1, seg)], pub, [], {"emulated": False},
+        s = build_summary_model("mtu", run_id, kernel, True, False, [_rep(1, seg)], pub,
+                                list((reasons or {}).get(rnd, [])), {"emulated": False},
                                 [], repetitions_per_scenario=1)
         store.write_json(d / "summary.json", s.to_json())
         store.write_json(d / "manifest.json", {"lab": "mtu", "run_id": run_id, "complete": True, "kernel": kernel,
@@ -66,11 +69,11 @@ def _campaign(out: Path, segs: list[float], kernel: str = "6.18.0") -> None:
                                              "items": items})
 
 
-def _records(tmp: Path, segs: list[float]) -> Path:
+def _records(tmp: Path, segs: list[float], reasons: dict[int, list[str]] | None = None) -> Path:
     """The campaign's items packed as records in <tmp>/campaigns/records/synthetic/."""
     camp = tmp / "camp-work"
     shutil.rmtree(camp, ignore_errors=True)
-    _campaign(camp, segs)
+    _campaign(camp, segs, reasons=reasons)
     root = tmp / "campaigns" / "records"
     shutil.rmtree(root, ignore_errors=True)
     pack_items(camp, root / "synthetic", "synthetic", log=lambda _: None)
@@ -152,6 +155,30 @@ def test_a_lab_on_record_without_markers_fails_the_check_and_gets_them_written(
     text = doc.read_text()
     assert text.startswith("# mtu\n\nhand text\n\n## Verdicts on record\n\n" + BEGIN + "\n")
     assert _run("--check") == 0
+
+
+def test_a_dropped_repetition_is_listed_and_the_planned_n_read_from_the_campaign_file(
+        site: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Per-repetition validity: round 2's repetition has a problem of its own, so it is
+    dropped (the verdict is judged on the others) and listed; the campaign file's
+    ``repetitions`` is the planned n, met by the extra round 4."""
+    bad = "tcp-b rep 1: capture at client:eth0 dropped 5 packets"
+    _records(site, [1448, 8948, 1448, 1448], {2: [bad]})
+    (site / "campaigns" / "synthetic.yml").write_text("name: synthetic\nrepetitions: 3\nremeasure: 1\n"
+                                                       "targets: [{name: here}]\n")
+    assert _run() == 0
+    md = (site / "docs" / "reproductions.md").read_text()
+    assert "| holds |" in _verdict_line(md) and "**valid**" in md
+    assert "- **Repetitions**: 3 planned per scenario; 3 valid in each of the 1 scenario(s); 1 dropped (each" in md
+    assert f"  - dropped: round 2 of `tcp-b`: {bad}\n" in md
+    assert "| 2 | `mtu__here__r2__0000abcd.tar.xz` |" in md and "| 1 repetition(s) dropped |" in md
+    capsys.readouterr()
+    # without the extra round: 2 of the 3 planned, said as the reason the run is invalid
+    _records(site, [1448, 8948, 1448], {2: [bad]})
+    assert _run() == 0
+    md = (site / "docs" / "reproductions.md").read_text()
+    assert "- tcp-b: 2 of 3 planned repetitions valid (1 dropped; 0 of 1 re-measure round(s) run)" in md
+    assert "**INVALID** (1 reason(s), below)" in md
 
 
 def test_the_records_are_restored_outside_results(site: Path) -> None:

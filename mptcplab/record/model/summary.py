@@ -165,6 +165,18 @@ class KernelPatch(_Model):
     evidence: str = ""
 
 
+class DroppedRepetition(_Model):
+    """A repetition a campaign's merged run leaves out (campaign/repvalid.py): invalid on its
+    own (``reasons``: what its round's summary held against it), or valid but beyond the
+    planned n (``surplus``: a re-measured round gave the scenario more than it needed)."""
+
+    scenario: str
+    #: its number in the merged run: its round
+    rep: int
+    reasons: list[str] = Field(default_factory=list)
+    surplus: bool = False
+
+
 class Summary(_Model):
     """summary.json: the run's repetitions, their aggregates and the paper comparison."""
 
@@ -198,6 +210,10 @@ class Summary(_Model):
     scale: float = 1.0
     #: run-level coded warnings known before measuring (e.g. emulation-beyond-host)
     warnings: list[Warning] = Field(default_factory=list)
+    #: a campaign's merged run: the repetitions left out of ``scenarios`` (and so of the
+    #: aggregates, published table and findings), each with why; empty for a single run and
+    #: in summaries written before the field
+    dropped: list[DroppedRepetition] = Field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         # python mode: a runner extra of an unexpected type is left to store.write_json (default=str)
