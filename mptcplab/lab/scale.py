@@ -6,8 +6,9 @@ F x rate and every **queue given in bytes** F x bytes, so a queue keeps its leng
 time (a queue given as time, "80ms", already does). **Delays, jitter, loss, MTUs** are
 unchanged, so the ratios between paths (400 / 4 Mbit/s becomes 40 / 0.4) and the
 RTTs stay the paper's. Event and flow rates (a rate change on the timeline, a UDP
-flood's rate) scale with the links: the ``rate`` of an event and of a UDP flow (a
-churn flow's rate counts connections and stays).
+flood's rate) scale with the links: the ``rate`` of an event and the fields a flow
+kind's schema class names in ``scaled_rates`` (a UDP flow's rate; a churn flow's rate
+counts connections and stays).
 
 Not scaled, and said so (``unscaled_notes``): socket buffers (a flow's ``window``,
 ``tcp_rmem``/``tcp_wmem`` sysctls) and durations. A buffer sized to the paper's
@@ -31,7 +32,7 @@ from ..units import is_time, parse_rate, parse_size
 
 if TYPE_CHECKING:
     from .model import Lab
-    from .schema import ExperimentBody, LinkSpec
+    from .schema import ExperimentBody, FlowBase, LinkSpec
 
 #: where a run's factor came from
 SOURCES = ("none", "lab", "command line", "auto")
@@ -72,6 +73,10 @@ def _scaled_fields(model: Any, factor: float) -> dict[str, Any]:
     return out
 
 
+def _scaled_rates(flow: FlowBase, factor: float) -> dict[str, Any]:
+    return {k: _rate(v, factor) for k in flow.scaled_rates if (v := getattr(flow, k)) is not None}
+
+
 def scale_link(spec: LinkSpec, factor: float) -> LinkSpec:
     update = _scaled_fields(spec, factor)
     for which in ("egress", "ingress"):
@@ -88,8 +93,9 @@ def scale_body(body: ExperimentBody, factor: float) -> ExperimentBody:
     links = {ep: scale_link(spec, factor) for ep, spec in body.links.items()}
     events = [ev.model_copy(update=_scaled_fields(ev, factor)) if getattr(ev, "rate", None) is not None else ev
               for ev in body.traffic.events]
-    # only a UDP flow's rate is a bit rate (a churn flow's is connections per second)
-    flows = {n: f.model_copy(update=_scaled_fields(f, factor)) if f.kind == "udp" else f
+    # each flow kind's schema class says which of its fields are bit rates (a churn flow's
+    # rate counts connections per second and stays)
+    flows = {n: f.model_copy(update=_scaled_rates(f, factor)) if f.scaled_rates else f
              for n, f in body.traffic.flows.items()}
     traffic = body.traffic.model_copy(update={"events": events, "flows": flows})
     return body.model_copy(update={"links": links, "traffic": traffic})

@@ -87,8 +87,7 @@ class Traffic(Step):
             kind_of(flow).prepare(flow, name, self._ctx(rep, flow, flow.server))
         for name, flow in body.traffic.flows.items():
             c = self._server(rep, name, flow, flow.server)
-            suffix = ".json" if kind_of(flow).uses_iperf3 else ".log"
-            path = rep.out / f"{'iperf3' if kind_of(flow).uses_iperf3 else flow.kind}-server-{name}{suffix}"
+            path = rep.out / kind_of(flow).server_output_name(name)
             rep.servers[name] = (backend.spawn(flow.server, c.argv, stdout=path.open("wb"),
                                                stderr=subprocess.STDOUT), path)
         for name, flow in body.traffic.flows.items():

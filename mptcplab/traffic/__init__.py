@@ -6,8 +6,9 @@ http (busybox httpd + wrk), churn (many short connections, traffic/churn_tool.py
 latency (the project's block-latency tool, native/latency), hold (N connections held open
 while the other flows run: a background flow, traffic/hold.py), transfer (a verified transfer:
 SHA-256 of what arrived against what was sent, traffic/transfer_tool.py).
-Adding one: a module with a TrafficKind subclass, a schema class in lab/schema/flows.py (the
-Flow union), an entry in KINDS below, and its section in docs/lab-format.md.
+Adding one: docs/architecture.md, "How to add a traffic kind" (a module with a TrafficKind
+subclass, an entry in KINDS below, a schema class in lab/schema/flows.py's AnyFlow, a result
+model). tests/unit/test_plugin_registry.py checks that the two lists agree.
 """
 
 from __future__ import annotations

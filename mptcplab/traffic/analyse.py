@@ -29,7 +29,6 @@ from ..warncodes import FLOW_NOT_RUN, coded
 from . import kind_of
 from .base import Outcome
 from .connections import check_connections
-from .iperf3 import receiver_count
 
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
@@ -103,8 +102,8 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"
         # with the results so far; that is the stop working, not a failure
         o.error = None
-    if client.get("stopped") and flow.kind == "iperf3" and flow.direction == "upload" and not o.goodput_mbps:
-        o = receiver_count(o, Path(client["path"]), out / f"iperf3-server-{name}.json")
+    if client.get("stopped"):
+        o = kind.stopped_outcome(flow, name, o, Path(client["path"]), out)
     rec: dict[str, Any] = {
         "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.get("stopped", False),
         "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),
@@ -113,12 +112,11 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         "cpu": {"client": o.cpu_host, "server": o.cpu_remote},
         "mptcp": {"requested": flow.mptcp},
     }
-    if flow.kind in ("udp", "http", "churn", "latency", "hold", "transfer"):
-        rec[flow.kind] = dict(o.metrics)
+    if kind.result_field is not None:
+        rec[kind.result_field] = dict(o.metrics)
     parts = FlowParts(name, o, rec)
     if o.error:
-        parts.warnings.append(coded(f"{flow.kind}-error" if flow.kind != "iperf3" else "iperf3-error",
-                                    f"{label}{flow.kind} reported an error: {o.error}"))
+        parts.warnings.append(coded(kind.error_code, f"{label}{flow.kind} reported an error: {o.error}"))
     parts.warnings += [coded(code, f"{label}{message}") for code, message in o.notes]
     if kind.capture_analysis == "connection":
         _connection(parts, flow, body, net, out, client, captures, workers, label, primary)
@@ -205,8 +203,8 @@ def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Networ
     rep.frame().to_csv(d / "connections.csv", index=False)
     summary = rep.summary()
     seen, mp = rep.seen, rep.mptcp
-    if getattr(flow, "connections", None) == 0 and flow.kind == "hold":
-        # a hold flow asked to hold none (labs/setup's 0-held scenarios): nothing to prove
+    if kind_of(flow).proves_nothing(flow):
+        # the flow asked for nothing to prove (e.g. a hold of none)
         parts.record.update({"verified": None, "connections": summary,
                              "mptcp": {"requested": flow.mptcp, "negotiated": False, "fallback": False,
                                        "verified": False, "subflows": None, "expected_paths": []}})

@@ -3,8 +3,7 @@
 A kind turns one flow of experiment.yml into commands (server, client, a readiness
 check) and reads the client's output back into an ``Outcome``. It generates; it never
 executes: the Traffic step (steps/traffic.py) runs the commands, so ``--dry-run`` prints the same
-argv the run executes. Adding a kind = one module here + one schema class in
-lab/schema/flows.py + its entry in the registry (traffic/__init__.py).
+argv the run executes. Adding a kind: docs/architecture.md, "How to add a traffic kind".
 """
 
 from __future__ import annotations
@@ -70,6 +69,10 @@ class TrafficKind(ABC, Generic[F]):
     output_suffix: ClassVar[str] = ".json"
     #: which side of the run asks the node's iperf3 for -m (iperf3-based kinds)
     uses_iperf3: ClassVar[bool] = False
+    #: the FlowResult field (record/model/repetition.py) that holds ``Outcome.metrics``; None:
+    #: the kind's numbers are FlowResult's own (goodput, retransmits). traffic/analyse.py reads
+    #: this instead of a list of kinds, so a new kind's numbers cannot be dropped silently.
+    result_field: ClassVar[str | None] = None
 
     @abstractmethod
     def server_argv(self, flow: F, name: str, ctx: KindContext) -> tuple[str, ...]: ...
@@ -102,6 +105,21 @@ class TrafficKind(ABC, Generic[F]):
         builds itself), as one line; None when nothing. Preflight asks it."""
         return None
 
+    @property
+    def error_code(self) -> str:
+        """The warning code of the client's reported error (docs/results-format.md)."""
+        return f"{self.name}-error"
+
+    def stopped_outcome(self, flow: F, name: str, outcome: Outcome, client_out: Path, rep_dir: Path) -> Outcome:
+        """The Outcome of a client the run stopped (SIGINT), when the kind can count better
+        than the interrupted client did (iperf3: the server's report); unchanged by default."""
+        return outcome
+
+    def proves_nothing(self, flow: F) -> bool:
+        """The flow asks for nothing a capture could prove (a hold of 0 connections): the
+        analysis records it unverifiable instead of warning that no connection was seen."""
+        return False
+
     def ready_cmd(self, flow: F) -> Cmd:
         """A command whose non-empty output says the server listens (repeated until it does)."""
         return cmd("ss", "-Hltn", f"sport = :{flow.port}", node=flow.server, check=False)
@@ -117,6 +135,10 @@ class TrafficKind(ABC, Generic[F]):
 
     def prepare(self, flow: F, name: str, ctx: KindContext) -> None:  # noqa: B027 - optional hook
         """Files the server needs before it starts (run only, not in the dry run)."""
+
+    def server_output_name(self, name: str) -> str:
+        """The server's stdout file in the repetition directory."""
+        return f"{self.name}-server-{name}.log"
 
     def output_name(self, name: str, primary: bool) -> str:
         """The client's stdout file in the repetition directory."""

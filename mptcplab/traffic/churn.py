@@ -24,6 +24,7 @@ def _tool() -> list[str]:
 class ChurnKind(TrafficKind[ChurnFlow]):
     name = "churn"
     capture_analysis = "connections"
+    result_field = "churn"
 
     def server_argv(self, flow: ChurnFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         return (*_tool(), "server", "--address", str(ctx.net.address(flow.server_address)),

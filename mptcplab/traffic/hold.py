@@ -24,7 +24,12 @@ from .churn import _tool
 class HoldKind(TrafficKind[HoldFlow]):
     name = "hold"
     capture_analysis = "connections"
+    result_field = "hold"
     background = True
+
+    def proves_nothing(self, flow: HoldFlow) -> bool:
+        # a hold of 0 connections (labs/setup's 0-held scenarios) opens nothing to check
+        return flow.connections == 0
 
     def server_argv(self, flow: HoldFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         return (*_tool(), "server", "--address", str(ctx.net.address(flow.server_address)),

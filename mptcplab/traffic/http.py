@@ -47,6 +47,7 @@ def wrk_script(paths: list[str]) -> str:
 class HttpKind(TrafficKind[HttpFlow]):
     name = "http"
     capture_analysis = "connections"
+    result_field = "http"
     output_suffix = ".txt"
     tools = {"busybox": "busybox", "wrk": "wrk", "mptcpize": "mptcpize"}
 

@@ -93,6 +93,16 @@ class Iperf3Kind(TrafficKind[IperfFlow]):
             argv += ["-l", str(parse_size(flow.length))]
         return tuple(argv)
 
+    def stopped_outcome(self, flow: IperfFlow, name: str, outcome: Outcome, client_out: Path,
+                        rep_dir: Path) -> Outcome:
+        # an interrupted upload client never got the receiver's count: the server's report has it
+        if flow.direction == "upload" and not outcome.goodput_mbps:
+            return receiver_count(outcome, client_out, rep_dir / iperf3_server_output(name))
+        return outcome
+
+    def server_output_name(self, name: str) -> str:
+        return iperf3_server_output(name)
+
     def output_name(self, name: str, primary: bool) -> str:
         # iperf3.json: the measured flow's file name since the first format (readers rely on it)
         return "iperf3.json" if primary else f"iperf3-{name}.json"
@@ -155,6 +165,11 @@ def load_json(path: Path) -> tuple[dict[str, Any] | None, str | None]:
     if not isinstance(data, dict):
         return None, "iperf3 JSON is not an object"
     return data, None
+
+
+def iperf3_server_output(name: str) -> str:
+    """The iperf3 server's JSON report of flow ``name`` (every iperf3-based kind's)."""
+    return f"iperf3-server-{name}.json"
 
 
 def receiver_count(client: Outcome, client_json: Path, server_json: Path) -> Outcome:

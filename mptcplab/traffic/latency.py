@@ -83,6 +83,7 @@ def _finite(v: float | None, digits: int = 3) -> float | None:
 class LatencyKind(TrafficKind[LatencyFlow]):
     name = "latency"
     capture_analysis = "connection"
+    result_field = "latency"
     output_suffix = CLIENT_OUT
     # the server accepts one connection and exits after the client's end of data
     server_exits = True

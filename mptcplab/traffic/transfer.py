@@ -67,6 +67,7 @@ def _differences(differs: Any, seed: Any, n: Any) -> dict[str, Any]:
 class TransferKind(TrafficKind[TransferFlow]):
     name = "transfer"
     capture_analysis = "connection"
+    result_field = "transfer"
     output_suffix = CLIENT_OUT
     # the server accepts one connection and exits after its end
     server_exits = True

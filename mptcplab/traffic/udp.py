@@ -9,12 +9,13 @@ from pathlib import Path
 from ..lab.schema import UdpFlow
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
-from .iperf3 import IPERF3_SETUP_ERRORS, client_common, interval_bytes, load_json, server_argv
+from .iperf3 import IPERF3_SETUP_ERRORS, client_common, interval_bytes, iperf3_server_output, load_json, server_argv
 
 
 class UdpKind(TrafficKind[UdpFlow]):
     name = "udp"
     capture_analysis = "none"
+    result_field = "udp"
     uses_iperf3 = True
     server_exits = True
     setup_errors = IPERF3_SETUP_ERRORS
@@ -28,6 +29,9 @@ class UdpKind(TrafficKind[UdpFlow]):
         if flow.length is not None:
             argv += ["-l", str(parse_size(flow.length))]
         return tuple(argv)
+
+    def server_output_name(self, name: str) -> str:
+        return iperf3_server_output(name)
 
     def output_name(self, name: str, primary: bool) -> str:
         return f"iperf3-{name}.json"
