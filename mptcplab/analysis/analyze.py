@@ -220,6 +220,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         hol_unavailable=dl.hol_unavailable if dl else None,
         departures=departures.departures(t, conn, paths, upload),
         tcp_seq=tcpseq.tcp_seq(pk, t, conn, paths, upload, t0) if tcp_seq else None,
+        rtt_kind=_rtt_kinds(deep.rtt_kind, conn, spec.receiver_node) if deep else {},
     )
 
 
@@ -233,14 +234,27 @@ TCP_SEQ_FILE = "tcp_seq.csv"
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:
     """One flow's tables as CSV files in ``out``: TABLE_FILES, TCP_SEQ_FILE when the analysis
-    made it, and subflows.csv (one row per subflow: SubflowResult.to_dict). The one writer of
+    made it, and subflows.csv (one row per subflow: SubflowResult.to_dict and its
+    FlowAnalysis.rtt_kind). The one writer of
     them: a lab run's top-level flow (the repetition's directory), its other bulk flows
     (flows/<name>/), `mptcplab analyze`."""
     for attr, name in TABLE_FILES.items():
         getattr(fa, attr).to_csv(out / name, index=False)
     if fa.tcp_seq is not None:
         fa.tcp_seq.to_csv(out / TCP_SEQ_FILE, index=False)
-    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
+    # rtt_kind beside the rtt_* columns: at a receiver-side point they are its ACK delay
+    pd.DataFrame([{**s.to_dict(), "rtt_kind": fa.rtt_kind.get(s.name)} for s in fa.subflows]).to_csv(
+        out / "subflows.csv", index=False)
+
+
+def _rtt_kinds(found: dict[str, str], conn: list[Subflow], receiver_node: str | None) -> dict[str, str]:
+    """depth.py's rtt_kind per subflow, except where the lab names the data receiver's node and
+    the subflow's point is on it (``node:iface``): that is known, not read from the handshake
+    (a lab path without delay leaves the handshake's gaps too short to tell)."""
+    if receiver_node is None:
+        return found
+    return {k: ("ack_delay" if next((s.point for s in conn if f"{s.cip}:{s.cport}" == k), "")
+                .split(":", 1)[0] == receiver_node else v) for k, v in found.items()}
 
 
 def _carries_dss(t: pd.DataFrame, sf: Subflow, upload: bool) -> bool:

@@ -35,7 +35,7 @@ import pandas as pd
 from .flows import Subflow
 from .intervals import first_arrival
 from .mapping import data_starts
-from .mpversion import widen
+from .mpversion import widen_rows
 from .packets import MP_CAPABLE
 from .usefulness import first_copies
 
@@ -124,11 +124,22 @@ def data_isn(t: pd.DataFrame, sf: Subflow, upload: bool) -> int | None:
     return None
 
 
-def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None,
-                   isn: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(times, 64-bit data sequence numbers of the first byte, lengths) of the data segments at
-    ``rows`` (positions in ``t``) that a mapping covers (see the module docstring). ``isn``:
-    the data sender's ISN on the subflow (data_isn), else estimated from the mappings."""
+@dataclass
+class _Mapped:
+    """A subflow's data segments at one point and the mappings they carry (_mappings)."""
+
+    times: np.ndarray       # arrival (epoch s)
+    seq: np.ndarray         # raw TCP sequence numbers
+    tlen: np.ndarray
+    has: np.ndarray         # the segment carries a mapping (a DSS, or v1's MP_CAPABLE with data)
+    raw: np.ndarray         # its DSN as sent (4 or 8 octets; IDSN + 1 for MP_CAPABLE data)
+    is64: np.ndarray
+    ssn: np.ndarray
+    dll: np.ndarray
+
+
+def _mappings(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None) -> _Mapped:
+    """The segments at ``rows`` (positions in ``t``) and their own mappings, DSNs not widened."""
     prow = t["row"].to_numpy()[rows]
     # take the subflow's rows of the nullable columns first: converting whole columns costs more
     dsn_a = pk["dsn"].array[prow]
@@ -136,8 +147,6 @@ def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: in
     dsn_na = dsn_a.isna()
     mpc = (pk["mp"].to_numpy()[prow] & (1 << MP_CAPABLE)) != 0
     has = ~dsn_na | (mpc & ~dll_na & (base is not None))
-    if not has.any():
-        return np.zeros(0), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
     raw = dsn_a.to_numpy(dtype=np.uint64, na_value=0)
     is64 = pk["dsn64"].to_numpy()[prow]
     ssn = pk["ssn"].array[prow].to_numpy(dtype=np.int64, na_value=0)
@@ -146,21 +155,50 @@ def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: in
         raw = np.where(first, np.uint64((base + 1) % 2**64), raw)
         is64 = is64 | first
         ssn = np.where(first, 1, ssn)
-    m = np.flatnonzero(has)
-    ref = base if base is not None else int(raw[m][is64[m]].min()) if is64[m].any() else int(raw[m].min())
-    d = np.zeros(len(prow), dtype=np.uint64)
-    d[m] = widen(raw[m], is64[m], ref)
-    seq = t["seq"].to_numpy()[rows].astype(np.int64)
-    tlen = t["tlen"].to_numpy()[rows].astype(np.int64)
+    return _Mapped(times=t["t"].to_numpy()[rows], seq=t["seq"].to_numpy()[rows].astype(np.int64),
+                   tlen=t["tlen"].to_numpy()[rows].astype(np.int64), has=has, raw=raw, is64=is64, ssn=ssn,
+                   dll=pk["dll"].array[prow].to_numpy(dtype=np.int64, na_value=0))
+
+
+def _place(m: _Mapped, wide: np.ndarray, isn: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times, 64-bit DSN of the first byte, lengths) of the segments a mapping covers;
+    ``wide``: the 64-bit DSNs of the segments carrying one (m.has), in order."""
+    if not m.has.any():
+        return np.zeros(0), np.zeros(0, dtype=np.uint64), np.zeros(0, dtype=np.int64)
+    d = np.zeros(len(m.has), dtype=np.uint64)
+    d[m.has] = wide
     if isn is None:
         # seq - ssn of a segment carrying a mapping is ISN + its offset in the mapping (>= 0),
         # so the lowest one (modulo 2^32, near the first) is the ISN
-        v = (seq[has] - ssn[has]) % 2**32
+        v = (m.seq[m.has] - m.ssn[m.has]) % 2**32
         isn = (int(v[0]) + int(((v - v[0] + 2**31) % 2**32 - 2**31).min())) % 2**32
-    dll = pk["dll"].array[prow].to_numpy(dtype=np.int64, na_value=0)
     # each segment under the mapping whose subflow sequence range holds it (mapping.py)
-    start, found = data_starts((seq - isn) % 2**32, has, d, ssn, dll)
-    return t["t"].to_numpy()[rows][found], start[found], tlen[found]
+    start, found = data_starts((m.seq - isn) % 2**32, m.has, d, m.ssn, m.dll)
+    return m.times[found], start[found], m.tlen[found]
+
+
+def _widen_all(parts: list[_Mapped], base: int | None) -> list[np.ndarray]:
+    """The 64-bit DSNs of every subflow's mappings, widened together in arrival order: the
+    data sequence space is the connection's, so a subflow's first 4-octet DSN is placed next
+    to what the others carried before it, not next to the IDSN (a join that starts after
+    2 GB would otherwise land 4 GB too low; mpversion.widen_rows)."""
+    vals = [m.raw[m.has] for m in parts]
+    bounds = np.cumsum([0] + [len(v) for v in vals])
+    if bounds[-1] == 0:
+        return [np.zeros(0, dtype=np.uint64) for _ in parts]
+    idx = [np.arange(bounds[i], bounds[i + 1]) for i in range(len(parts))]
+    return widen_rows(idx, np.concatenate(vals), np.concatenate([m.is64[m.has] for m in parts]),
+                      np.concatenate([m.times[m.has] for m in parts]), base)
+
+
+def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None,
+                   isn: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(times, 64-bit data sequence numbers of the first byte, lengths) of the data segments at
+    ``rows`` (positions in ``t``, one subflow) that a mapping covers (see the module
+    docstring). ``isn``: the data sender's ISN on the subflow (data_isn), else estimated from
+    the mappings. delivery() widens all subflows' DSNs together instead."""
+    m = _mappings(pk, t, rows, base)
+    return _place(m, _widen_all([m], base)[0], isn)
 
 
 def hol_delays(start: np.ndarray, length: np.ndarray, arrival: np.ndarray) -> np.ndarray:
@@ -203,6 +241,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
     owd_rows: list[pd.DataFrame] = []
     per: dict[str, dict[str, float | int | str | None]] = {}
     segs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
+    mapped: list[tuple[str, str, _Mapped, int | None]] = []
     why: str | None = None if same_clock else ("the capture points are not known to share one clock "
                                                "(captures from two machines)")
     any_pair = False
@@ -232,9 +271,12 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
             if len(_data_rows(t, sf, sf.point, upload)):
                 hol_why = f"subflow {name} was not captured at the receiver ({receiver_node})"
             continue
-        ts_, st, ln = segment_ranges(pk, t, _data_rows(t, sf, recv_point, upload), base, data_isn(t, sf, upload))
         p["hol_point"] = recv_point
-        segs.append((name, path or "", ts_, st, ln))
+        mapped.append((name, path or "", _mappings(pk, t, _data_rows(t, sf, recv_point, upload), base),
+                       data_isn(t, sf, upload)))
+    wide = _widen_all([m[2] for m in mapped], base)
+    for (name, path_, m, isn), w in zip(mapped, wide, strict=True):
+        segs.append((name, path_, *_place(m, w, isn)))
     if same_clock and not any_pair:
         why = "no subflow was captured at two points"
     if hol_why is not None:         # holes one subflow fills are invisible without all of them

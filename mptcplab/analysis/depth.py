@@ -36,8 +36,10 @@ point (flows.find_subflows), so a packet seen at two points counts once. Definit
   the count comparable with the kernel's (measured within 1 on labs/rcvbuf's TB-EMU2, where
   the 50 kbit/s 3G subflow queues data for seconds; docs/labs/rcvbuf.md).
 * RTT per subflow: time from a data segment (never retransmitted, Karn) to the first ACK
-  from the receiver covering it, at the chosen point. Meaningful at a point on the sender's
-  side (the data direction's sender); at the receiver's side it is only the ACK delay.
+  from the receiver covering it, at the chosen point. The path RTT only at a point on the
+  sender's side (the data direction's sender); at the receiver's side it is only the
+  receiver's ACK delay, so each subflow's numbers carry what they measure (``rtt_kind``,
+  RTT_KINDS), from where its handshake places the point (sides.capture_end).
 * Events: MP_PRIO, ADD_ADDR, REMOVE_ADDR, MP_FASTCLOSE, MP_TCPRST, MP_FAIL, DATA_FIN, an
   infinite mapping (data-level length 0: fallback, RFC 8684 3.7, first one only); DATA_FIN
   first seen from each side.
@@ -53,12 +55,31 @@ import pandas as pd
 from .flows import Subflow
 from .mpversion import V1, idsn, widen_rows
 from .packets import ADD_ADDR, MP_CAPABLE, MP_FAIL, MP_FASTCLOSE, MP_PRIO, MP_TCPRST, REMOVE_ADDR
+from .sides import capture_end
 from .stats import unwrap32
 
 DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
                        "same_subflow", "window_probe", "late_original"]
 EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
+
+#: what a subflow's data segment -> ACK times measure, by where the capture was taken:
+#: at the data sender, the path RTT (plus the receiver's ACK delay); at the data receiver,
+#: only the receiver's ACK delay (the segment arrived there, the ACK left there: no path
+#: crossed); between the two, the RTT of the part from the point to the receiver; unknown
+#: without a captured handshake to place the point
+RTT_KINDS = {"path": "path RTT", "ack_delay": "receiver's ACK delay, not the path RTT",
+             "partial": "RTT from the capture point to the receiver only", "unknown": "capture end unknown"}
+
+
+def rtt_kind(end: str | None, upload: bool) -> str:
+    """RTT_KINDS key for a capture at ``end`` (sides.capture_end) of a subflow whose data the
+    client sends (``upload``) or the server sends."""
+    if end is None:
+        return "unknown"
+    if end == "middle":
+        return "partial"
+    return "path" if (end == "client") == upload else "ack_delay"
 
 
 @dataclass
@@ -82,6 +103,9 @@ class Depth:
     checksum_required: bool | None = None
     #: the data sender's IDSN (None: its key was not captured)
     idsn: int | None = None
+    #: subflow name -> what its rtt_* numbers measure (RTT_KINDS), from where its capture
+    #: point sits (sides.capture_end)
+    rtt_kind: dict[str, str] = field(default_factory=dict)
     #: the MPTCP version the handshake agreed (None: no MP_CAPABLE captured)
     version: int | None = None
     #: the 64-bit DSN that ``dsn`` 0 stands for (the IDSN, else the lowest mapped DSN - 1;
@@ -123,6 +147,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
     times = pk["t"].to_numpy()
     # the nullable columns as plain arrays once (indexing them per subflow costs more)
     dsn_na = pk["dsn"].isna().to_numpy()
+    pk_dsn_na = dsn_na               # a DSS's own mapping (an MP_CAPABLE's is no infinite mapping)
     dsn_all = pk["dsn"].to_numpy(dtype=np.uint64, na_value=0)
     dsn64 = pk["dsn64"].to_numpy()
     dack_na = pk["data_ack"].isna().to_numpy()
@@ -156,10 +181,22 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
     events: list[dict[str, object]] = []
     csum_seen: bool | None = None
     per: dict[str, dict[str, float | int | None]] = {}
+    rtt_kinds: dict[str, str] = {}
     # each subflow's mapping rows (data direction; a mapping on a segment without payload
     # carries only the DATA_FIN, one DSN sent on every subflow: not data) and data ACK rows
     # (the other direction) at its chosen point, widened over the whole connection
     map_rows, ack_rows = [], []
+    mpc_data = _mpc_data_rows(pk, rows_t, fc_t, ini, upload, dsn_na, dll_na, tlen_pk)
+    if base is not None and len(mpc_data):
+        # v1's implicit mapping (RFC 8684 3.1): data on the MP_CAPABLE ACK (or first data
+        # packet) is data byte 1 (IDSN + 1) at subflow byte 1, for the MP_CAPABLE's data-level
+        # length; filled into copies of the columns so it reads as any 8-octet mapping
+        dsn_all, dsn64, ssn_all = dsn_all.copy(), dsn64.copy(), ssn_all.copy()
+        dsn_all[mpc_data] = np.uint64((base + 1) % 2**64)
+        dsn64[mpc_data] = True
+        ssn_all[mpc_data] = 1
+        dsn_na = dsn_na.copy()
+        dsn_na[mpc_data] = False
     for sf in conn:
         prow = rows_t[sf.rows[sf.point]]
         data_dir = fc_t[sf.rows[sf.point]] == upload
@@ -194,7 +231,9 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
             new = np.r_[True, w[1:] != w[:-1]]          # only where the data ACK moves
             acks.append(pd.DataFrame({"t": times[ar][new] - t0, "path": path, "subflow": name, "kind": "ack",
                                       "dsn64": w[new], "length": 0, "ssn": 0}))
-        # RTT at the chosen point
+        # RTT at the chosen point, and what it measures there
+        rtt_kinds[name] = rtt_kind(capture_end(t["t"].to_numpy()[trows], t["flags"].to_numpy()[trows].astype(np.int64),
+                                               fc_t[trows].astype(bool)), upload)
         seg = trows[data_dir & (tlen_t[trows] > 0)]
         back = trows[~data_dir & ((t["flags"].to_numpy()[trows] & 0x10) != 0)]
         back = back[~np.isnan(t["ack"].to_numpy()[back])]
@@ -207,7 +246,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
             "rtt_samples": int(len(samples)),
             "mptcp_retransmissions": 0, "mptcp_retrans_bytes": 0,
         }
-        infinite = ~dsn_na[prow] & ~dll_na[prow] & (dll_all[prow] == 0)
+        infinite = ~pk_dsn_na[prow] & ~dll_na[prow] & (dll_all[prow] == 0)
         events += _events(pk, prow, data_dir, infinite, name, path, t0)
 
     dsn = pd.concat(maps + acks, ignore_index=True) if maps or acks else None
@@ -230,7 +269,20 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
     return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
                  per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required,
-                 idsn=base, origin=origin, version=ini.version if ini is not None else None)
+                 idsn=base, origin=origin, rtt_kind=rtt_kinds, version=ini.version if ini is not None else None)
+
+
+def _mpc_data_rows(pk: pd.DataFrame, rows_t: np.ndarray, fc_t: np.ndarray, ini: Subflow | None, upload: bool,
+                   dsn_na: np.ndarray, dll_na: np.ndarray, tlen: np.ndarray) -> np.ndarray:
+    """Packet table rows of the initial subflow (at its chosen point) whose data an MP_CAPABLE
+    maps (RFC 8684 3.1: the initiator's ACK or first data packet carries the data-level length
+    and no DSS). Only the client sends that form, so only an upload has such rows."""
+    if ini is None or not upload:
+        return np.zeros(0, dtype=np.int64)
+    trows = ini.rows[ini.point]
+    prow = rows_t[trows]
+    mpc = (pk["mp"].to_numpy()[prow] & (1 << MP_CAPABLE)) != 0
+    return prow[mpc & (fc_t[trows] == upload) & dsn_na[prow] & ~dll_na[prow] & (tlen[prow] > 0)]
 
 
 def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.DataFrame:

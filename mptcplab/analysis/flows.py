@@ -64,7 +64,8 @@ class Subflow:
     syn_plain_t: float | None = None
     synack_seen: bool = False
     synack_mp: bool = False         # the SYN/ACK carried the same MPTCP option as the SYN
-    third_ack_mpc: bool = False     # the client's third ACK carried MP_CAPABLE
+    #: the client's third ACK carried MP_CAPABLE (or v1's MP_CAPABLE with data arrived later)
+    third_ack_mpc: bool = False
     client_acked: bool = False      # a client packet without SYN after the SYN/ACK
     server_acked: bool = False      # then a server packet without SYN/RST (a join's 4th ACK)
     server_key: int | None = None
@@ -234,6 +235,12 @@ def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> No
             if n_syn:
                 sf.ack_mp_at[point] = bool(mp[first] & ((1 << MP_CAPABLE) | (1 << MP_JOIN)))
             if mp[first] & (1 << MP_CAPABLE):
+                sf.third_ack_mpc = True
+            elif (after & ((mp & (1 << MP_CAPABLE)) != 0) & (c.tlen[idx] > 0)).any():
+                # v1's MP_CAPABLE with data came later: it was lost before this point (a
+                # receiver-side capture sees its retransmission after DSS segments the client
+                # sent behind it); a client sends that form only on a connection it keeps as
+                # MPTCP, and the server establishes on it (RFC 8684 3.1): not a fallback
                 sf.third_ack_mpc = True
             fourth = ~fc & ~is_syn & ((flags & RST) == 0) & (times >= times[first])
             if fourth.any():

@@ -164,7 +164,8 @@ class SubflowResult:
     retired_t: float | None = None
     retired_by: str | None = None
     #: RTT from the capture (data segment -> first ACK covering it, Karn's rule; depth.py),
-    #: ms; None without samples. Meaningful when ``point`` is on the data sender's side.
+    #: ms; None without samples. The path RTT only when ``point`` is on the data sender's
+    #: side; FlowAnalysis.rtt_kind says what it is (at the receiver: its ACK delay).
     rtt_min_ms: float | None = None
     rtt_median_ms: float | None = None
     rtt_p95_ms: float | None = None
@@ -288,6 +289,11 @@ class FlowAnalysis:
     #: tcpseq.py: each subflow's TCP sequence/ACK numbers, window and timestamps where they
     #: move (tcpseq.COLUMNS); None: not asked for (analyze_packets ``tcp_seq``)
     tcp_seq: pd.DataFrame | None = None
+    #: subflow name -> what its rtt_* numbers measure (depth.RTT_KINDS: "path", "ack_delay"
+    #: at the data receiver, "partial" at a point between, "unknown"), from where its capture
+    #: point sits (sides.capture_end). Kept beside the subflows, not in SubflowResult, whose
+    #: fields the record model declares one by one (record/model/flow.py)
+    rtt_kind: dict[str, str] = field(default_factory=dict)
 
     @property
     def resends(self) -> pd.DataFrame:
@@ -336,5 +342,5 @@ class FlowAnalysis:
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
             "mptcp_version": self.mptcp_version,
             "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
-            "hol_unavailable": self.hol_unavailable,
+            "hol_unavailable": self.hol_unavailable, "rtt_kind": dict(self.rtt_kind),
         }

@@ -46,3 +46,44 @@ def to_server(pk: pd.DataFrame, ports: Collection[int]) -> np.ndarray:
         client[g] = b[k[0]] if len(k) else a[rows[0]]
     to[both] = a == client[first]
     return to
+
+
+#: how many times longer one handshake gap must be than the other to place the capture at an
+#: end: an end host answers in microseconds to a millisecond, a path takes at least a few
+#: times that; between the two (a capture on a router, or a path as fast as the host) no end
+END_RATIO = 4.0
+#: the longest an end host takes to answer in the handshake (s), for telling a point between
+#: the ends from a path too short to place the point at all
+HOST_TURNAROUND_S = 0.001
+
+
+def capture_end(times: np.ndarray, flags: np.ndarray, from_client: np.ndarray) -> str | None:
+    """Which end of a subflow a capture point sits at, from its handshake as captured there
+    (one subflow's packets at one point, in capture order): ``"client"``, ``"server"``,
+    ``"middle"``, or None without a captured SYN, SYN/ACK and the client's ACK after it, or
+    when the gaps cannot tell (both alike and too short to hold any path).
+
+    At the client, SYN -> SYN/ACK spans the whole path RTT and SYN/ACK -> ACK only the client's
+    own turnaround; at the server the other way round; at a point between, each gap holds the
+    part of the path on its side. The SYN is the last one before the SYN/ACK (an earlier SYN
+    that got no answer says nothing about the path)."""
+    syn = np.flatnonzero(((flags & (SYN | ACK)) == SYN) & from_client)
+    synack = np.flatnonzero(((flags & (SYN | ACK)) == (SYN | ACK)) & ~from_client)
+    if not len(syn) or not len(synack):
+        return None
+    sa = int(synack[0])
+    before = syn[syn < sa]
+    after = np.flatnonzero(from_client & ((flags & SYN) == 0))
+    after = after[after > sa]
+    if not len(before) or not len(after):
+        return None
+    a = float(times[sa] - times[before[-1]])       # SYN -> SYN/ACK
+    b = float(times[after[0]] - times[sa])         # SYN/ACK -> ACK
+    if a >= END_RATIO * b:
+        return "client"
+    if b >= END_RATIO * a:
+        return "server"
+    # neither gap dominates: a point between the ends only when both gaps hold some path
+    # (a host's turnaround is well under HOST_TURNAROUND_S); two gaps of tens of
+    # microseconds (a path with no delay to speak of) place the point nowhere
+    return "middle" if min(a, b) >= HOST_TURNAROUND_S else None

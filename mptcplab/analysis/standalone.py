@@ -171,6 +171,20 @@ def version_text(v: int | None) -> str:
     return {0: "v0 (RFC 6824)", 1: "v1 (RFC 8684)"}.get(v, f"version {v}")
 
 
+def rtt_text(median_ms: float | None, kind: str | None) -> str:
+    """A subflow's RTT as the summary gives it, named for what it measures (depth.RTT_KINDS):
+    at the data receiver it is that end's ACK delay and never called RTT."""
+    if median_ms is None:
+        return "no rtt"
+    if kind == "ack_delay":
+        return f"ACK delay median {median_ms} ms (capture at the data receiver: not the path RTT)"
+    if kind == "partial":
+        return f"rtt median {median_ms} ms (capture point to receiver only, not the whole path)"
+    if kind == "path":
+        return f"path rtt median {median_ms} ms"
+    return f"rtt median {median_ms} ms (capture end unknown: path RTT only if taken at the sender)"
+
+
 def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
     """The terminal summary of ``mptcplab analyze``."""
     lines = [f"guessed: {h}" for h in g.how]
@@ -184,7 +198,7 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
                  f"MPTCP-level retransmissions {fa.mptcp_retransmissions} ({fa.mptcp_retrans_bytes} bytes); "
                  f"DSS checksum {fa.dss_checksum}")
     for s in fa.subflows:
-        rtt = f"rtt median {s.rtt_median_ms} ms" if s.rtt_median_ms is not None else "no rtt"
+        rtt = rtt_text(s.rtt_median_ms, fa.rtt_kind.get(s.name))
         lines.append(f"  path {s.path} {s.name} -> {s.dst}:{s.dport} {s.kind}: {s.bytes} bytes, share "
                      f"{s.share:.2f}, tcp retrans {s.retransmissions}, mptcp retrans {s.mptcp_retransmissions}, {rtt}")
     h = fa.hol_connection
