@@ -29,6 +29,8 @@ from .lab.loader import EXPERIMENT
 from .lab.model import Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
 from .middlebox import rewrite
+from .probes.registry import REGISTRY as PROBES
+from .probes.registry import enabled as enabled_probes
 from .traffic import KINDS
 
 PROC_SYS = Path("/proc/sys")
@@ -37,10 +39,8 @@ TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps", "ping": "iputil
          "tcpdump": "tcpdump", "tshark": "tshark", "nft": "nftables", "iptables": "iptables", "ethtool": "ethtool"}
 #: tools some traffic kind runs (traffic/<kind>.py ``tools``), checked when a lab uses it
 KIND_TOOLS = {t: p for k in KINDS.values() for t, p in k.tools.items()}
-#: tools a probe runs (probes/), checked only for scenarios that turn that probe on
-PROBE_TOOLS = {"nstat": ("nstat", "iproute2")}
-#: tracepoints a probe reads
-PROBE_TRACEPOINTS = {"tcp_probe": ("tcp/tcp_probe", "tcp/tcp_retransmit_skb")}
+#: tools the probes run (probes/<probe>.py ``tools``), checked only for scenarios that turn that probe on
+PROBE_TOOLS = {t: p for cls in PROBES.values() for t, p in cls.tools.items()}
 # interface-specific sysctl directories: the interface does not exist yet when the
 # preflight runs, so the key is checked under "default", which every interface copies
 _PER_IFACE = re.compile(r"^(net\.ipv[46]\.(?:conf|neigh))\.([^.]+)\.(.+)$")
@@ -228,14 +228,13 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
 
 def _probe_problems(scenarios: Sequence[ScenarioRun], facts: HostFacts) -> list[Problem]:
     """What the probes the scenarios turn on need from the host."""
-    wanted = {name for sc in scenarios for name in PROBE_TOOLS.keys() | PROBE_TRACEPOINTS.keys()
-              if getattr(sc.body.probes, name, False)}
+    wanted = {cls.name: cls for sc in scenarios for cls in enabled_probes(sc.body)}
     out: list[Problem] = []
-    for name in sorted(wanted):
-        if name in PROBE_TOOLS and PROBE_TOOLS[name][0] not in facts.tools:
-            tool, pkg = PROBE_TOOLS[name]
-            out.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}); probes.{name} needs it"))
-        for tp in PROBE_TRACEPOINTS.get(name, ()):
+    for name, cls in sorted(wanted.items()):
+        for tool, pkg in sorted(cls.tools.items()):
+            if tool not in facts.tools:
+                out.append(HostNotReady(f"{tool} not found on PATH (apt-get install {pkg}); probes.{name} needs it"))
+        for tp in cls.tracepoints:
             if facts.tracepoints is not None and tp not in facts.tracepoints:
                 out.append(HostNotReady(f"this kernel has no tracepoint {tp.replace('/', ':')}, which "
                                         f"probes.{name} reads"))

@@ -24,7 +24,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.model import SubflowResult
+from ..analysis.cwnd_events import implausible
+from ..analysis.model import FlowAnalysis, SubflowResult
+from .base import OtherFlow
 
 COLUMNS = ["t", "flow", "path", "subflow", "src", "sport", "dst", "dport", "backup", "bytes", "mbps", "snd_cwnd",
            "ssthresh", "srtt_ms", "snd_wnd", "samples"]
@@ -75,3 +77,32 @@ def subflow_series(timeseries: pd.DataFrame, subflows: Sequence[SubflowResult], 
             frame[k] = v
         parts.append(frame[COLUMNS])
     return pd.concat(parts, ignore_index=True)
+
+
+def series(df: pd.DataFrame, fa: FlowAnalysis, upload: bool, backup_paths: tuple[str, ...], flow: str,
+           others: Sequence[OtherFlow]) -> pd.DataFrame:
+    """subflow_series.csv: the measured flow's subflows, then each other flow's, on the
+    measured flow's time axis."""
+    parts = [subflow_series(fa.timeseries, fa.subflows, df, fa.t0_epoch, upload, backup_paths, flow=flow)]
+    for o in others:
+        if o.fa.t0_epoch is None or fa.t0_epoch is None:
+            continue  # no SYN seen: no axis to put its bins on
+        parts.append(subflow_series(o.fa.timeseries, o.fa.subflows, df, fa.t0_epoch, o.upload, flow=o.name,
+                                    shift_s=o.fa.t0_epoch - fa.t0_epoch))
+    parts = [p for p in parts if not p.empty]
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)
+
+
+def implausible_windows(df: pd.DataFrame,
+                        flows: Sequence[tuple[str, Sequence[SubflowResult], bool]]) -> dict[str, Any]:
+    """{subflow: {flow, path, samples, max_cwnd}} for each data sender with per-ACK samples
+    whose cwnd no TCP window can be (analysis/cwnd_events.implausible); only those with some."""
+    out: dict[str, Any] = {}
+    for name, subflows, upload in flows:
+        for sf in subflows:
+            s = sender_samples(df, sf, upload)
+            bad = s[implausible(s["snd_cwnd"])] if not s.empty else s
+            if not bad.empty:
+                out[sf.name] = {"flow": name, "path": sf.path, "samples": int(len(bad)),
+                                "of": int(len(s)), "max_cwnd": int(bad["snd_cwnd"].max())}
+    return out

@@ -24,14 +24,16 @@ import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 
 import pandas as pd
+from pydantic import AfterValidator
 
+from ..lab.fields import check_unit
 from ..steps.base import Planned, Rep
 from ..units import parse_time
 from ..warncodes import PROBE_DEGRADED
-from .base import Probe, probes_dir
+from .base import Joined, Probe, Setting, probes_dir
 from .ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_cmd
 
 if TYPE_CHECKING:
@@ -143,9 +145,19 @@ def summary(table: pd.DataFrame, body: ExperimentBody) -> dict[str, Any]:
     return out
 
 
+def _interval(v: Any) -> Any:
+    """A time with its unit (check_unit's message for a bad one), above zero."""
+    check_unit(parse_time, v)
+    if v is not None and parse_time(v) <= 0:
+        raise ValueError("ss_interval must be positive")
+    return v
+
+
 class SsMemoryProbe(Probe):
     name = "ss_interval"
     table: ClassVar[str] = TABLE
+    setting = Setting(Annotated[str | float | None, AfterValidator(_interval)], None,
+                      "sample every flow end's socket memory (`ss -tinmM`) at this interval, e.g. 100ms")
 
     def __init__(self) -> None:
         self._samples: list[tuple[float, str, str]] = []
@@ -159,13 +171,14 @@ class SsMemoryProbe(Probe):
         return [TABLE, *(raw_name(n) for n in self._nodes)]
 
     def commands(self, rep: Rep) -> list[Planned]:
-        every = rep.body.probes.ss_interval
+        every = self.value(rep.body)
         return [Planned(ss_mem_cmd(n), note=f"every {every} during the traffic (a thread of the runner): "
                         f"probes/{TABLE}") for n in end_nodes(flow_ends(rep.body, rep.plan.net))]
 
     def start(self, rep: Rep) -> None:
-        assert rep.body.probes.ss_interval is not None
-        interval = self._interval = parse_time(rep.body.probes.ss_interval)
+        every = self.value(rep.body)
+        assert every is not None
+        interval = self._interval = parse_time(every)
         self._nodes = end_nodes(flow_ends(rep.body, rep.plan.net))
         backend = rep.backend
 
@@ -217,3 +230,7 @@ class SsMemoryProbe(Probe):
             return pd.read_csv(path)
         except (OSError, pd.errors.EmptyDataError):
             return pd.DataFrame(columns=COLUMNS)
+
+    @classmethod
+    def summarise(cls, table: pd.DataFrame, joined: Joined) -> tuple[Any, list[str]]:
+        return summary(table, joined.body), []

@@ -23,7 +23,7 @@ import pandas as pd
 from ..commands import cmd
 from ..steps.base import Planned
 from ..warncodes import PROCESS_DID_NOT_EXIT
-from .base import Probe, probes_dir
+from .base import Joined, Probe, Setting, probes_dir
 
 if TYPE_CHECKING:
     from ..steps.base import Rep
@@ -57,6 +57,7 @@ def mptcp_nodes(rep: Rep) -> list[str]:
 
 class MptcpMonitor(Probe):
     name = "mptcp_monitor"
+    setting = Setting(bool, False, "`ip mptcp monitor` events in the MPTCP flows' end nodes")
 
     def __init__(self) -> None:
         self._procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = []
@@ -103,6 +104,13 @@ class MptcpMonitor(Probe):
             node = f.name.removeprefix("mptcp-monitor-").removesuffix(".log")
             rows += parse_monitor(node, f.read_text(errors="replace"))
         return pd.DataFrame(rows, columns=COLUMNS)
+
+    @classmethod
+    def summarise(cls, table: pd.DataFrame, joined: Joined) -> tuple[Any, list[str]]:
+        """Per node, how many events of each kind."""
+        del joined
+        return ({n: {str(k): int(v) for k, v in g["event"].value_counts().items()}
+                 for n, g in table.groupby("node")} if not table.empty else {}), []
 
 
 def subscribed(pid: int) -> bool | None:

@@ -18,7 +18,7 @@ import pandas as pd
 
 from ..commands import Cmd, cmd
 from ..steps.base import Planned
-from .base import Probe, probes_dir
+from .base import Joined, Probe, Setting, probes_dir
 
 if TYPE_CHECKING:
     from ..steps.base import Rep
@@ -45,6 +45,8 @@ def file_name(node: str, phase: str) -> str:
 
 class NstatProbe(Probe):
     name = "nstat"
+    setting = Setting(bool, False, "each node's MIB counters (MPTcpExt*, TcpExt*, Tcp*) before and after the traffic")
+    tools = {"nstat": "iproute2"}
 
     def __init__(self) -> None:
         self._nodes: list[str] = []
@@ -80,6 +82,14 @@ class NstatProbe(Probe):
                 continue
             rows += counter_rows(node, before.read_text(), after.read_text())
         return pd.DataFrame(rows, columns=COLUMNS)
+
+    @classmethod
+    def summarise(cls, table: pd.DataFrame, joined: Joined) -> tuple[Any, list[str]]:
+        """Per node, the MPTcpExt counters that moved (metrics/buffers.py reads them)."""
+        del joined
+        nz = table[(table["delta"] != 0) & table["counter"].str.startswith("MPTcpExt")] if not table.empty else table
+        return ({n: dict(zip(g["counter"], g["delta"].astype(int), strict=True)) for n, g in nz.groupby("node")}
+                if not nz.empty else {}), []
 
 
 def _counters(text: str) -> dict[str, int]:

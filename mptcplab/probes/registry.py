@@ -1,6 +1,12 @@
-"""Probe name (the key under ``probes:`` in experiment.yml) -> class. A new probe is a
-module with a Probe subclass, one line here and a field in lab/schema/experiment.py Probes. The
-packet capture (tcpdump.py) is not here: no lab can turn it off (probes/step.py)."""
+"""Probe name (the key under ``probes:`` in experiment.yml) -> class: the one place that
+lists the probes a lab can choose. A new probe is a module with a Probe subclass that
+declares its ``setting``, ``tools``/``tracepoints`` and ``summarise``, and one line here;
+the ``Probes`` schema (lab/schema/experiment.py), preflight's probe checks and the analysis
+(probes/analysis.py) are built from this table. The packet capture (tcpdump.py) and the host
+CPU reading (hostcpu.py) are not here: no lab can turn them off (probes/step.py).
+
+This module and the probes it lists are imported by the lab schema, so they import nothing
+of lab/ at run time but lab.fields (pure): no import cycle."""
 
 from __future__ import annotations
 
@@ -17,12 +23,8 @@ if TYPE_CHECKING:
 
 #: in start order (stop runs in reverse): the nstat "before" reading comes last so the
 #: other probes' own start-up is not counted in it
-REGISTRY: dict[str, type[Probe]] = {
-    TcpProbe.name: TcpProbe,
-    SsMemoryProbe.name: SsMemoryProbe,
-    MptcpMonitor.name: MptcpMonitor,
-    NstatProbe.name: NstatProbe,
-}
+PROBES: tuple[type[Probe], ...] = (TcpProbe, SsMemoryProbe, MptcpMonitor, NstatProbe)
+REGISTRY: dict[str, type[Probe]] = {cls.name: cls for cls in PROBES}
 
 
 def names() -> tuple[str, ...]:
@@ -32,4 +34,4 @@ def names() -> tuple[str, ...]:
 def enabled(body: ExperimentBody) -> list[type[Probe]]:
     """The probe classes a scenario turns on."""
     # a probe's field is a switch (true) or its setting (ss_interval: 100ms); None/false: off
-    return [cls for name, cls in REGISTRY.items() if getattr(body.probes, name, None) not in (None, False)]
+    return [cls for cls in REGISTRY.values() if cls.value(body) not in (None, False)]

@@ -33,10 +33,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
+from ..analysis.cwnd_events import counts_by_subflow, subflow_reductions
 from ..commands import Cmd, cmd
 from ..steps.base import Planned
 from ..warncodes import PROBE_DEGRADED
-from .base import Probe, probes_dir
+from .base import Joined, Probe, Setting, probes_dir
+from .join import implausible_windows, sender_samples, series
 from .tracefs import EventSetting, Instance, instance_dir, setup_writes
 
 if TYPE_CHECKING:
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
 
 TRACE_FILE = "tcp_probe.trace"
 META_FILE = "tcp_probe.json"
+SERIES_FILE = "subflow_series.csv"
+REDUCTIONS_FILE = "cwnd_reductions.csv"
 NFT_TABLE = "mptcplab_probe"
 NFT_CHAIN = "runmark"  # ("mark" is an nft keyword)
 #: before every other hook (conntrack is -200): the mark must be on the skb whatever
@@ -95,6 +99,8 @@ def unmark_cmd(node: str) -> Cmd:
 
 class TcpProbe(Probe):
     name = "tcp_probe"
+    setting = Setting(bool, False, "tcp:tcp_probe (+ tcp_retransmit_skb) per ACK: cwnd, ssthresh, srtt, snd_wnd")
+    tracepoints = ("tcp/tcp_probe", "tcp/tcp_retransmit_skb")
 
     def __init__(self, token: str | None = None) -> None:
         #: random per repetition: the instance name and the skb mark come from it
@@ -159,6 +165,49 @@ class TcpProbe(Probe):
         except OSError:
             return pd.DataFrame(columns=COLUMNS)
         return parse_trace(text, float(meta["clock_offset_start"]))
+
+    @classmethod
+    def summarise(cls, table: pd.DataFrame, joined: Joined) -> tuple[Any, list[str]]:
+        """Writes the per-subflow join (subflow_series.csv) and each sender's cwnd reductions
+        (cwnd_reductions.csv); the record gets the sample counts, the reductions per subflow
+        and the windows no TCP can have."""
+        df, j = table, joined
+        d = probes_dir(j.rep_dir)
+        fa, upload = j.fa, j.upload
+        series(df, fa, upload, j.backup_paths, j.flow, j.others).to_csv(d / SERIES_FILE, index=False)
+        flows = [(j.flow, fa.subflows, upload)] + [(o.name, o.fa.subflows, o.upload) for o in j.others]
+        with_samples = [sf.name for _, sfs, up in flows for sf in sfs if not sender_samples(df, sf, up).empty]
+        try:
+            lost = lost_events((d / TRACE_FILE).read_text(errors="replace"))
+        except OSError:
+            lost = 0
+        # cwnd reductions of each subflow's sender, with and without a retransmission
+        # (analysis/cwnd_events.py has the definition)
+        episodes = subflow_reductions(df, fa.subflows, upload)
+        if fa.t0_epoch is not None and not episodes.empty:  # the time series' origin
+            episodes[["start_t", "end_t"]] = (episodes[["start_t", "end_t"]] - fa.t0_epoch).round(6)
+        episodes.to_csv(d / REDUCTIONS_FILE, index=False)
+        summary: dict[str, Any] = {
+            "samples": int((df["event"] == "tcp_probe").sum()) if not df.empty else 0,
+            "retransmits": int((df["event"] == "tcp_retransmit_skb").sum()) if not df.empty else 0,
+            "lost_events": lost, "subflows": len(fa.subflows), "subflows_with_samples": with_samples,
+            "cwnd_reductions": counts_by_subflow(df, fa.subflows, upload, episodes),
+        }
+        warnings: list[str] = []
+        odd = implausible_windows(df, flows)
+        if odd:
+            summary["cwnd_implausible"] = odd
+            warnings += [f"tcp_probe: {v['samples']} of {v['of']} samples of subflow {k} (flow {v['flow']}, "
+                         f"path {v['path']}) have a cwnd above 2^21 segments (up to {v['max_cwnd']}), more "
+                         "than any TCP window can hold: left out of the cwnd metrics (docs/cc-lia.md, cwnd "
+                         "jumps)" for k, v in odd.items()]
+        if lost:
+            warnings.append(f"tcp_probe: the trace buffer overflowed, {lost} events lost: the cwnd series "
+                            "has gaps")
+        missing = [sf.name for _, sfs, _ in flows for sf in sfs if sf.established and sf.name not in with_samples]
+        if missing:
+            warnings.append(f"tcp_probe: no sample from the sender of subflow(s) {', '.join(missing)}")
+        return summary, warnings
 
 
 def lost_events(text: str) -> int:

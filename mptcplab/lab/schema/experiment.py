@@ -3,10 +3,13 @@ link calibration."""
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, create_model, field_validator, model_validator
 
+from ...probes.base import Probe
+from ...probes.registry import REGISTRY as PROBES
 from ...units import parse_time
 from ..events import ControllerSpec
 from ..fields import check_unit
@@ -23,25 +26,24 @@ class CapturePoint(Strict):
     timestamps: Literal["micro", "nano"] = "micro"
 
 
-class Probes(Strict):
-    """What watches a repetition besides the capture (mptcplab/probes/, docs/lab-format.md)."""
+def probes_model(probes: Mapping[str, type[Probe]]) -> type[Strict]:
+    """The ``probes:`` model: one field per probe a lab can choose, as the probe declares it
+    (type with validators, default, description), in the registry's order."""
+    fields: dict[str, Any] = {name: (cls.setting.type, Field(default=cls.setting.default,
+                                                              description=cls.setting.description))
+                              for name, cls in probes.items()}
+    model: type[Strict] = create_model(
+        "Probes", __base__=Strict, __module__=__name__,
+        __doc__="What watches a repetition besides the capture (mptcplab/probes/, docs/lab-format.md).", **fields)
+    return model
 
-    #: tcp:tcp_probe (+ tcp_retransmit_skb) per ACK: cwnd, ssthresh, srtt, snd_wnd
-    tcp_probe: bool = False
-    #: each node's MIB counters (MPTcpExt*, TcpExt*, Tcp*) before and after the traffic
-    nstat: bool = False
-    #: `ip mptcp monitor` events in the MPTCP flows' end nodes
-    mptcp_monitor: bool = False
-    ss_interval: str | float | None = None
 
-    _t = field_validator("ss_interval")(classmethod(lambda cls, v: check_unit(parse_time, v)))
-
-    @field_validator("ss_interval")
-    @classmethod
-    def _positive(cls, v: Any) -> Any:
-        if v is not None and parse_time(v) <= 0:
-            raise ValueError("ss_interval must be positive")
-        return v
+# The probes are plug-ins (mptcplab/probes/registry.py), so this module names none of them.
+# mypy sees the base class (a probe reads its field with Probe.value); pydantic, the built model.
+if TYPE_CHECKING:
+    Probes = Strict
+else:
+    Probes = probes_model(PROBES)
 
 
 class Sweep(Strict):
