@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..metricdecl import DECLARED, extreme_reading
-from .schema import CaptureFact, Expectation, Finding, Published
+from ..metricdecl import DECLARED
+from .schema import Finding, Published
 
 #: the confidence of every verdict's interval (results/stats.py CONFIDENCE); repeated here
 #: because the lab layer does not import results/ (a test holds the two equal)
@@ -29,48 +29,6 @@ def _esc(text: str) -> str:
     return " ".join(text.replace("|", "\\|").split())
 
 
-def _value(e: Expectation) -> str:
-    if e.value is None:
-        return ""
-    return f" {e.value:g}" + (f" ± {e.tolerance:g}" if e.tolerance else "")
-
-
-def _side(e: Expectation) -> str:
-    sel = [x for x in (f"path {e.path}" if e.path else "", f"flow {e.flow}" if e.flow else "",
-                       f"{e.window[0]:g}-{e.window[1]:g} s" if e.window else "") if x]
-    return e.metric + (f" ({', '.join(sel)})" if sel else "")
-
-
-def statistic_of(e: Expectation, extreme: str | None, paired: bool = False) -> str:
-    """The statistic a check compares (results/findings.py decides the same way):
-    ``extreme`` is the metric's own aggregate when it is max/min/std, else None."""
-    stat = e.statistic or extreme or "median"
-    if stat in ("min", "max", "std"):
-        return extreme_reading(stat, e.op)
-    if e.than is not None:
-        if paired:
-            return f"paired {e.by or 'difference'}s, sign-test interval"
-        return f"Hodges-Lehmann {e.by or 'difference'}, Moses interval"
-    return "median, order-statistic interval"
-
-
-def claim_of(e: Expectation | CaptureFact, scenario: str | None) -> str:
-    if isinstance(e, CaptureFact):
-        want = f"contains {e.contains}" if e.contains is not None else f"= {e.equals}"
-        where = f" on path {e.path}" if e.path else ""
-        return f"capture: a subflow{where} with {e.fact} {want}, in {e.scenario or scenario} (every repetition)"
-    left = f"{_side(e)} in {e.scenario or scenario}"
-    if e.than is None:
-        return f"{left} {e.op}{_value(e)}"
-    o = e.operand()
-    assert o is not None
-    right = f"{o.metric}" + (f" (path {o.path})" if o.path else "") + (f" (flow {o.flow})" if o.flow else "") \
-        + (f" ({o.window[0]:g}-{o.window[1]:g} s)" if o.window else "") + f" in {o.scenario}"
-    if e.by is None:
-        return f"{left} {e.op} {right}"
-    return f"{e.by} {left} {'/' if e.by == 'ratio' else '-'} {right} {e.op}{_value(e)}"
-
-
 def problems(f: Finding) -> list[str]:
     """Why a finding with checks cannot be counted as the paper's claim, as it stands."""
     out = []
@@ -80,11 +38,7 @@ def problems(f: Finding) -> list[str]:
         for place, e in f.located():
             if e.source is None:
                 out.append(f"{place}: no source")
-            if isinstance(e, Expectation) and e.than is not None:
-                o = e.operand()
-                if o is not None and (o.scenario, o.metric, o.path, o.flow, o.window) == (
-                        e.scenario or f.scenario, e.metric, e.path, e.flow, e.window):
-                    out.append(f"{place}: compares a statistic with itself (true by construction)")
+            out += [f"{place}: {why}" for why in e.problems(f.scenario)]
     return out
 
 
@@ -101,10 +55,8 @@ def _finding_rows(findings: Sequence[Finding], extremes: dict[str, str]) -> list
             continue
         checks, sources = [], []
         for e in f.expectations:
-            paired = isinstance(e, Expectation) and e.than is not None and e.than.scenario == (e.scenario or f.scenario)
-            stat = "share of repetitions (every repetition)" if isinstance(e, CaptureFact) \
-                else statistic_of(e, extremes.get(e.metric), paired)
-            checks.append(f"{claim_of(e, f.scenario)}: {stat}")
+            # the claim and its statistic in words are the kind's own (mptcplab/checks/)
+            checks.append(f"{e.claim(f.scenario)}: {e.audit_statistic(f.scenario, extremes)}")
             sources.append(str(e.source) if e.source is not None else "**missing**")
         req = f" (requires {f.requires.kernel_patch or f.requires.kernel})" if f.requires else ""
         rows.append(f"| `{f.id}`{req} | {_esc(f.statement)} ({_esc(f.where)}) | {_esc('; and '.join(checks))} | "

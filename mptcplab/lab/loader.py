@@ -20,7 +20,8 @@ from ..errors import LabInputError
 from .eventcheck import check_controllers, check_events
 from .metriccheck import check_metrics
 from .model import Lab, ScenarioRun
-from .schema import ClabTopology, Expectation, Experiment, ExperimentBody, Published
+from .schema import ClabTopology, Experiment, ExperimentBody, Published
+from .schema.flows import FLOW_KINDS
 from .selection import is_pattern, matching
 
 TOPOLOGY = "topology.clab.yml"
@@ -42,15 +43,12 @@ def _loc(loc: tuple[int | str, ...]) -> str:
     return out
 
 
-_FLOW_KINDS = ("iperf3", "udp", "http", "churn", "latency", "hold")
-
-
 def _first_error(e: ValidationError) -> tuple[str, str]:
     err = e.errors()[0]
     # drop pydantic's union-member tags ("str", "int", "function-after[...]") from the path
     loc = tuple(p for p in err["loc"] if not (isinstance(p, str) and (p in _TYPE_TAGS or "[" in p)))
     # and the flow kind's tag (traffic.flows.<name>.<kind>.field): the lab file has no such level
-    loc = tuple(p for i, p in enumerate(loc) if not (i >= 2 and loc[i - 2] == "flows" and p in _FLOW_KINDS))
+    loc = tuple(p for i, p in enumerate(loc) if not (i >= 2 and loc[i - 2] == "flows" and p in FLOW_KINDS))
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         msg = "unknown field"
@@ -370,12 +368,10 @@ def _check_published_flows(pub: Published, flows: set[str], file: Path) -> None:
             raise LabInputError(str(file), f"values[{i}].flow", f"no flow {v.flow!r} in experiment.yml")
     for at, f in pub.located_findings():
         for place, e in f.located():
-            where = f"{at}.{place}"
-            if isinstance(e, Expectation):
-                if bad(e.flow):
-                    raise LabInputError(str(file), f"{where}.flow", f"no flow {e.flow!r} in experiment.yml")
-                if e.than is not None and bad(e.than.flow):
-                    raise LabInputError(str(file), f"{where}.than.flow", f"no flow {e.than.flow!r} in experiment.yml")
+            for use in e.flow_uses():  # each kind says which flows it names (mptcplab/checks/)
+                if bad(use.flow):
+                    raise LabInputError(str(file), f"{at}.{place}{use.field}",
+                                        f"no flow {use.flow!r} in experiment.yml")
 
 
 def unsupported(lab: Lab) -> None:

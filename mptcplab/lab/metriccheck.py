@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..errors import LabInputError
 from ..metricdecl import Select, refusal
-from .schema import Expectation, Published, Selected
+from .schema import Published, Selected
 
 
 def _refuse(file: Path, field: str, metric: str, chosen: Selected | None = None) -> None:
@@ -33,14 +33,6 @@ def check_metrics(pub: Published, file: Path) -> None:
         _refuse(file, f"values[{i}]", v.metric, v)
     for where, f in pub.located_findings():
         for place, e in f.located():
-            if not isinstance(e, Expectation):
-                continue
-            at = f"{where}.{place}"
-            _refuse(file, f"{at}.metric", e.metric)
-            if e.than is not None and e.than.metric is not None:
-                _refuse(file, f"{at}.than.metric", e.than.metric)
-            _refuse(file, at, e.metric, e)
-            right = e.operand()
-            if right is not None and right.metric is not None:
-                # the right side with what it inherits: refused where the expectation stands
-                _refuse(file, at, right.metric, right)
+            # each kind lists the metrics it reads (mptcplab/checks/): names before selections
+            for use in e.metric_uses():
+                _refuse(file, f"{where}.{place}{use.field}", use.metric, use.selected)
