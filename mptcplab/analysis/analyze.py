@@ -164,6 +164,9 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     if dl is not None:
         for r in results:
             r.__dict__.update(dl.per_subflow.get(r.name, {}))
+    rtt_kinds = _rtt_kinds(deep.rtt_kind, conn, spec.receiver_node) if deep else {}
+    for r in results:   # on the subflow too, so a lab's summary.json carries it (record Subflow)
+        r.rtt_kind = rtt_kinds.get(r.name)
     reinj = (usefulness.qualify(deep.reinjections, dl.received if dl else {}, deep.origin, t0) if deep
              else pd.DataFrame(columns=depth.REINJECTION_COLUMNS + usefulness.COLUMNS))
     if dl is not None and dl.received:
@@ -191,6 +194,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
 
     warnings = [Remark(f"subflow {r.name} is from an address on no known path", UNKNOWN_PATH) for r in results
                 if r.path is None]
+    if dl is not None:      # receiver-side figures withheld at the sender (delivery.py)
+        warnings += dl.remarks
     if spec.foreign and spec.mptcp and contribution.too_small(results):
         floor = contribution.MIN_SEGMENTS * contribution.FULL_SEGMENT
         warnings.append(Remark(
@@ -218,9 +223,10 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         hol_connection=dl.connection if dl else {},
         owd_unavailable=dl.owd_unavailable if dl else None,
         hol_unavailable=dl.hol_unavailable if dl else None,
+        hol_assumed=dl.hol_assumed if dl else None,
         departures=departures.departures(t, conn, paths, upload),
         tcp_seq=tcpseq.tcp_seq(pk, t, conn, paths, upload, t0) if tcp_seq else None,
-        rtt_kind=_rtt_kinds(deep.rtt_kind, conn, spec.receiver_node) if deep else {},
+        rtt_kind=rtt_kinds,
     )
 
 
@@ -234,17 +240,15 @@ TCP_SEQ_FILE = "tcp_seq.csv"
 
 def write_tables(fa: FlowAnalysis, out: Path) -> None:
     """One flow's tables as CSV files in ``out``: TABLE_FILES, TCP_SEQ_FILE when the analysis
-    made it, and subflows.csv (one row per subflow: SubflowResult.to_dict and its
-    FlowAnalysis.rtt_kind). The one writer of
+    made it, and subflows.csv (one row per subflow: SubflowResult.to_dict, ``rtt_kind``
+    included). The one writer of
     them: a lab run's top-level flow (the repetition's directory), its other bulk flows
     (flows/<name>/), `mptcplab analyze`."""
     for attr, name in TABLE_FILES.items():
         getattr(fa, attr).to_csv(out / name, index=False)
     if fa.tcp_seq is not None:
         fa.tcp_seq.to_csv(out / TCP_SEQ_FILE, index=False)
-    # rtt_kind beside the rtt_* columns: at a receiver-side point they are its ACK delay
-    pd.DataFrame([{**s.to_dict(), "rtt_kind": fa.rtt_kind.get(s.name)} for s in fa.subflows]).to_csv(
-        out / "subflows.csv", index=False)
+    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
 
 
 def _rtt_kinds(found: dict[str, str], conn: list[Subflow], receiver_node: str | None) -> dict[str, str]:

@@ -14,6 +14,14 @@ HoL delay; its MPTCP analysis only marks reinjections). Definitions:
   analysis, said in ``hol_unavailable``); otherwise (``mptcplab analyze``) the OWD pair's
   receiver-side point, else the subflow's chosen point, which is the receiver's view only when
   the capture was taken there (``point`` in the output says which).
+* Receiver-side figures (out-of-order share, HoL delay, never readable, which copy arrived
+  first): only at the data receiver, or at a point between the ends (order as far as that
+  point). receiver_figures() is the one rule: a receiver point the handshake places at the
+  data sender (sides.capture_end) withholds them all (None, the reason in
+  ``hol_unavailable``, a coded warning): there segments are seen before the network
+  reorders or loses them, and a hole "never filled" is data whose fate the capture cannot
+  know. A point the handshake cannot place keeps them, with the note that they assume a
+  receiver-side capture (``hol_assumed``). Where a lab names the receiver's node, its points are the receiver.
 * Each data segment's data range: its DSS mapping, or else the mapping whose subflow sequence
   range holds its first byte (mapping.py; the subflow's ISN from its SYN, else from the
   mappings; the first data in an MP_CAPABLE is data byte 1), shifted by the segment's offset
@@ -35,8 +43,10 @@ import pandas as pd
 from .flows import Subflow
 from .intervals import first_arrival
 from .mapping import data_starts
+from .model import HOL_AT_SENDER, Remark
 from .mpversion import widen_rows
 from .packets import MP_CAPABLE
+from .sides import capture_end
 from .usefulness import first_copies
 
 OWD_COLUMNS = ["t", "path", "subflow", "from_point", "to_point", "samples", "owd_min_ms", "owd_median_ms",
@@ -46,6 +56,11 @@ HOL_COLUMNS = ["t", "path", "subflow", "point", "segments", "bytes", "ooo_bytes"
 
 #: the connection's HoL numbers (Delivery.connection, MptcpVerdict)
 HOL_KEYS = ("hol_segments", "ooo_share", "hol_never", "hol_p50_ms", "hol_p95_ms", "hol_p99_ms", "hol_max_ms")
+
+#: the receiver-side figures receiver_figures() withholds, in words for the reasons
+RECEIVER_FIGURES = "out-of-order share, head-of-line delay, never readable, which copy arrived first"
+#: how a receiver-side figure measured at the data sender reads (hol_unavailable, warnings)
+AT_SENDER = "not measurable at the sender's capture"
 
 
 @dataclass
@@ -65,6 +80,10 @@ class Delivery:
     owd_unavailable: str | None = None
     #: why the HoL analysis is missing, when it is
     hol_unavailable: str | None = None
+    #: receiver_figures()' coded warning when it withheld the figures at the sender
+    remarks: list[Remark] = field(default_factory=list)
+    #: receiver_figures()' note that the figures assume a receiver-side capture (end unknown)
+    hol_assumed: str | None = None
     #: subflow name -> its data segments at its receiver point: (64-bit DSN of the first
     #: byte, length, arrival time in epoch s); empty when the HoL analysis is missing
     received: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]] = field(default_factory=dict)
@@ -231,13 +250,49 @@ def _bin_stats(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
     return ks[starts], n, vs[starts], med, vs[starts + n - 1]
 
 
+def capture_side(t: pd.DataFrame, sf: Subflow, point: str, upload: bool, receiver_node: str | None) -> str:
+    """Where ``point`` sits on the subflow's data path: "receiver", "middle", "sender" or
+    "unknown". A point on the lab's named receiver node is the receiver (known, not read
+    from the handshake, whose gaps a lab path without delay leaves too short to tell);
+    otherwise its handshake there places it (sides.capture_end)."""
+    if receiver_node is not None and point.split(":", 1)[0] == receiver_node:
+        return "receiver"
+    rows = sf.rows[point]
+    end = capture_end(t["t"].to_numpy()[rows], t["flags"].to_numpy()[rows].astype(np.int64),
+                      t["from_client"].to_numpy()[rows].astype(bool))
+    if end is None:
+        return "unknown"
+    if end == "middle":
+        return "middle"
+    return "sender" if (end == "client") == upload else "receiver"
+
+
+def receiver_figures(where: dict[str, tuple[str, str]]) -> tuple[str | None, str | None]:
+    """The rule for the receiver-side figures (module docstring), from each subflow's name ->
+    (receiver point, capture_side there): (why they are withheld, or None; the note that
+    they assume a receiver-side capture, or None). Withheld for the whole connection when
+    any subflow's point is at the sender: a hole that subflow fills would be invisible to
+    the others' numbers."""
+    sender = sorted(f"{n} at {p}" for n, (p, side) in where.items() if side == "sender")
+    if sender:
+        return (f"{AT_SENDER} ({RECEIVER_FIGURES}): the handshake places the capture of "
+                f"{', '.join(sender)} at the data sender, where segments are seen before the network "
+                "reorders or loses them"), None
+    unknown = sorted(f"{n} at {p}" for n, (p, side) in where.items() if side == "unknown")
+    if unknown:
+        return None, (f"the receiver-side figures ({RECEIVER_FIGURES}) assume a receiver-side capture: "
+                      f"the handshake cannot place the capture of {', '.join(unknown)}")
+    return None, None
+
+
 def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
              t0: float, base: int | None, same_clock: bool, bin_s: float = 0.1,
              receiver_node: str | None = None) -> Delivery:
     """OWD and HoL tables of the connection ``conn`` (base: the data sender's IDSN, or None).
     ``receiver_node``: the data receiver's node, where a lab names it; the HoL analysis then
     uses only points on it (``node:iface``), and none when a subflow was not captured there
-    (a sender-side point would show the sender's scheduling order, not the receiver's)."""
+    (a sender-side point would show the sender's scheduling order, not the receiver's).
+    Without one, receiver_figures() decides from the handshake at each receiver point."""
     owd_rows: list[pd.DataFrame] = []
     per: dict[str, dict[str, float | int | str | None]] = {}
     segs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -246,6 +301,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
                                                "(captures from two machines)")
     any_pair = False
     hol_why: str | None = None
+    where: dict[str, tuple[str, str]] = {}
     for sf in conn:
         name = f"{sf.cip}:{sf.cport}"
         path = paths.get(sf.cip)
@@ -272,6 +328,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
                 hol_why = f"subflow {name} was not captured at the receiver ({receiver_node})"
             continue
         p["hol_point"] = recv_point
+        where[name] = (recv_point, capture_side(t, sf, recv_point, upload, receiver_node))
         mapped.append((name, path or "", _mappings(pk, t, _data_rows(t, sf, recv_point, upload), base),
                        data_isn(t, sf, upload)))
     wide = _widen_all([m[2] for m in mapped], base)
@@ -279,10 +336,15 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
         segs.append((name, path_, *_place(m, w, isn)))
     if same_clock and not any_pair:
         why = "no subflow was captured at two points"
+    remarks: list[Remark] = []
+    assumed: str | None = None
+    if hol_why is None:
+        hol_why, assumed = receiver_figures(where)
+        remarks = [Remark(hol_why, HOL_AT_SENDER)] if hol_why is not None else []
     if hol_why is not None:         # holes one subflow fills are invisible without all of them
         segs = []
-        for p in per.values():
-            p["hol_point"] = None
+        for p in per.values():      # None, not 0: not measured is no count
+            p.update(dict.fromkeys(HOL_KEYS), hol_point=None)
 
     hol_rows: list[pd.DataFrame] = []
     conn_nums: dict[str, float | int | None] = {}
@@ -306,10 +368,13 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
                 hol_rows.append(_hol_bins(h, ln, ts_, t0, bin_s, path or None, name, str(pt),
                                           (when[mine], width[mine])))
         conn_nums = _hol_numbers(hol, np.concatenate([s[4] for s in segs]))
+    elif hol_why is not None:
+        conn_nums = dict.fromkeys(HOL_KEYS)
     owd = pd.concat(owd_rows, ignore_index=True) if owd_rows else pd.DataFrame(columns=OWD_COLUMNS)
     holt = pd.concat(hol_rows, ignore_index=True) if hol_rows else pd.DataFrame(columns=HOL_COLUMNS)
     return Delivery(owd=owd, hol=holt, per_subflow=per, connection=conn_nums, owd_unavailable=why,
-                    hol_unavailable=hol_why, received={s[0]: (s[3], s[4], s[2]) for s in segs})
+                    hol_unavailable=hol_why, remarks=remarks, hol_assumed=assumed,
+                    received={s[0]: (s[3], s[4], s[2]) for s in segs})
 
 
 def _hol_numbers(h: np.ndarray, ln: np.ndarray) -> dict[str, float | int | None]:

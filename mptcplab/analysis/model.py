@@ -36,6 +36,9 @@ UNKNOWN_PATH = "unknown-path"
 CAPTURE_DAMAGED = "capture-damaged"
 #: a capture from elsewhere too small for the contribution rule (contribution.too_small)
 TOO_SMALL = "too-small-to-judge"
+#: receiver-side figures (HoL, out of order, never readable, first copies) withheld: the
+#: receiver point's handshake places it at the data sender (delivery.receiver_figures)
+HOL_AT_SENDER = "not-measurable-at-sender"
 
 
 @dataclass(frozen=True)
@@ -165,11 +168,15 @@ class SubflowResult:
     retired_by: str | None = None
     #: RTT from the capture (data segment -> first ACK covering it, Karn's rule; depth.py),
     #: ms; None without samples. The path RTT only when ``point`` is on the data sender's
-    #: side; FlowAnalysis.rtt_kind says what it is (at the receiver: its ACK delay).
+    #: side; ``rtt_kind`` says what it is (at the receiver: its ACK delay).
     rtt_min_ms: float | None = None
     rtt_median_ms: float | None = None
     rtt_p95_ms: float | None = None
     rtt_samples: int = 0
+    #: what the rtt_* numbers measure (depth.RTT_KINDS: "path", "ack_delay" at the data
+    #: receiver, "partial" at a point between, "unknown"), from where ``point`` sits
+    #: (sides.capture_end; a lab's receiver node decides for its points); None: no MPTCP depth
+    rtt_kind: str | None = None
     #: MPTCP-level retransmissions sent on this subflow: data mapped before (on this or
     #: another subflow) mapped again here (depth.py); bytes of those ranges
     mptcp_retransmissions: int = 0
@@ -183,11 +190,13 @@ class SubflowResult:
     owd_points: str | None = None
     #: at the receiver point ``hol_point`` (delivery.py): data segments, the share of their bytes
     #: that arrived with a hole before them in data sequence space, those whose hole never
-    #: filled, and percentiles of the head-of-line delay over all segments (0 when in order), ms
+    #: filled, and percentiles of the head-of-line delay over all segments (0 when in order), ms.
+    #: All None when withheld (delivery.receiver_figures: no capture at the receiver, or the
+    #: receiver point is at the data sender; FlowAnalysis.hol_unavailable says why)
     hol_point: str | None = None
-    hol_segments: int = 0
+    hol_segments: int | None = 0
     ooo_share: float | None = None
-    hol_never: int = 0
+    hol_never: int | None = 0
     hol_p50_ms: float | None = None
     hol_p95_ms: float | None = None
     hol_p99_ms: float | None = None
@@ -283,6 +292,9 @@ class FlowAnalysis:
     hol_connection: dict[str, Any] = field(default_factory=dict)
     owd_unavailable: str | None = None
     hol_unavailable: str | None = None
+    #: the HoL numbers were measured at a point the handshake cannot place at either end:
+    #: they assume it is the receiver's (delivery.receiver_figures), in words; None otherwise
+    hol_assumed: str | None = None
     #: departures.py: gaps between consecutive data segments at the sender, per ordered pair
     #: of subflows (departures.COLUMNS)
     departures: pd.DataFrame = field(default_factory=pd.DataFrame)
@@ -291,8 +303,8 @@ class FlowAnalysis:
     tcp_seq: pd.DataFrame | None = None
     #: subflow name -> what its rtt_* numbers measure (depth.RTT_KINDS: "path", "ack_delay"
     #: at the data receiver, "partial" at a point between, "unknown"), from where its capture
-    #: point sits (sides.capture_end). Kept beside the subflows, not in SubflowResult, whose
-    #: fields the record model declares one by one (record/model/flow.py)
+    #: point sits (sides.capture_end). The same as each SubflowResult.rtt_kind, kept here
+    #: for readers of the mapping (summary.json ``rtt_kind``)
     rtt_kind: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -342,5 +354,5 @@ class FlowAnalysis:
             "dss_checksum": self.dss_checksum, "checksum_required": self.checksum_required,
             "mptcp_version": self.mptcp_version,
             "hol": dict(self.hol_connection), "owd_unavailable": self.owd_unavailable,
-            "hol_unavailable": self.hol_unavailable, "rtt_kind": dict(self.rtt_kind),
+            "hol_unavailable": self.hol_unavailable, "hol_assumed": self.hol_assumed, "rtt_kind": dict(self.rtt_kind),
         }

@@ -198,7 +198,7 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
                  f"MPTCP-level retransmissions {fa.mptcp_retransmissions} ({fa.mptcp_retrans_bytes} bytes); "
                  f"DSS checksum {fa.dss_checksum}")
     for s in fa.subflows:
-        rtt = rtt_text(s.rtt_median_ms, fa.rtt_kind.get(s.name))
+        rtt = rtt_text(s.rtt_median_ms, s.rtt_kind)
         lines.append(f"  path {s.path} {s.name} -> {s.dst}:{s.dport} {s.kind}: {s.bytes} bytes, share "
                      f"{s.share:.2f}, tcp retrans {s.retransmissions}, mptcp retrans {s.mptcp_retransmissions}, {rtt}")
     h = fa.hol_connection
@@ -206,7 +206,11 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
         lines.append(f"receiver ({', '.join(sorted({str(s.hol_point) for s in fa.subflows if s.hol_point}))}): "
                      f"{h['hol_segments']} data segments, {100 * (h['ooo_share'] or 0):.1f}% of bytes out of order, "
                      f"head-of-line delay p50 {h['hol_p50_ms']} p95 {h['hol_p95_ms']} max {h['hol_max_ms']} ms"
-                     + (f", {h['hol_never']} never readable" if h["hol_never"] else ""))
+                     + (f", {h['hol_never']} never readable" if h["hol_never"] else "")
+                     # measured at a point the handshake could not place (delivery.receiver_figures)
+                     + (" (capture end unknown: assumes a receiver-side capture)" if fa.hol_assumed else ""))
+    elif fa.hol_unavailable:        # withheld (delivery.receiver_figures): the reason, never numbers
+        lines.append(f"receiver-side figures: {fa.hol_unavailable}")
     for s in fa.subflows:
         if s.owd_samples:
             lines.append(f"  one-way delay {s.name} {s.owd_points}: median {s.owd_median_ms} ms, "

@@ -469,12 +469,17 @@ def _finish(fig: Figure, ax: Any, xlabel: str, ylabel: str, title: str) -> Figur
     return fig
 
 
-def plot_delivery(hol: pd.DataFrame, owd: pd.DataFrame | None = None, title: str = "") -> Figure:
+def plot_delivery(hol: pd.DataFrame, owd: pd.DataFrame | None = None, title: str = "",
+                  unavailable: str | None = None) -> Figure:
     """One repetition's delivery per subflow and 100 ms bin (hol.csv, owd.csv): the goodput each
     subflow gave the receiver (the data it delivered first, each byte counted once, and their
     sum; hol.csv's ``first_bytes``, absent in runs before it), the share of bytes arriving out
     of data-sequence order at the receiver and the largest head-of-line delay among them;
-    below, the median one-way delay when two capture points shared a clock."""
+    below, the median one-way delay when two capture points shared a clock. ``unavailable``:
+    why the analysis withheld the receiver-side figures (e.g. a capture at the sender), the
+    empty chart's caption then."""
+    if unavailable:
+        return _empty(f"Receiver-side figures withheld: {unavailable}.")
     if hol is None or hol.empty:
         return _empty("No data segments at a receiver point (plain TCP, or MPTCP not negotiated).")
     has_owd = owd is not None and not owd.empty
@@ -542,7 +547,7 @@ def capture_figures(fa: FlowAnalysis, figdir: Path) -> None:
     plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
     if fa.tcp_seq is not None:
         plot_tcp_seq(fa.tcp_seq).savefig(figdir / "tcp_seq.png", dpi=110)
-    plot_delivery(fa.hol, fa.owd).savefig(figdir / "delivery.png", dpi=110)
+    plot_delivery(fa.hol, fa.owd, unavailable=fa.hol_unavailable).savefig(figdir / "delivery.png", dpi=110)
     plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
     ts = fa.timeseries.assign(scenario="capture", rep=1)
     plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)

@@ -16,7 +16,7 @@ import pytest
 from test_depth import ACK, C1, C2, SPEC, Conn, S
 
 from mptcplab.analysis import CaptureFile, FlowAnalysis, analyze_flow, pcapread
-from mptcplab.analysis.delivery import _bin_stats, hol_delays
+from mptcplab.analysis.delivery import HOL_KEYS, _bin_stats, hol_delays
 
 pytestmark = pytest.mark.skipif(not pcapread.library_path().is_file(),
                                 reason="native capture reader not built (make -C native)")
@@ -106,7 +106,9 @@ def test_hol_only_at_the_named_receiver(tmp_path: Path) -> None:
     caps = two_points(tmp_path, 0.0125)
     spec = dataclasses.replace(SPEC, receiver_node="server")
     r = analyze_flow(caps[:1], spec)              # the client's point only: the sender's order
-    assert r.hol_connection == {} and r.hol.empty and all(s.hol_point is None for s in r.subflows)
+    # withheld: None, not 0 (not measured is no count)
+    assert r.hol_connection == dict.fromkeys(HOL_KEYS) and r.hol.empty
+    assert all(s.hol_point is None and s.hol_segments is None and s.hol_never is None for s in r.subflows)
     assert "not captured at the receiver (server)" in (r.hol_unavailable or "")
     r = analyze_flow(caps, spec)                  # one clock not claimed: no OWD pair, still the server
     assert {s.hol_point for s in r.subflows} == {"server"} and r.hol_unavailable is None

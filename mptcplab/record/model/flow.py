@@ -75,6 +75,9 @@ class Subflow(HolNumbers):
     rtt_median_ms: float | None = None
     rtt_p95_ms: float | None = None
     rtt_samples: int | None = None
+    #: what the rtt_* numbers measure (analysis/depth.py RTT_KINDS: "path", "ack_delay",
+    #: "partial", "unknown"; None: runs before 2026-11-28, or no MPTCP depth)
+    rtt_kind: str | None = None
     #: MPTCP-level retransmissions sent on this subflow (analysis/depth.py) and their bytes
     mptcp_retransmissions: int | None = None
     mptcp_retrans_bytes: int | None = None
