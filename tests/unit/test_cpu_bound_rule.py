@@ -46,10 +46,15 @@ def test_merge_applies_the_declaration_to_rounds_recorded_before_it() -> None:
     other = "dss rep 1: emulated links out of tolerance"
     runs = [run(1, [flagged]), run(2, [])]
     before = merge_runs("c", "lab", "host", {}, runs, None)
-    assert not before.summary.valid and before.summary.invalid_reasons == [f"round 1: {flagged}"]
+    # undeclared, the flag drops round 1's repetition: one of two planned left
+    assert not before.summary.valid
+    assert [(d.scenario, d.rep, d.reasons) for d in before.summary.dropped] == [("dss", 1, [flagged])]
+    assert before.summary.invalid_reasons == ["dss: 1 of 2 planned repetitions valid (1 dropped; "
+                                              "re-measure bound 0 reached)"]
     after = merge_runs("c", "lab", "host", {}, runs, None, cpu_bound={"dss"})
     assert after.summary.valid and after.summary.invalid_reasons == []
     assert any("round 1: 1 CPU-bound flag(s)" in n for n in after.notes), after.notes
     # what else made a round invalid stays
     still = merge_runs("c", "lab", "host", {}, [run(1, [flagged, other])], None, cpu_bound={"dss"})
-    assert still.summary.invalid_reasons == [f"round 1: {other}"]
+    assert [d.reasons for d in still.summary.dropped] == [[other]]
+    assert not still.summary.valid

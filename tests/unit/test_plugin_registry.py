@@ -1,0 +1,318 @@
+"""Traffic kinds and probes are plug-ins (issue 34).
+
+Traffic kinds: the registry (mptcplab/traffic/__init__.py) is the
+one place that lists them, and nothing that dispatches on flows names one. The scan reads the
+package's source with ast: a string literal equal to a kind's name, or a name of a
+kind-specific class (its schema class, its TrafficKind, its result model), outside the kind's
+own modules is a failure, except in the modules listed in LEFT below (what the next steps of
+issue 34 move; a module leaves that list, none joins it).
+
+Probes: the registry (mptcplab/probes/registry.py) builds the ``Probes`` schema, preflight's
+probe checks and the analysis dispatch, so preflight.py and probes/analysis.py name no probe
+(its key, its class or its module), and a probe added to the registry alone is checked and
+analysed."""
+
+from __future__ import annotations
+
+import ast
+import inspect
+import typing
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any, ClassVar
+
+import pandas as pd
+import pytest
+
+from mptcplab.checks.base import CheckKind
+from mptcplab.checks.registry import CHECKS
+from mptcplab.lab.schema import Probes
+from mptcplab.lab.schema.experiment import probes_model
+from mptcplab.lab.schema.flows import FLOW_CLASSES, FLOW_KINDS
+from mptcplab.lab.schema.published import Finding
+from mptcplab.probes import registry as probe_registry
+from mptcplab.probes.base import Joined, Probe, Setting
+from mptcplab.record.model.repetition import FlowResult
+from mptcplab.traffic import KINDS
+
+PKG = Path(__file__).resolve().parents[2] / "mptcplab"
+
+#: modules allowed to name every kind: the registry and the two that still hold all kinds'
+#: declarations in this step (their schema classes, their result models)
+REGISTRY = {"traffic/__init__.py", "lab/schema/flows.py", "lab/schema/__init__.py", "record/model/kinds.py",
+            "record/model/__init__.py"}
+#: must name no kind, whatever else moves (the acceptance of issue 34)
+NEVER = {"traffic/analyse.py", "lab/scale.py", "metricdecl.py", "steps/traffic.py", "traffic/base.py"}
+#: known leftovers, module -> the kinds it still names (owned by other work or a later step);
+#: this may only shrink: a module that no longer names a kind must leave it
+LEFT: dict[str, set[str]] = {
+    # "iperf3" as the program (version, link checks, calibration), not the kind
+    "calibrate.py": {"iperf3"}, "doctor.py": {"iperf3"}, "emulation/testline.py": {"iperf3"},
+    "linkcheck.py": {"iperf3"}, "record/manifest.py": {"iperf3"}, "preflight.py": {"iperf3"},
+    # the word, not the kind ("holds" / "hold" in a verdict's text)
+    "reproductions/render.py": {"hold"},
+    # the latency tool's own name for itself
+    "tools/latency/params.py": {"latency"},
+    # next step: result fields and models built from the registry (FlowResult's default kind too)
+    "record/model/repetition.py": {"iperf3", "udp", "http", "churn", "latency", "hold", "transfer"},
+    # next step: the kinds' metrics computed in their modules
+    "metrics/cc_depth.py": {"latency"}, "metrics/http.py": {"iperf3", "http"}, "metrics/latency.py": {"latency"},
+    # the primary flow's churn numbers in the progress line: a per-kind progress hook
+    "labrun/run.py": {"churn"},
+}
+
+
+def _own(kind: str) -> set[str]:
+    """The kind's own modules: traffic/<kind>.py and the helpers only it imports."""
+    extra = {"churn": {"traffic/churn_tool.py"}, "transfer": {"traffic/transfer_tool.py", "traffic/transfer_diff.py"},
+             "latency": {"traffic/latency.py"}, "iperf3": set(), "udp": set(), "http": set(),
+             # the hold client is a subcommand of the churn tool
+             "hold": {"traffic/churn_tool.py"}}
+    return {f"traffic/{kind}.py", *extra.get(kind, set())}
+
+
+def _classes(kind: str) -> set[str]:
+    schema = next(c for c in FLOW_CLASSES if c.model_fields["kind"].default == kind
+                  or kind in str(c.model_fields["kind"].annotation))
+    out = {schema.__name__, type(KINDS[kind]).__name__}
+    field = KINDS[kind].result_field
+    if field is not None:
+        ann = FlowResult.model_fields[field].annotation
+        out |= {getattr(a, "__name__", "") for a in getattr(ann, "__args__", (ann,)) if a is not type(None)}
+    return out
+
+
+def _mentions(tree: ast.AST, kind: str) -> list[int]:
+    names = _classes(kind)
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if (isinstance(n, ast.Constant) and n.value == kind)
+                   or (isinstance(n, ast.Name) and n.id in names)
+                   or (isinstance(n, ast.Attribute) and n.attr in names)
+                   or (isinstance(n, ast.alias) and n.name.rsplit(".", 1)[-1] in names)})
+
+
+def _scan() -> dict[str, dict[str, list[int]]]:
+    found: dict[str, dict[str, list[int]]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel in REGISTRY:
+            continue
+        tree = ast.parse(path.read_text(), rel)
+        for kind in KINDS:
+            if rel in _own(kind):
+                continue
+            lines = _mentions(tree, kind)
+            if lines:
+                found.setdefault(rel, {})[kind] = lines
+    return found
+
+
+def test_registry_matches_schema_and_result_model() -> None:
+    assert tuple(KINDS) == FLOW_KINDS, "the registry and lab/schema/flows.py's AnyFlow list other kinds"
+    for name, kind in KINDS.items():
+        assert kind.name == name
+        if kind.result_field is not None:
+            assert kind.result_field in FlowResult.model_fields, f"{name}: FlowResult has no {kind.result_field}"
+
+
+@pytest.mark.parametrize("module", sorted(NEVER))
+def test_dispatch_modules_name_no_kind(module: str) -> None:
+    found = _scan().get(module, {})
+    assert not found, f"{module} names traffic kinds (line numbers): {found}"
+
+
+def test_no_kind_named_outside_its_module() -> None:
+    found = _scan()
+    new = {m: {k: v for k, v in ks.items() if k not in LEFT.get(m, set())} for m, ks in found.items()}
+    new = {m: ks for m, ks in new.items() if ks}
+    assert not new, f"kinds named outside their module and the registry (module -> kind -> lines): {new}"
+    gone = {m: ks - set(found.get(m, {})) for m, ks in LEFT.items()}
+    assert not {m: ks for m, ks in gone.items() if ks}, f"LEFT lists what no longer names a kind: {gone}"
+
+
+# --- probes -------------------------------------------------------------------------------
+
+#: modules that dispatch over probes and must name none (issue 34)
+PROBE_DISPATCH = {"preflight.py", "probes/analysis.py", "lab/schema/experiment.py"}
+
+
+def _probe_mentions(tree: ast.AST) -> dict[str, list[int]]:
+    """probe name -> lines naming it: its key as a string, its class, or an import of its module."""
+    out: dict[str, list[int]] = {}
+    for name, cls in probe_registry.REGISTRY.items():
+        module = cls.__module__.rsplit(".", 1)[-1]
+        lines = sorted({n.lineno for n in ast.walk(tree)
+                        if (isinstance(n, ast.Constant) and n.value == name)
+                        or (isinstance(n, ast.Name) and n.id == cls.__name__)
+                        or (isinstance(n, ast.Attribute) and n.attr in (cls.__name__, name))
+                        or (isinstance(n, ast.alias) and n.name.rsplit(".", 1)[-1] in (cls.__name__, module))
+                        or (isinstance(n, ast.ImportFrom) and (n.module or "").rsplit(".", 1)[-1] == module)})
+        if lines:
+            out[name] = lines
+    return out
+
+
+def test_probe_registry_matches_the_probes_schema() -> None:
+    reg = probe_registry.REGISTRY
+    assert list(Probes.model_fields) == list(reg), "the Probes schema's fields are not the registry's probes"
+    assert probe_registry.names() == tuple(reg)
+    for name, cls in reg.items():
+        assert cls.name == name
+        field = Probes.model_fields[name]
+        assert field.default == cls.setting.default
+        assert field.description == cls.setting.description and cls.setting.description, name
+        assert cls.setting.default in (None, False), f"{name}: a lab that says nothing turns it on"
+        for tp in cls.tracepoints:
+            assert tp.count("/") == 1, f"{name}: tracepoint {tp!r} is not group/event"
+    body = SimpleNamespace(probes=Probes())
+    assert probe_registry.enabled(body) == []  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("module", sorted(PROBE_DISPATCH))
+def test_probe_dispatch_modules_name_no_probe(module: str) -> None:
+    tree = ast.parse((PKG / module).read_text(), module)
+    found = _probe_mentions(tree)
+    assert not found, f"{module} names probes (line numbers): {found}; declare it on the probe instead"
+
+
+def test_the_scan_sees_a_probe_named() -> None:
+    # the scan itself: each way of naming a probe is caught
+    src = ('from .probes.nstat import blackholes\nfrom .probes.tcp_probe import TcpProbe\n'
+           'x = "mptcp_monitor"\ny = body.probes.ss_interval\n')
+    assert set(_probe_mentions(ast.parse(src))) == {"nstat", "tcp_probe", "mptcp_monitor", "ss_interval"}
+
+
+class _Fake(Probe):
+    """A probe as a newcomer adds it: one class, one registry entry, nothing else."""
+
+    name = "fake"
+    setting = Setting(bool, False, "a probe made up for the test")
+    tools: ClassVar[dict[str, str]] = {"fakestat": "fake-tools"}
+    tracepoints = ("fake/event",)
+
+    def commands(self, rep: Any) -> list[Any]:
+        return []
+
+    def start(self, rep: Any) -> None: ...
+
+    def stop(self, rep: Any) -> None: ...
+
+    def artifacts(self) -> list[str]:
+        return []
+
+    @classmethod
+    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+        return pd.DataFrame({"n": [1, 2]})
+
+    @classmethod
+    def summarise(cls, table: pd.DataFrame, joined: Joined) -> tuple[Any, list[str]]:
+        return {"rows": len(table)}, ["fake: a warning"]
+
+
+def test_a_probe_in_the_registry_alone_is_schema_preflight_and_analysis(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    from mptcplab import preflight
+    from mptcplab.probes.analysis import analyse_probes
+
+    reg: dict[str, type[Probe]] = {**probe_registry.REGISTRY, _Fake.name: _Fake}
+    model = probes_model(reg)
+    assert model.model_fields["fake"].description == "a probe made up for the test"
+    on = model.model_validate({"fake": True})
+    monkeypatch.setattr(probe_registry, "REGISTRY", reg)
+    body: Any = SimpleNamespace(probes=on)
+    assert probe_registry.enabled(body) == [_Fake]
+
+    facts = preflight.HostFacts(euid=0, congestion_controls=None, schedulers=None, sysctls=None,
+                                tools=frozenset(), tracepoints=frozenset())
+    msgs = [str(p) for p in preflight._probe_problems([SimpleNamespace(body=body)], facts)]  # type: ignore[list-item]
+    assert msgs == ["fakestat not found on PATH (apt-get install fake-tools); probes.fake needs it",
+                    "this kernel has no tracepoint fake:event, which probes.fake reads"]
+
+    (tmp_path / "probes").mkdir()
+    summary, warnings = analyse_probes(tmp_path, body, fa=SimpleNamespace(), upload=True)  # type: ignore[arg-type]
+    assert summary == {"fake": {"rows": 2}} and warnings == ["fake: a warning"]
+    assert (tmp_path / "probes" / "fake.csv").read_text().splitlines() == ["n", "1", "2"]
+
+
+# -- finding checks
+
+#: the checks' registry: the one module that names every kind
+CHECK_REGISTRY = "checks/registry.py"
+#: the lab schema's face: it re-exports the kinds' classes (tests and labs' tools import them from
+#: there) and may name them in its imports only, never use them
+CHECK_FACES = {"lab/schema/__init__.py", "lab/schema/published.py"}
+
+
+def _check_names() -> dict[str, set[str]]:
+    """Each kind's module -> the class names it owns: its kind and the models defined beside it
+    (the metric comparison's Operand)."""
+    out: dict[str, set[str]] = {}
+    for cls in CHECKS:
+        path = Path(inspect.getfile(cls))
+        owned = {n.name for n in ast.parse(path.read_text()).body if isinstance(n, ast.ClassDef)}
+        out[path.relative_to(PKG).as_posix()] = owned
+    return out
+
+
+def _check_uses(tree: ast.AST, names: set[str], face: bool) -> list[int]:
+    """The lines naming one of ``names``; a ``face`` may import them (to re-export), not use them."""
+    return sorted({n.lineno for n in ast.walk(tree)
+                   if (isinstance(n, ast.Name) and n.id in names)
+                   or (isinstance(n, ast.Attribute) and n.attr in names)
+                   or (not face and isinstance(n, ast.alias) and n.name.rsplit(".", 1)[-1] in names)})
+
+
+def _check_scan() -> dict[str, list[int]]:
+    owners = _check_names()
+    found: dict[str, list[int]] = {}
+    for path in sorted(PKG.rglob("*.py")):
+        rel = path.relative_to(PKG).as_posix()
+        if rel == CHECK_REGISTRY:
+            continue
+        names = set().union(*(owned for mod, owned in owners.items() if mod != rel))
+        lines = _check_uses(ast.parse(path.read_text(), rel), names, rel in CHECK_FACES)
+        if lines:
+            found[rel] = lines
+    return found
+
+
+def test_check_registry_builds_the_expect_union() -> None:
+    assert CHECKS, "no check kind registered"
+    assert len({c.__name__ for c in CHECKS}) == len(CHECKS)
+    for cls in CHECKS:
+        assert issubclass(cls, CheckKind), f"{cls.__name__} is not a CheckKind"
+        assert {"scenario", "source"} <= set(cls.model_fields), f"{cls.__name__}: every check has scenario, source"
+        assert not getattr(cls, "__abstractmethods__", None), f"{cls.__name__} leaves {cls.__abstractmethods__} open"
+    # published.yml's expect accepts exactly the registered kinds, in the registry's order
+    # Check | list[Check] | None flattens to the kinds, list[Check] and None
+    members: tuple[Any, ...] = typing.get_args(Finding.model_fields["expect"].annotation)
+    kinds = tuple(a for a in members if a is not type(None) and typing.get_origin(a) is not list)
+    listed = next(a for a in members if typing.get_origin(a) is list)
+    assert kinds == CHECKS and typing.get_args(typing.get_args(listed)[0]) == CHECKS
+
+
+def test_check_kinds_dispatch_through_the_registry() -> None:
+    """An item of ``expect`` becomes its kind; each kind answers the lab's questions itself."""
+    f = Finding.model_validate({"id": "x", "scenario": "a", "statement": "s", "where": "w", "expect": [
+        {"metric": "goodput_mbps", "op": ">", "than": {"scenario": "b", "flow": "f2"}, "flow": "f1"},
+        {"fact": "established", "path": "A", "equals": True, "scenario": "c"}]})
+    metric, fact = f.expectations
+    assert [type(e) for e in f.expectations] == list(CHECKS)
+    assert metric.scenarios("a") == ["a", "b"] and fact.scenarios("a") == ["c"]
+    assert f.scenarios_referenced() == ["a", "b", "c"]
+    assert [(u.field, u.flow) for u in metric.flow_uses()] == [(".flow", "f1"), (".than.flow", "f2")]
+    assert fact.flow_uses() == [] and fact.metric_uses() == []
+    assert [u.field for u in metric.metric_uses()] == [".metric", "", ""]
+
+
+def test_no_check_class_named_outside_its_module() -> None:
+    found = _check_scan()
+    assert not found, f"check classes named outside their module and the registry (module -> lines): {found}"
+
+
+def test_check_scan_sees_a_dispatch() -> None:
+    """The scan is not blind: an isinstance dispatch on a kind is a finding."""
+    names = set().union(*_check_names().values())
+    tree = ast.parse("from mptcplab.lab.schema import Expectation\nok = isinstance(e, Expectation)\n")
+    assert _check_uses(tree, names, face=False) == [1, 2]
+    assert _check_uses(tree, names, face=True) == [2]
