@@ -82,11 +82,11 @@ class Config:
 
 
 SWEEPS: dict[str, list[Config]] = {
-    "line_pps": [Config("line_pps", r, 20) for r in (100, 150, 200, 250, 300, 400, 500)],
-    "line_pps_short": [Config("line_pps_short", r, 2) for r in (50, 100, 150, 200, 300, 400)],
-    "held": [Config("held", 100, d) for d in (50, 100, 150, 200, 300, 400)],
-    # each line at most 200 Mbit/s (line_pps fits): what fails is the lines together, not one
-    "host_pps": [*(Config("host_pps", r, 40, lines=2) for r in (50, 100, 150, 200)), Config("host_pps", 200, 40, 3)],
+    "line_pps": [Config("line_pps", r, 20) for r in (400, 700, 1000, 1500, 2000, 2500)],
+    "line_pps_short": [Config("line_pps_short", r, 2) for r in (400, 700, 1000, 1500, 2000, 2500)],
+    "held": [Config("held", 400, d) for d in (100, 200, 300, 400, 500)],
+    # each line at most 1 Gbit/s (line_pps fits): what fails is the lines together, not one
+    "host_pps": [*(Config("host_pps", r, 40, lines=2) for r in (400, 600, 800, 1000)), Config("host_pps", 1000, 40, 3)],
 }
 
 #: today's thresholds per quantity: (fits, beyond); host_pps per CPU in Limits

@@ -176,7 +176,7 @@ def _set_path(data: dict[str, Any], path: list[str], value: Any) -> None:
 
 def expand_scenarios(raw: dict[str, Any], exp: Experiment, topo: ClabTopology, file: Path) -> tuple[ScenarioRun, ...]:
     # scenarios, the run-wide scale and the named subsets are not part of a scenario's body
-    base = {k: v for k, v in raw.items() if k not in ("scenarios", "scale", "subsets")}
+    base = {k: v for k, v in raw.items() if k not in ("scenarios", "scale", "scale_reason", "subsets")}
     runs: list[ScenarioRun] = []
     names: set[str] = set()
     for i, sc in enumerate(exp.scenarios):

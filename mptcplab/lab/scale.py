@@ -147,9 +147,20 @@ def apply_scale(lab: Lab, factor: float, source: str) -> Lab:
     return dataclasses.replace(lab, scenarios=tuple(scenarios), scale=factor, scale_source=source, unscaled=base)
 
 
+def scale_reason(lab: Lab) -> str | None:
+    """Why the run is scaled: the lab's stated measurement, or where the factor came from."""
+    if lab.scale == 1:
+        return None
+    if lab.scale_source == "lab":
+        return lab.experiment.scale_reason
+    if lab.scale_source == "auto":
+        return "this machine's reachability estimate (emulation/capacity.py) suggested it (--scale auto)"
+    return "given on the command line (--scale)"
+
+
 def manifest_record(lab: Lab) -> dict[str, Any]:
     """manifest.json's ``scale``: the factor, where it came from and what it does not touch."""
     unscaled = sorted({n for sc in lab.scenarios for n in unscaled_notes(sc.body)}) if lab.scale != 1 else []
-    return {"factor": lab.scale, "source": lab.scale_source,
+    return {"factor": lab.scale, "source": lab.scale_source, "reason": scale_reason(lab),
             "scaled": "link, event and flow rates; queues given in bytes" if lab.scale != 1 else "nothing",
             "unscaled_fields": unscaled}

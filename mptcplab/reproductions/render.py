@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..record.model import VERDICTS, CheckStat, FindingRow, Summary
+from ..record.model import VERDICTS, CheckStat, FindingRow, FlowResult, Repetition, Summary
 from ..results.fmt import DASH, md_table
+from ..results.stats import median_interval
 from .collect import Reproduction
 
 NO_RUN = "no full run on record yet"
@@ -103,6 +104,70 @@ def findings_rows(rows: Sequence[FindingRow]) -> list[list[str]]:
 FINDINGS_HEADER = ["finding", "verdict", "statistic", "estimate [interval]", "confidence", "n", "claim", "source"]
 
 
+def _headline(goodput: float | None, f: FlowResult | None) -> tuple[float | None, str]:
+    """A flow's one number for the table: its goodput, or for a web flow (no goodput of its
+    own) the requests it served per second."""
+    if goodput is None and f is not None and f.http is not None and f.http.requests_per_s is not None:
+        return f.http.requests_per_s, "requests/s"
+    return goodput, "Mbit/s"
+
+
+def _measured_flows(rep: Repetition) -> list[tuple[str, float | None, str, bool | None, bool]]:
+    """(flow, its number, unit, proven by the capture, fell back to TCP) of each measured
+    flow of a repetition; the top-level flow when the record lists none (older records)."""
+    flows = [f for f in rep.flows if f.role == "measured"]
+    if not flows:
+        return [("main", rep.goodput_mbps, "Mbit/s", rep.mptcp.verified if rep.mptcp.requested else None,
+                 rep.mptcp.fallback)]
+    return [(f.name, *_headline(f.goodput_mbps, f), f.verified, f.mptcp.fallback) for f in flows]
+
+
+def measured_rows(s: Summary) -> list[list[str]]:
+    """Per scenario and measured flow, over the repetitions the findings use: n, the median
+    of its number (goodput, or requests/s for a web flow) with its order-statistics interval
+    (results/stats.py; coverage below 90 % with fewer than 5 repetitions, and said so), the
+    range, how many repetitions the capture proved (MPTCP negotiated with every expected
+    subflow carrying data, or the TCP connection on its path) and how many fell back to TCP."""
+    rows: list[list[str]] = []
+    for name in s.scenario_order():
+        by_flow: dict[str, list[tuple[float | None, str, bool | None, bool]]] = {}
+        for r in s.reps_of(name):
+            for flow, x, unit, ok, fellback in _measured_flows(r):
+                by_flow.setdefault(flow, []).append((x, unit, ok, fellback))
+        for flow, vals in by_flow.items():
+            xs = [x for x, _, _, _ in vals if x is not None]
+            unit = vals[0][1] if xs else DASH
+            if xs:
+                iv = median_interval(xs)
+                med = f"{num(iv.estimate)} [{num(iv.low)}, {num(iv.high)}]" + ("" if iv.enough else " (*)")
+                rng = f"{num(min(xs))} – {num(max(xs))}"
+            else:
+                med = rng = DASH
+            proven = [p for _, _, p, _ in vals if p is not None]
+            if not xs and not proven:
+                continue  # a flow with neither a rate nor a capture verdict (a background hold)
+            rows.append([f"`{name}`", flow, str(len(vals)), med, unit, rng,
+                         f"{sum(proven)} of {len(proven)}" if proven else DASH,
+                         str(sum(1 for v in vals if v[3]))])
+    return rows
+
+
+MEASURED_HEADER = ["scenario", "flow", "n", "median [interval]", "unit", "range", "proven by the capture",
+                   "fallback"]
+
+
+def measured_section(s: Summary) -> list[str]:
+    rows = measured_rows(s)
+    if not rows:
+        return []
+    scaled = (f" Rates are this run's, at scale {s.scale:g} (the paper's link rates x {s.scale:g})."
+              if s.scale != 1 else "")
+    short = any(r[3].endswith("(*)") for r in rows)
+    return ["Measured per scenario (the repetitions the findings use; interval: 90 % order statistics "
+            "of the median" + (", (*): fewer than 5 repetitions, coverage below 90 %" if short else "")
+            + ")." + scaled, "", md_table(MEASURED_HEADER, rows), ""]
+
+
 def claims(rows: Sequence[FindingRow]) -> list[str]:
     return [f"- `{f.id}`" + (f" ({'; '.join(x for x in (f.scenario, f.where) if x)})" if f.scenario or f.where else "")
             + f": {f.statement or DASH}" for f in rows]
@@ -160,6 +225,7 @@ def column_section(r: Reproduction, level: int, records_shown: str) -> list[str]
     if notes:
         lines += [f"- {x}" for x in notes] + [""]
     lines += [md_table(FINDINGS_HEADER, findings_rows(s.findings)), ""]
+    lines += measured_section(s)
     if s.setup_checks:
         lines += ["Setup checks (the lab's own configuration, not counted with the paper's findings):", "",
                   md_table(FINDINGS_HEADER, findings_rows(s.setup_checks)), ""]

@@ -117,7 +117,8 @@ def _scale_text(summary: Summary, manifest: Manifest) -> str | None:
         return None
     rec = manifest.scale or {}
     unscaled = rec.get("unscaled_fields") or []
-    return (f"**every link rate {fmt_factor(summary.scale)}** ({rec.get('source', '?')}); delays, loss, MTUs "
+    why = f"; why: {rec['reason']}" if rec.get("reason") else ""
+    return (f"**every link rate {fmt_factor(summary.scale)}** ({rec.get('source', '?')}{why}); delays, loss, MTUs "
             "unchanged; goodput is in scaled Mbit/s and compared with the paper's rates "
             f"{fmt_factor(summary.scale)}" + (f"; not scaled: {', '.join(unscaled)}" if unscaled else ""))
 

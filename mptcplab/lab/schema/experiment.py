@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import Field, create_model, field_validator, model_validator
+from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
 from ...probes.base import Probe
 from ...probes.registry import REGISTRY as PROBES
@@ -138,6 +138,19 @@ class Experiment(ExperimentBody):
     #: per scenario: one run has one scale, stated next to every number it affects.
     scale: float | None = Field(default=None, gt=0, le=1,
                                 description="rate scale factor in (0, 1]; `mptcplab run --scale` overrides it")
+    #: why the lab runs below the paper's rates: the measurement that shows this machine cannot
+    #: carry them (run, what failed); required with a scale below 1, printed in the report
+    scale_reason: str | None = Field(default=None, min_length=20, validate_default=True,
+                                     description="the measurement that makes a scale below 1 necessary")
+
+    @field_validator("scale_reason")
+    @classmethod
+    def _scale_has_reason(cls, v: str | None, info: ValidationInfo) -> str | None:
+        scale = info.data.get("scale")
+        if scale is not None and scale < 1 and not v:
+            raise ValueError("required with a scale below 1: the measurement that shows this machine cannot "
+                             "carry the paper's rates")
+        return v
 
     @field_validator("scenarios")
     @classmethod
