@@ -59,11 +59,6 @@ class Plan:
 #: "frr" (FRR static routes through vtysh: routers run FRR in the containerlab images)
 RouterRoutes = Literal["ip", "frr"]
 
-#: host commands that create nodes: they run before the sysctls. containerlab's
-#: deploy creates the links with the nodes, so the sysctls a new interface copies
-#: (net.ipv4.conf.default.*) are given to Docker at container creation instead
-#: (backends/containerlab.py); the sysctls stage then sets and reads back the rest.
-_NODE_CREATORS = (("ip", "netns"), ("containerlab", "deploy"))
 
 
 def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network:
@@ -82,8 +77,10 @@ def build_plan(topo: ClabTopology, scenario: ScenarioRun, emulator: Emulator, ba
     plan = Plan(net)
     created = backend.create_cmds(net)
     routes_by: RouterRoutes = "frr" if backend.router_routes == "frr" else "ip"
-    plan.namespaces = [c for c in created if c.argv[:2] in _NODE_CREATORS]
-    plan.links = [c for c in created if c.argv[:2] not in _NODE_CREATORS]
+    # the backend's node-creating commands run before the sysctls (Backend.node_creators)
+    makers = set(backend.node_creators)
+    plan.namespaces = [c for c in created if tuple(c.argv[:2]) in makers]
+    plan.links = [c for c in created if tuple(c.argv[:2]) not in makers]
     for node in net.nodes.values():
         plan.sysctls += sysctl_cmds(node)
     for name, node in net.nodes.items():

@@ -131,9 +131,10 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
     timeline's and the controllers' actions that ran, results/read.read_events): path -> the
     epoch time (``epoch_s``) it went out of use, and path -> what did it. A path is out of use
     while a link it crosses is down (link_down; link_up gives it back), its client endpoint
-    is deleted (endpoint_delete by the id the lab gave it; endpoint_add of its address gives
-    it back) or its endpoint is flagged backup (endpoint_flags, a controller's demotion;
-    nobackup gives it back). A path used again later (a re-probe that stayed) is not retired."""
+    is deleted (endpoint_delete by its address, or by the id the lab gave it; endpoint_flush
+    deletes them all; endpoint_add of its address gives it back) or its endpoint is flagged
+    backup (endpoint_flags, a controller's demotion; nobackup gives it back). A path used
+    again later (a re-probe that stayed) is not retired."""
     links = _path_links(body, net, flow.server)
     addr_path = {str(net.address(ep)): label for label, ep in body.paths.items()}
     spec = body.nodes[flow.client].mptcp
@@ -157,8 +158,15 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                 continue
             hit = [p for p, lks in links.items() if any(lk is link for lk in lks)]
             key, text, on = f"link {link.name}", f"link {e.link} down ({e.source})", e.action == "link_down"
+        elif e.node == flow.client and e.action == "endpoint_flush":
+            # every endpoint the lab gave the client deleted at once
+            hit = sorted({addr_path[ip] for ip in ids.values() if ip in addr_path})
+            key, text, on = "endpoint", f"endpoints flushed by {e.source}", True
         elif e.node == flow.client and e.action in ("endpoint_delete", "endpoint_add", "endpoint_flags"):
-            ip = ids.get(e.endpoint_id or 0) if e.action == "endpoint_delete" else ip_of(e.address)
+            if e.action == "endpoint_delete":  # by the address given, else by the id the lab gave it
+                ip = ip_of(e.address) if e.address else ids.get(e.endpoint_id or 0)
+            else:
+                ip = ip_of(e.address)
             p = addr_path.get(ip or "")
             hit = [p] if p else []
             if e.action == "endpoint_flags":

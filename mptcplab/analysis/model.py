@@ -152,6 +152,8 @@ class SubflowResult:
     acked_bytes: int | None = None
     #: SYN/ACK seen in reply to our SYN (with MP_JOIN for a join)
     syn_answered: bool = False
+    #: the MSS option of the subflow's first SYN from the client (None: not captured)
+    syn_mss: int | None = None
     #: when the receiver's cumulative ACK on this subflow last advanced (s from t0)
     last_ack_advance_t: float | None = None
     #: the share of the connection's acknowledged bytes this path would carry at its

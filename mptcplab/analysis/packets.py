@@ -55,6 +55,7 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "win": ("f", "raw TCP window [tcp.window_size_value]"),
     "tsval": ("f", "TCP timestamps option TSval [tcp.options.timestamp.tsval]"),
     "tsecr": ("f", "TCP timestamps option TSecr [tcp.options.timestamp.tsecr]"),
+    "mss": ("f", "TCP MSS option's value, SYN and SYN/ACK [tcp.options.mss_val]"),
     "mp": ("i", "bit n set: an MPTCP option of subtype n is present [tcp.options.mptcp.subtype]"),
     "sendkey": ("u", "MP_CAPABLE sender's key [tcp.options.mptcp.sendkey]"),
     "recvkey": ("u", "MP_CAPABLE receiver's key, MP_FASTCLOSE key [tcp.options.mptcp.recvkey]"),

@@ -40,7 +40,7 @@ H_SENDKEY, H_RECVKEY, H_RECVTOK, H_DACK, H_DACK64 = 1 << 5, 1 << 6, 1 << 7, 1 <<
 H_DSN, H_DSN64, H_CSUM, H_DATAFIN, H_DLL, H_FAILDSN = 1 << 10, 1 << 11, 1 << 12, 1 << 13, 1 << 14, 1 << 15
 H_ADDR_ID, H_BACKUP, H_ADDPORT, H_ADDHMAC, H_ADDECHO = 1 << 16, 1 << 17, 1 << 18, 1 << 19, 1 << 20
 H_MALFORMED, H_TRUNC, H_JOINHMAC, H_MPC = 1 << 21, 1 << 22, 1 << 23, 1 << 24
-H_SEQ, H_TCPHDR, H_TS = 1 << 25, 1 << 26, 1 << 27
+H_SEQ, H_TCPHDR, H_TS, H_MSS = 1 << 25, 1 << 26, 1 << 27, 1 << 28
 
 
 def library_path() -> Path:
@@ -236,6 +236,7 @@ def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) 
         "win": _f(r["win"], hdr),
         "tsval": _f(r["tsval"], bit(H_TS)),
         "tsecr": _f(r["tsecr"], bit(H_TS)),
+        "mss": _f(r["mss"], bit(H_MSS)),
         "mp": r["mp"].astype(np.int64),
         "sendkey": packets.nullable(r["sendkey"], bit(H_SENDKEY), unsigned=True),
         "recvkey": packets.nullable(r["recvkey"], bit(H_RECVKEY), unsigned=True),

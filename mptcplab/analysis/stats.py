@@ -41,6 +41,21 @@ def data_rows(t: pd.DataFrame, sf: Subflow, upload: bool) -> tuple[np.ndarray, n
     return d, seg
 
 
+def syn_mss(t: pd.DataFrame, sf: Subflow) -> int | None:
+    """The MSS option of the subflow's first SYN from the client (a join's SYN says what the
+    client's interface allows, whatever the path behind it: labs/mtu), at its capture point;
+    None when that SYN or its option was not captured."""
+    if "mss" not in t.columns:
+        return None
+    idx = sf.rows[sf.point]
+    flags = t["flags"].to_numpy()[idx]
+    syn = idx[((flags & 0x12) == 0x02) & t["from_client"].to_numpy()[idx].astype(bool)]
+    if not len(syn):
+        return None
+    v = t["mss"].to_numpy()[syn[0]]
+    return None if pd.isna(v) else int(v)
+
+
 def subflow_numbers(t: pd.DataFrame, sf: Subflow, upload: bool, t0: float) -> dict:
     """Bytes, segments, retransmissions, acked bytes, times for one subflow."""
     d, seg = data_rows(t, sf, upload)
@@ -50,7 +65,7 @@ def subflow_numbers(t: pd.DataFrame, sf: Subflow, upload: bool, t0: float) -> di
     out: dict = {"bytes": 0, "retrans_bytes": 0, "retransmissions": 0, "segments": 0,
                  "median_seg": None, "max_seg": None, "max_frame": None,
                  "first_data_t": None, "last_data_t": None, "acked_bytes": None,
-                 "last_ack_advance_t": None}
+                 "last_ack_advance_t": None, "syn_mss": syn_mss(t, sf)}
     if len(d):
         lens = ip_len[d]
         lens = lens[~np.isnan(lens)]

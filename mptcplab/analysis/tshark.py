@@ -64,6 +64,7 @@ FIELDS: tuple[tuple[str, str], ...] = (
     ("tcp.window_size_value", "win"),
     ("tcp.options.timestamp.tsval", "tsval"),
     ("tcp.options.timestamp.tsecr", "tsecr"),
+    ("tcp.options.mss_val", "mss"),
     ("tcp.options.mptcp.subtype", "mp"),        # "0" MP_CAPABLE, "1" MP_JOIN, "2" DSS, ...
     ("tcp.options.mptcp.sendkey", "sendkey"),
     ("tcp.options.mptcp.recvkey", "recvkey"),
@@ -234,7 +235,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
         "sport": _num(df["sport"]), "dport": _num(df["dport"]), "tlen": _num(df["tlen"]),
         "seq": _num(df["seq"]), "ack": _num(df["ack"]), "flags": flags.to_numpy(),
         "win": _num(df["win"]),
-        "tsval": _num(df["tsval"]), "tsecr": _num(df["tsecr"]),
+        "tsval": _num(df["tsval"]), "tsecr": _num(df["tsecr"]), "mss": _num(df["mss"]),
         "mp": mp,
         "sendkey": _nullable(df["sendkey"], unsigned=True),
         "recvkey": _nullable(df["recvkey"], unsigned=True),

@@ -22,6 +22,11 @@ _REGISTRY: dict[str, str] = {
     "netns": "mptcplab.backends.netns:NetnsBackend",
     "containerlab": "mptcplab.backends.containerlab:ContainerlabBackend",
 }
+#: what each one is, for the command line's help (without importing it)
+DESCRIPTIONS: dict[str, str] = {
+    "netns": "network namespaces",
+    "containerlab": "containers deployed by containerlab",
+}
 #: what "auto" tries, in order: containers where they can deploy, else namespaces
 AUTO_ORDER = ("containerlab", "netns")
 

@@ -76,6 +76,9 @@ class Backend(ABC):
     absolute_paths: ClassVar[bool] = False
     #: what clean() removes, for its report ("namespace(s)")
     cleans: ClassVar[str] = "node(s)"
+    #: the first two arguments of the host commands (create_cmds) that make nodes, not links:
+    #: the plan runs them before the sysctls (plan.build_plan)
+    node_creators: ClassVar[tuple[tuple[str, str], ...]] = ()
 
     def __init__(self, log: Log | None = None) -> None:
         self._log = log

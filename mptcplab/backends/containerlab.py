@@ -105,6 +105,9 @@ class _Spawned:
 
 class ContainerlabBackend(Backend):
     name = "containerlab"
+    # deploy creates the links with the nodes, so the sysctls a new interface copies
+    # (net.ipv4.conf.default.*) are given to Docker at container creation instead
+    node_creators = (("containerlab", "deploy"),)
     #: routers run FRR (images/router): the plan gives them FRR static routes
     router_routes = "frr"
     #: links are emulated with tc: the NFQUEUE delay line is not in the lab images

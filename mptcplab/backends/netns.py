@@ -49,6 +49,7 @@ def new_prefix() -> str:
 
 class NetnsBackend(Backend):
     name = "netns"
+    node_creators = (("ip", "netns"),)
     router_routes = "ip"
     emulators = ("netem", "nfqueue")
     cleans = "namespace(s)"

@@ -17,7 +17,8 @@ class CaptureFact(CheckKind):
     ``equals`` (or, for a list field, contains ``contains``). Holds when it is true in every
     repetition of ``scenario`` (default: the finding's)."""
 
-    fact: Literal["established", "syn_answered", "initial", "rst", "kind", "icmp_mtus", "max_frame", "max_seg"]
+    fact: Literal["established", "syn_answered", "initial", "rst", "kind", "icmp_mtus", "max_frame", "max_seg",
+                  "syn_mss"]
     path: str | None = None
     scenario: str | None = None
     equals: bool | int | str | None = None
@@ -56,6 +57,14 @@ class CaptureFact(CheckKind):
                     return True
             return False
 
+        def recorded(r: Repetition) -> bool:
+            return any(getattr(s, c.fact) is not None for s in r.subflows_on(c.path))
+
+        if not any(recorded(r) for r in on.reps[name]):
+            # a field no repetition has (records made before the analysis kept it, or a packet
+            # no capture point saw) is not evidence against the claim
+            return c.not_measurable(f"no repetition of {name} recorded {c.fact} for {what} (records made "
+                                    "before the analysis kept it, or not captured)")
         k = sum(1 for r in on.reps[name] if seen(r))
         total = len(on.reps[name])
         verdict = stats.agreement_verdict(k, total)

@@ -264,10 +264,27 @@ def _why_inconclusive(v: Verdict, iv: stats.Interval) -> str:
     return ": the interval straddles the claim"
 
 
+def _decided(e: Expectation, what: str, iv: stats.Interval, n: list[int], want: float, tol: float,
+             target: str) -> tuple[CheckStat, str]:
+    """The verdict of a claim on an interval, as a check's row and evidence."""
+    from ..results import stats
+    v = stats.decide(iv, e.op, want, tol)
+    row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
+                    confidence=iv.confidence, method=iv.method, n=n, target=target, source=e.source_text(),
+                    leans=stats.point_side(iv.estimate, e.op, want, tol) if v == stats.INCONCLUSIVE else None)
+    return row, f"{what} = {interval_text(iv, n)}; claim: {target} -> {v}{_why_inconclusive(v, iv)}"
+
+
 def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], value: float, tolerance: float,
                       target: str) -> tuple[CheckStat, str]:
     from ..results import stats
     what = f"{stat} of {lname}"
+    if stat == "std":
+        try:
+            iv = stats.spread_interval(xs)
+        except ValueError as err:
+            return e.not_measurable(f"{what}: {err}", target)
+        return _decided(e, what, iv, [len(xs)], value, tolerance, target)
     if stat != "median":
         x = _extreme(xs, stat)
         v: Verdict = stats.HOLDS if _compare(x, e.op, value, tolerance) else stats.FAILS
@@ -292,6 +309,12 @@ def _between(e: Expectation, stat: str, lname: str, xs: list[float], rname: str,
     assert want is not None  # the schema requires value with by
     shown_target = target if e.by is not None else f"{lname} {e.op} {rname}"
     what = f"{how} {lname} {'/' if how == 'ratio' else '-'} {rname}"
+    if stat == "std":
+        try:
+            iv = stats.spread_interval(xs, ys, how)
+        except ValueError as err:
+            return e.not_measurable(f"{what}: {err}", shown_target)
+        return _decided(e, f"{how} of the stds, {what}", iv, [len(xs), len(ys)], want, tol, shown_target)
     if stat != "median":
         a, b = _extreme(xs, stat), _extreme(ys, stat)
         if how == "ratio" and b == 0:

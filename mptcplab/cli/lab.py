@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from .. import backends
 from ..errors import HostNotReady, LabInputError
 from .options import rate_in_tbf
 
@@ -24,9 +25,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("--dry-run", action="store_true", help="print every command a run would execute; run none")
     r.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results/)")
     r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link-emulation backend")
-    r.add_argument("--backend", choices=["netns", "containerlab", "auto"], default="auto",
-                   help="where nodes run: network namespaces, or containers deployed by containerlab "
-                        "(auto: containerlab when it and a working Docker are present, else netns)")
+    r.add_argument("--backend", choices=[*backends.names(), "auto"], default="auto",
+                   help="where nodes run: " + "; ".join(f"{n}: {backends.DESCRIPTIONS[n]}" for n in backends.names())
+                        + " (auto: the first of " + ", ".join(backends.AUTO_ORDER) + " this host can use)")
     r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
     r.add_argument("--late-retries", type=int, default=1, metavar="N",
                    help="measure a repetition again, up to N times, when a delay line did not keep time "
@@ -59,7 +60,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def cmd_run(a: argparse.Namespace) -> int:
-    from .. import backends
     from ..doctor import checks, lab_needs
     from ..lab.loader import load_lab, unsupported
     from ..labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios

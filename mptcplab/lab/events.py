@@ -138,21 +138,46 @@ class EndpointAdd(_OnNode):
 
 
 class EndpointDelete(_OnNode):
-    """``ip mptcp endpoint delete id ID``: the kernel deletes by id, so the endpoint
-    needs a known id (give it one in nodes.<node>.mptcp.endpoints or endpoint_add)."""
+    """``ip mptcp endpoint delete id ID [ADDRESS]``: the kernel deletes by id, so the
+    endpoint needs a known id (give it one in nodes.<node>.mptcp.endpoints or
+    endpoint_add). Id 0 is the initial subflow's address, which has no endpoint of its own:
+    the kernel needs the ``address`` then (it removes that address from the connections,
+    REMOVE_ADDR with id 0)."""
 
     action: Literal["endpoint_delete"]
-    id: int = Field(ge=1, le=255)
+    id: int = Field(ge=0, le=255)
+    address: str | None = Field(default=None, description="'node:iface' of this node, or an IPv4 address")
+
+    @field_validator("address")
+    @classmethod
+    def _ref(cls, v: str | None) -> str | None:
+        return None if v is None else address_ref(v)
+
+    @model_validator(mode="after")
+    def _id0_has_address(self) -> EndpointDelete:
+        if self.id == 0 and self.address is None:
+            raise ValueError("id 0 (the initial subflow's address) needs its address: "
+                             "the kernel deletes id 0 by address")
+        return self
+
+
+class EndpointFlush(_OnNode):
+    """``ip mptcp endpoint flush``: every endpoint of the node deleted at once (the kernel
+    removes their addresses from the connections and closes the subflows they made)."""
+
+    action: Literal["endpoint_flush"]
 
 
 class EndpointFlags(_OnNode):
-    """``ip mptcp endpoint change ADDRESS backup|nobackup``: the kernel sends MP_PRIO
-    on the subflows of that address and its scheduler stops (or resumes) sending new
-    data on them while a non-backup subflow is available."""
+    """``ip mptcp endpoint change ADDRESS FLAG``: backup|nobackup makes the kernel send
+    MP_PRIO on the subflows of that address, and its scheduler stops (or resumes) sending
+    new data on them while a non-backup subflow is available; fullmesh|nofullmesh changes
+    whether a subflow endpoint makes a subflow to every address the peer announces (or
+    one), for the subflows made from then on."""
 
     action: Literal["endpoint_flags"]
     address: str = Field(description="'node:iface' of this node, or an IPv4 address")
-    flags: Literal["backup", "nobackup"]
+    flags: Literal["backup", "nobackup", "fullmesh", "nofullmesh"]
 
     @field_validator("address")
     @classmethod
@@ -192,10 +217,11 @@ class FlowStop(_Timed):
     flow: Annotated[str, Field(pattern=NAME_RE)]
 
 
-Event = Annotated[LinkDown | LinkUp | LinkChange | EndpointAdd | EndpointDelete | EndpointFlags | SysctlWrite
-                  | FlowStart | FlowStop, Field(discriminator="action")]
+Event = Annotated[LinkDown | LinkUp | LinkChange | EndpointAdd | EndpointDelete | EndpointFlush | EndpointFlags
+                  | SysctlWrite | FlowStart | FlowStop, Field(discriminator="action")]
 #: what a controller may decide: the same actions, without a time (it acts now)
-ACTIONS_OF_CONTROLLERS = ("endpoint_add", "endpoint_delete", "endpoint_flags", "sysctl", "link_change")
+ACTIONS_OF_CONTROLLERS = ("endpoint_add", "endpoint_delete", "endpoint_flush", "endpoint_flags", "sysctl",
+                          "link_change")
 
 
 class ControllerSpec(_Strict):

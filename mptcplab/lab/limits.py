@@ -19,7 +19,7 @@ from ipaddress import IPv4Address
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
-from .events import EndpointAdd, EndpointFlags, LinkChange
+from .events import EndpointAdd, EndpointDelete, EndpointFlags, LinkChange
 from .network import Link, Network
 from .schema import ExperimentBody
 from .stripe import stripe_of
@@ -104,8 +104,8 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
     for name in body.nodes:
         stripe_of(net, body, name, file)  # a leg that cannot reach the peer address
     for k, ev in enumerate(body.traffic.events):
-        if isinstance(ev, EndpointAdd | EndpointFlags) and ":" not in ev.address \
-                and IPv4Address(ev.address) not in _owner_addresses(net, ev.node):
+        if isinstance(ev, EndpointAdd | EndpointFlags | EndpointDelete) and ev.address is not None \
+                and ":" not in ev.address and IPv4Address(ev.address) not in _owner_addresses(net, ev.node):
             raise LabInputError(file, f"traffic.events[{k}].address", f"{ev.address} is not an address of {ev.node}")
 
 

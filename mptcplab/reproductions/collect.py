@@ -126,9 +126,12 @@ def _merge_group(out: Path, campaign: str, refs: list[RecordRef], labs: Path,
     return cols[0]
 
 
-def reproductions(root: Path, labs: Path) -> list[Reproduction]:
+def reproductions(root: Path, labs: Path, campaigns_dir: Path | None = None) -> list[Reproduction]:
     """Every campaign, lab, target and settings of the records under ``root``, merged, in
-    order of lab, kernel, campaign and target. ``labs``: the labs' directory (labs/<lab>)."""
+    order of lab, kernel, campaign and target. ``labs``: the labs' directory (labs/<lab>);
+    ``campaigns_dir``: where the campaign files are (default: ``root``'s parent, as for
+    campaigns/records/)."""
+    where = root.parent if campaigns_dir is None else campaigns_dir
     groups: dict[tuple[str, str], list[RecordRef]] = {}
     for r in find_records(root):
         groups.setdefault((r.campaign, r.key), []).append(r)
@@ -136,8 +139,8 @@ def reproductions(root: Path, labs: Path) -> list[Reproduction]:
     with tempfile.TemporaryDirectory(prefix="mptcplab-reproductions-") as tmp:
         for n, ((campaign, _key), refs) in enumerate(sorted(groups.items())):
             refs.sort(key=lambda r: (r.round, r.item))
-            targets = campaign_targets(root.parent, campaign)
-            col = _merge_group(Path(tmp) / str(n), campaign, refs, labs, targets, campaign_plan(root.parent, campaign))
+            targets = campaign_targets(where, campaign)
+            col = _merge_group(Path(tmp) / str(n), campaign, refs, labs, targets, campaign_plan(where, campaign))
             found.append(Reproduction(campaign, refs, col))
     return sorted(found, key=Reproduction.sort_key)
 

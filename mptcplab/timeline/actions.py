@@ -21,6 +21,7 @@ from ..lab.events import (
     EndpointAdd,
     EndpointDelete,
     EndpointFlags,
+    EndpointFlush,
     FlowStart,
     FlowStop,
     LinkChange,
@@ -175,13 +176,23 @@ def link_change_cmds(env: ActionEnv, ev: LinkChange) -> list[Cmd]:
     return out
 
 
-def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFlags) -> list[Cmd]:
+#: what each endpoint flag change does, for the dry run's comment
+_CHANGE_WHY = {"backup": "MP_PRIO on its subflows", "nobackup": "MP_PRIO on its subflows",
+               "fullmesh": "a subflow to every address the peer announces, from now on",
+               "nofullmesh": "one subflow per announced address, from now on"}
+
+
+def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFlags | EndpointFlush) -> list[Cmd]:
+    if isinstance(ev, EndpointFlush):
+        return [cmd("ip", "mptcp", "endpoint", "flush", node=ev.node, check=False,
+                    why="every endpoint of the node deleted")]
     if isinstance(ev, EndpointDelete):
-        return [cmd("ip", "mptcp", "endpoint", "delete", "id", ev.id, node=ev.node, check=False)]
+        by_addr = [str(env.net.address(ev.address))] if ev.address is not None else []
+        return [cmd("ip", "mptcp", "endpoint", "delete", "id", ev.id, *by_addr, node=ev.node, check=False)]
     addr = str(env.net.address(ev.address))
     if isinstance(ev, EndpointFlags):
         return [cmd("ip", "mptcp", "endpoint", "change", addr, ev.flags, node=ev.node, check=False,
-                    why=f"endpoint {addr}: {ev.flags} (MP_PRIO on its subflows)")]
+                    why=f"endpoint {addr}: {ev.flags} ({_CHANGE_WHY[ev.flags]})")]
     argv = ["ip", "mptcp", "endpoint", "add", addr]
     if ":" in ev.address:
         argv += ["dev", ev.address.split(":", 1)[1]]
@@ -200,6 +211,8 @@ def _target(ev: Event) -> str:
         return f"{ev.node} {ev.address}"
     if isinstance(ev, EndpointDelete):
         return f"{ev.node} id {ev.id}"
+    if isinstance(ev, EndpointFlush):
+        return ev.node
     if isinstance(ev, SysctlWrite):
         return f"{ev.node} {ev.key}"
     raise TypeError(type(ev).__name__)
@@ -215,8 +228,8 @@ def subject(ev: Event | None) -> dict[str, Any]:
     if isinstance(ev, EndpointAdd):
         return {"node": ev.node, "address": ev.address, "endpoint_id": ev.id, "flags": " ".join(ev.flags) or None}
     if isinstance(ev, EndpointDelete):
-        return {"node": ev.node, "endpoint_id": ev.id}
-    if isinstance(ev, SysctlWrite):
+        return {"node": ev.node, "endpoint_id": ev.id, "address": ev.address}
+    if isinstance(ev, EndpointFlush | SysctlWrite):
         return {"node": ev.node}
     if isinstance(ev, FlowStart | FlowStop):
         return {"flow": ev.flow}

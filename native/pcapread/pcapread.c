@@ -368,6 +368,10 @@ static void tcp(pcr_file *f, const uint8_t *p, size_t n, long ip_payload, pcr_ro
         }
         if (kind == 30)
             mptcp_option(f, p + i, len, r);
+        else if (kind == 2 && len == 4) {        /* MSS (RFC 9293 section 3.2) */
+            r->mss = be16(p + i + 2);
+            r->has |= PCR_MSS;
+        }
         else if (kind == 8 && len == 10) {       /* timestamps (RFC 7323 section 3) */
             r->tsval = be32(p + i + 2);
             r->tsecr = be32(p + i + 6);

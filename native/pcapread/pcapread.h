@@ -44,6 +44,7 @@ enum {
     PCR_SEQ       = 1u << 25,  /* seq was captured (8 bytes of TCP header) */
     PCR_TCPHDR    = 1u << 26,  /* ack, flags (14 bytes) and win (16 bytes) were captured */
     PCR_TS        = 1u << 27,  /* TCP timestamps option (RFC 7323): tsval, tsecr */
+    PCR_MSS       = 1u << 28,  /* TCP MSS option (RFC 9293, SYN and SYN/ACK): mss */
 };
 
 /*
@@ -87,6 +88,7 @@ enum {
     X(uint16_t, dll,        "<u2") /* data-level length */ \
     X(uint16_t, mp,         "<u2") /* bit n: MPTCP option subtype n present */ \
     X(uint16_t, add_port,   "<u2") /* ADD_ADDR port */ \
+    X(uint16_t, mss,        "<u2") /* TCP MSS option's value (PCR_MSS) */ \
     X(uint8_t,  ipv,        "u1")  /* 4 or 6; 0 when no IP header was found */ \
     X(uint8_t,  q_ipv,      "u1") \
     X(uint8_t,  ttl,        "u1")  /* IPv4 TTL / IPv6 hop limit */ \

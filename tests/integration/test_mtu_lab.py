@@ -75,6 +75,10 @@ def test_bottlenecked_mptcp_uses_both_paths_with_their_own_mtu(summary: dict) ->
     assert a["median_seg"] > 1500 and b["median_seg"] <= 1500 - 40
     assert b["icmp_frag_needed"] >= 1 and a["icmp_frag_needed"] == 0
     assert abs(a["share"] + b["share"] - 1) < 1e-6
+    # the join SYN on B advertises its 9000-byte interface less 40: the bottleneck behind is unknown to it
+    assert b["syn_mss"] == 8960, b
+    join = next(f for f in summary["findings"] if f["id"] == "join-syn-advertises-jumbo-mss")
+    assert join["verdict"] != "not measurable" and join["checks"][0]["estimate"] == 1.0, join
 
 
 def test_uniform_mptcp_aggregates_two_paths(summary: dict) -> None:

@@ -35,6 +35,9 @@ ACTIONS: list[dict[str, Any]] = [
     {"action": "endpoint_flags", "node": "client", "address": "client:eth2", "flags": "nobackup"},
     {"action": "sysctl", "node": "client", "key": "net.mptcp.enabled", "value": "1"},
     {"action": "flow_start", "flow": "bg"},
+    {"action": "endpoint_flags", "node": "client", "address": "client:eth2", "flags": "fullmesh"},
+    {"action": "endpoint_delete", "node": "client", "id": 0, "address": "client:eth1"},
+    {"action": "endpoint_flush", "node": "client"},
 ]
 
 #: events.csv as a run of 2026-11-23 wrote it (labs/asym s3-dt), capture_s added by the analysis
@@ -85,6 +88,10 @@ def test_the_writers_typed_columns_are_read_back(env: ActionEnv, tmp_path: Path)
     assert (add.address, add.endpoint_id, add.flags) == ("client:eth2", 2, "subflow backup")
     assert by["endpoint_flags", 7.0].flags == "nobackup" and by["endpoint_flags", 6.0].done
     assert by["sysctl", 8.0].node == "client" and by["flow_start", 9.0].flow == "bg"
+    assert by["endpoint_flags", 10.0].flags == "fullmesh"
+    gone = by["endpoint_delete", 11.0]
+    assert (gone.endpoint_id, gone.address) == (0, "client:eth1")
+    assert by["endpoint_flush", 12.0].node == "client"
     not_run = by["decision", 20.0]
     assert not not_run.done and not_run.node is None and not_run.detail == "decision=restore"
 
@@ -92,7 +99,11 @@ def test_the_writers_typed_columns_are_read_back(env: ActionEnv, tmp_path: Path)
 def test_an_old_file_gets_the_same_typed_fields_from_its_text(env: ActionEnv, tmp_path: Path) -> None:
     # the same events written without the typed columns, as runs before them did
     records, path = written(env, tmp_path)
-    rows = list(csv.DictReader(path.open()))
+    # the actions that existed before the typed columns (delete by address and flush came after)
+    then = [i for i, e in enumerate(records) if not (e.action == "endpoint_flush"
+                                                     or (e.action == "endpoint_delete" and e.address))]
+    records = [records[i] for i in then]
+    rows = [r for i, r in enumerate(csv.DictReader(path.open())) if i in then]
     old = tmp_path / "old.csv"
     keep = [c for c in EVENT_COLUMNS if c not in EVENT_TYPED_COLUMNS]
     with old.open("w", newline="") as f:

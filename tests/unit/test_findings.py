@@ -157,6 +157,21 @@ def test_capture_facts_hold_in_every_repetition() -> None:
                                 "expect": {"fact": "established", "contains": 1500}})
 
 
+def test_a_capture_fact_no_repetition_recorded_is_not_measurable_not_failed() -> None:
+    reps = {"two": repetitions([rec("two", 1, 1.0), rec("two", 2, 1.0)])}
+    f = Finding.model_validate({"id": "j", "scenario": "two", "statement": "s", "where": "w",
+                                "expect": {"fact": "syn_mss", "path": "B", "equals": 8960}})
+    row = evaluate(f, reps)  # records made before the field: nothing to judge
+    assert row.verdict == "not measurable" and "recorded syn_mss" in row.evidence
+    reps["two"][0].subflows[1].syn_mss = 8960
+    assert evaluate(f, reps).verdict == "inconclusive"  # one of two: the other's SYN not captured
+    reps["two"][1].subflows[1].syn_mss = 8960
+    assert evaluate(f, reps).verdict == "holds"
+    reps["two"][1].subflows[1].syn_mss = 1460
+    reps["two"][0].subflows[1].syn_mss = 1460
+    assert evaluate(f, reps).verdict == "does not hold"
+
+
 def test_not_measurable_gives_its_reason() -> None:
     f = Finding.model_validate({"id": "p", "scenario": None, "statement": "s", "where": "w",
                                 "not_measurable": "needs the patched kernel"})

@@ -316,3 +316,38 @@ def test_check_scan_sees_a_dispatch() -> None:
     tree = ast.parse("from mptcplab.lab.schema import Expectation\nok = isinstance(e, Expectation)\n")
     assert _check_uses(tree, names, face=False) == [1, 2]
     assert _check_uses(tree, names, face=True) == [2]
+
+
+# ----------------------------------------------------------------------------- backends
+#: modules that must ask the registry instead of naming a backend
+BACKEND_DISPATCH = {"plan.py", "cli/lab.py"}
+
+
+def _backend_mentions(tree: ast.AST, names: set[str]) -> list[int]:
+    hits = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and node.value in names:
+            hits.append(node.lineno)
+        elif isinstance(node, ast.Name | ast.Attribute):
+            ident = node.id if isinstance(node, ast.Name) else node.attr
+            if ident in {"NetnsBackend", "ContainerlabBackend"}:
+                hits.append(node.lineno)
+    return hits
+
+
+def test_every_registered_backend_loads_and_declares_its_node_commands() -> None:
+    from mptcplab import backends
+
+    assert set(backends.DESCRIPTIONS) == set(backends.names())
+    for name in backends.names():
+        cls = backends.get(name)
+        assert cls.name == name and cls.node_creators, name
+        assert all(len(c) == 2 for c in cls.node_creators), name
+
+
+@pytest.mark.parametrize("module", sorted(BACKEND_DISPATCH))
+def test_backend_dispatch_modules_name_no_backend(module: str) -> None:
+    from mptcplab import backends
+
+    tree = ast.parse((PKG / module).read_text())
+    assert _backend_mentions(tree, set(backends.names()) - {"auto"}) == [], module

@@ -36,11 +36,13 @@ class Event(_Model):
     link: str | None = None
     #: link_*: both | one
     direction: str | None = None
-    #: endpoint_add / endpoint_flags: the address as the lab names it ('node:iface' or IPv4)
+    #: endpoint_add / endpoint_flags / endpoint_delete (when given): the address as the lab
+    #: names it ('node:iface' or IPv4)
     address: str | None = None
     #: endpoint_delete: the id deleted; endpoint_add: the id given (None: the kernel's choice)
     endpoint_id: int | None = None
-    #: endpoint_flags: backup | nobackup; endpoint_add: its flags, space-separated
+    #: endpoint_flags: backup | nobackup | fullmesh | nofullmesh; endpoint_add: its flags,
+    #: space-separated
     flags: str | None = None
     #: flow_start / flow_stop: the flow's name
     flow: str | None = None

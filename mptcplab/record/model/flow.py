@@ -40,6 +40,8 @@ class Subflow(HolNumbers):
     median_seg: float | None = None
     max_seg: int | None = None
     max_frame: int | None = None
+    #: the MSS option of the subflow's first SYN from the client (capture; None: not captured)
+    syn_mss: int | None = None
     icmp_frag_needed: int = 0
     icmp_first_t: float | None = None
     icmp_mtus: list[int] = Field(default_factory=list)
