@@ -151,6 +151,8 @@ def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] =
         "mpc_ver": pk["mpc_ver"].array[keep],
         "addaddr": pk["addaddr"].array[keep],
         "rst_reason": pk["rst_reason"].array[keep],
+        # the MSS option (SYN, SYN/ACK): stats.syn_mss; absent in tables built before it
+        "mss": pk["mss"].to_numpy()[keep] if "mss" in pk.columns else np.full(len(keep), np.nan),
         "row": keep,
     })
     return out
