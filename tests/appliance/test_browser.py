@@ -273,8 +273,8 @@ def test_landing_notebook_lists_every_lab(page: Any, jupyter: dict[str, str]) ->
     assert per_lab.tables >= 2, per_lab.output_text[:800]  # mtu: scenarios and findings
     # a lab with no run here (sndbuf, and any lab added since) is said to have none, not an error
     assert "no run yet" in per_lab.output_text
-    # notebooks are found in the directory: the test's extra notebook belongs to no lab
-    assert "Other notebooks: mplt-raises.ipynb" in glance.output_text, glance.output_text
+    # notebooks are found in the directory: compare.ipynb and the test's extra notebook belong to no lab
+    assert "Other notebooks: compare.ipynb, mplt-raises.ipynb" in glance.output_text, glance.output_text
     page.scroll_to_top()
     page.screenshot(ARTIFACTS / "20-index-top.png")
     page.screenshot_cell(glance, ARTIFACTS / "21-index-labs.png")
