@@ -19,14 +19,15 @@ repetition start within milliseconds of each other, so the rounding is at most h
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
-from ..analysis.cwnd_events import implausible
-from ..analysis.model import FlowAnalysis, SubflowResult
 from .base import OtherFlow
+
+if TYPE_CHECKING:  # the lab schema imports the probes: the analysis is imported where used
+    from ..analysis.model import FlowAnalysis, SubflowResult
 
 COLUMNS = ["t", "flow", "path", "subflow", "src", "sport", "dst", "dport", "backup", "bytes", "mbps", "snd_cwnd",
            "ssthresh", "srtt_ms", "snd_wnd", "samples"]
@@ -101,6 +102,7 @@ def implausible_windows(df: pd.DataFrame,
     for name, subflows, upload in flows:
         for sf in subflows:
             s = sender_samples(df, sf, upload)
+            from ..analysis.cwnd_events import implausible
             bad = s[implausible(s["snd_cwnd"])] if not s.empty else s
             if not bad.empty:
                 out[sf.name] = {"flow": name, "path": sf.path, "samples": int(len(bad)),

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from ..analysis.cwnd_events import counts_by_subflow, subflow_reductions
 from ..commands import Cmd, cmd
 from ..steps.base import Planned
 from ..warncodes import PROBE_DEGRADED
@@ -183,6 +182,8 @@ class TcpProbe(Probe):
             lost = 0
         # cwnd reductions of each subflow's sender, with and without a retransmission
         # (analysis/cwnd_events.py has the definition)
+        # imported here: the lab schema imports the probe registry, and lab/ must not need analysis/
+        from ..analysis.cwnd_events import counts_by_subflow, subflow_reductions
         episodes = subflow_reductions(df, fa.subflows, upload)
         if fa.t0_epoch is not None and not episodes.empty:  # the time series' origin
             episodes[["start_t", "end_t"]] = (episodes[["start_t", "end_t"]] - fa.t0_epoch).round(6)
