@@ -15,6 +15,7 @@ made-up host.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import re
 import shutil
@@ -261,7 +262,7 @@ class Reach:
 
 
 def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, scale_arg: str | None,
-                 cpus: int | None = None) -> Reach:
+                 cpus: int | None = None, scale_note: str | None = None) -> Reach:
     """Estimate whether this machine carries the lab's links (emulation/capacity.py) and
     settle the scale factor: ``--scale F`` wins, ``--scale auto`` takes the factor the
     estimate suggests for the lab as written, otherwise the lab's own ``scale`` (which
@@ -281,7 +282,7 @@ def reachability(lab: Lab, scenario_names: Sequence[str] | None, emulator: str, 
             factor = lab_estimate(base, chosen(base), emulator, cpus).suggested_factor
             lab = apply_scale(lab, factor, "auto")
         else:
-            lab = apply_scale(lab, factor, "command line")
+            lab = dataclasses.replace(apply_scale(lab, factor, "command line"), scale_note=scale_note)
     est = lab_estimate(lab, chosen(lab), emulator, cpus)
     lines = verdict_text(est, lab.scale)
     if lab.scale != 1:

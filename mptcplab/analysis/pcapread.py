@@ -49,6 +49,13 @@ def library_path() -> Path:
     return Path(env) if env else Path(__file__).resolve().parents[2] / "native" / "build" / LIB_NAME
 
 
+#: the C reader's columns to_table reads (pcr_layout must name every one)
+NEEDED_COLUMNS = frozenset((
+    "ack add_port addr_id backup data_ack dll dport dsn fail_dsn flags frame has icmp_code icmp_mtu "
+    "icmp_type ip_len ipv mp mpc_flags mpc_ver mss q_len q_ttl recvkey recvtok rm_ids rm_n rst_flags "
+    "rst_reason sendkey seq sport ssn t_ns tlen tsecr tsval ttl win src dst q_src q_dst addaddr").split())
+
+
 @dataclass(frozen=True)
 class _Native:
     lib: ctypes.CDLL
@@ -89,6 +96,11 @@ def _load() -> _Native:
         for item in lib.pcr_layout().decode().strip(";").split(";"):
             name, fmt = item.split(":")
             cols.append((name, np.dtype(fmt)))
+        missing = sorted(NEEDED_COLUMNS - {n for n, _ in cols})
+        if missing:
+            # a build older than the Python side (sources pulled, library not rebuilt)
+            raise HostNotReady(f"the native capture reader {path} is older than this checkout: it has no "
+                               f"{', '.join(missing)} (run make -C native)")
         _native = _Native(lib, tuple(cols))
         return _native
 

@@ -41,7 +41,7 @@ class WorkItem:
         scenario set) gives other items, so a quick result never counts as a full one."""
         what: dict[str, Any] = {
             "target": self.target.name, "kind": self.target.kind, "host": self.target.inventory_host,
-            "lab": self.lab, "scenarios": list(self.scenarios), "run": self.run.model_dump()}
+            "lab": self.lab, "scenarios": list(self.scenarios), "run": self.run.key_fields()}
         if self.subset is not None:  # only then: the ids of campaigns without subsets stay as they were
             what["subset"] = self.subset
         if self.target.kind == "qemu":  # another kernel is another measurement

@@ -102,6 +102,23 @@ class RunSettings(_Strict):
     #: skip the per-run link checks (results are marked so)
     no_calibrate: bool = False
     emulation: Literal["netem", "nfqueue"] | None = None
+    #: every item at this scale (`run --scale F`), instead of the lab's own
+    scale: float | None = Field(default=None, gt=0, le=1)
+    #: the measurement that shows the links need ``scale`` (`run --scale-reason`); required with it
+    scale_reason: str | None = Field(default=None, min_length=20)
+
+    @model_validator(mode="after")
+    def _reasoned(self) -> RunSettings:
+        if self.scale is not None and self.scale < 1 and not self.scale_reason:
+            raise ValueError("scale below 1 needs scale_reason: the measurement that shows the links need it")
+        if self.scale_reason is not None and self.scale is None:
+            raise ValueError("scale_reason is the reason of a scale; no scale was given")
+        return self
+
+    def key_fields(self) -> dict[str, object]:
+        """What the work items' keys hash: the fields left unset are not, so the keys of
+        campaigns made before a field existed stay as they were."""
+        return self.model_dump(exclude={f for f in ("scale", "scale_reason") if getattr(self, f) is None})
 
 
 class Campaign(_Strict):

@@ -48,6 +48,10 @@ def engine_args(item: WorkItem, lab_arg: str, results_arg: str) -> list[str]:
         args.append("--no-calibrate")
     if item.run.emulation:
         args += ["--emulation", item.run.emulation]
+    if item.run.scale is not None:
+        args += ["--scale", f"{item.run.scale:g}"]
+        if item.run.scale_reason:
+            args += ["--scale-reason", item.run.scale_reason]
     return args
 
 

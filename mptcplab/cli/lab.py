@@ -38,6 +38,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r.add_argument("--scale", metavar="F|auto",
                    help="scale every link rate by F in (0, 1], delays kept (overrides the lab's `scale`); "
                         "auto: the factor this machine's reachability estimate suggests")
+    r.add_argument("--scale-reason", metavar="TEXT",
+                   help="why --scale F (the measurement that shows the links need it); kept in the manifest "
+                        "and the report's scale line")
     r.set_defaults(handler=cmd_run)
 
     v = sub.add_parser("validate", help="validate a lab's files; print its scenarios")
@@ -70,6 +73,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
     if a.late_retries < 0:
         raise LabInputError("command line", "--late-retries", f"{a.late_retries}: must be 0 or more")
+    if a.scale_reason is not None and (a.scale is None or a.scale == "auto"):
+        raise LabInputError("command line", "--scale-reason", "gives the reason of a --scale F; no factor was given")
     lab = load_lab(a.lab)
     unsupported(lab)
     opts = RunOptions.with_subset(lab, a.subset, quick=a.quick, reps=a.reps, scenarios=a.scenario,
@@ -83,7 +88,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     repetitions(lab, opts)
     emulator = rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
     # before measuring: can this machine carry the links, and at which scale (preflight.py)
-    reach = reachability(lab, [s.name for s in scenarios] if opts.scenarios else None, emulator.name, a.scale)
+    reach = reachability(lab, [s.name for s in scenarios] if opts.scenarios else None, emulator.name, a.scale,
+                         scale_note=a.scale_reason)
     lab = reach.lab
     opts.warnings, opts.reachability = reach.warnings, reach.record
     est = estimate(lab, scenarios, lambda sc: repetitions(lab, opts, sc), opts.quick, a.results)

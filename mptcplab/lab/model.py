@@ -37,6 +37,8 @@ class Lab:
     scale: float = 1.0
     #: where the factor came from: "none", "lab", "command line", "auto"
     scale_source: str = "none"
+    #: why a factor given on the command line was chosen (``--scale-reason``: the measurement)
+    scale_note: str | None = None
     #: the scenarios as the lab files give them, before scaling (empty: ``scenarios`` are)
     unscaled: tuple[ScenarioRun, ...] = ()
 

@@ -155,6 +155,8 @@ def scale_reason(lab: Lab) -> str | None:
         return lab.experiment.scale_reason
     if lab.scale_source == "auto":
         return "this machine's reachability estimate (emulation/capacity.py) suggested it (--scale auto)"
+    if lab.scale_note:
+        return f"given on the command line (--scale): {lab.scale_note}"
     return "given on the command line (--scale)"
 
 
