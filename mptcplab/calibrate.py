@@ -16,7 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .backends.netns import NetnsBackend, clean
+from . import backends
+from .backends.base import Backend
 from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
 from .emulation.base import Emulator
@@ -112,8 +113,9 @@ def tcp_buffer_max(shape: LinkShape) -> int:
 def calibrate(req: CalibrateRequest, emulator: Emulator, workdir: Path,
               log: Callable[[str], None] = print) -> tuple[bool, list[Check]]:
     topo, sc, shape = _line_lab(req)
-    clean()
-    backend = NetnsBackend()
+    backend_cls = backends.default()
+    backend_cls.clean()
+    backend = backend_cls()
     plan = build_plan(topo, sc, emulator, backend, workdir)
     supervisor = Supervisor(backend.node_argv, logdir=workdir)
     link = plan.net.links[0]
@@ -178,7 +180,7 @@ def delayline_checks(name: str, st: dict[str, Any]) -> list[Check]:
     return out
 
 
-def _start_captures(backend: NetnsBackend, workdir: Path, link: Any) -> list[tuple[subprocess.Popen[bytes], Path]]:
+def _start_captures(backend: Backend, workdir: Path, link: Any) -> list[tuple[subprocess.Popen[bytes], Path]]:
     """tcpdump at both ends, as a lab captures (capture.py: headers, 16 MiB buffer)."""
     caps = []
     for node in ("a", "b"):
@@ -190,7 +192,7 @@ def _start_captures(backend: NetnsBackend, workdir: Path, link: Any) -> list[tup
     return caps
 
 
-def _stop_captures(backend: NetnsBackend, caps: list[tuple[subprocess.Popen[bytes], Path]]) -> list[dict[str, int]]:
+def _stop_captures(backend: Backend, caps: list[tuple[subprocess.Popen[bytes], Path]]) -> list[dict[str, int]]:
     out = []
     for proc, path in caps:
         backend.signal(proc, signal.SIGINT)
@@ -204,7 +206,7 @@ def _stop_captures(backend: NetnsBackend, caps: list[tuple[subprocess.Popen[byte
     return out
 
 
-def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | None:
+def _iperf(backend: Backend, client_argv: list[str]) -> dict[str, Any] | None:
     srv = backend.spawn("b", ["iperf3", "-s", "-1", "-p", "5299"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 5
@@ -222,7 +224,7 @@ def _iperf(backend: NetnsBackend, client_argv: list[str]) -> dict[str, Any] | No
         srv.wait(timeout=5)
 
 
-def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float, omit: int = 1) -> float | None:
+def _tcp_goodput(backend: Backend, a_ip: str, b_ip: str, seconds: float, omit: int = 1) -> float | None:
     # -O: slow start is not the link's steady-state rate (tcp_timing)
     # cubic, whatever the host's default: the link, not the algorithm, is measured
     data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-t", f"{seconds:g}", "-O", str(omit),
@@ -233,7 +235,7 @@ def _tcp_goodput(backend: NetnsBackend, a_ip: str, b_ip: str, seconds: float, om
         return None
 
 
-def _udp_capacity(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, mtu: int,
+def _udp_capacity(backend: Backend, a_ip: str, b_ip: str, shape: LinkShape, mtu: int,
                   seconds: float) -> Check:
     """The run's own rate check of a link TCP cannot fill (linkcheck.rate_check_cmds: UDP
     above the rate, the receiver's median interval), a -> b, judged by linkcheck.judge_rate."""
@@ -251,7 +253,7 @@ def _udp_capacity(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape,
     return judge_rate(rc, shape, mtu, out, "a:eth1->b:eth1")
 
 
-def _udp_loss(backend: NetnsBackend, a_ip: str, b_ip: str, shape: LinkShape, seconds: float) -> tuple[int, int]:
+def _udp_loss(backend: Backend, a_ip: str, b_ip: str, shape: LinkShape, seconds: float) -> tuple[int, int]:
     rate = min((shape.rate_bps or 10**9) // 2, 20_000_000)
     data = _iperf(backend, ["iperf3", "-c", b_ip, "-B", a_ip, "-p", "5299", "-u", "-b", str(rate), "-l", "1000",
                             "-t", f"{seconds:g}", "-J"])

@@ -6,8 +6,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .lab.schema import CapturePoint
+if TYPE_CHECKING:  # the probe registry, which the lab schema imports, lists the capture
+    from .lab.schema import CapturePoint
 
 # TCP and ICMP only: ARP and IPv6 router chatter would only add noise
 CAPTURE_FILTER = ("tcp", "or", "icmp")

@@ -15,7 +15,7 @@ from .emulation.hostprobe import netem_available
 from .errors import HostNotReady
 from .lab.model import Lab
 from .runstate import recorded_namespaces
-from .traffic import iperf3_has_multipath
+from .traffic.iperf3 import iperf3_has_multipath
 
 TRACEFS = Path("/sys/kernel/tracing")
 

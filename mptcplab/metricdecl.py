@@ -4,11 +4,15 @@ rates, and which selectors (path, flow, window) it takes.
 
 This is what validation needs (lab/metriccheck.py: a published.yml's names and selections)
 and what scaling needs (``metric_scales``, ``paper_target``); it imports nothing of the
-package, so neither needs the result model. How a metric is computed from a repetition is
-mptcplab/metrics/ (one module per family, sections below in the same order): each
-computation registers against a name declared here; the registry refuses a name not declared
+package. The generic metrics are declared here; a traffic kind declares those of its own
+numbers in its result module (mptcplab/traffic/<kind>_result.py), which the record model
+loads (traffic/results.py), so every reader of ``DECLARED`` that has the record model has
+them all (metrics/base.py loads it for the registry's check). How a metric is computed from a
+repetition is mptcplab/metrics/ (one module per family, sections below in the same order):
+each computation registers against a declared name; the registry refuses a name not declared
 and a second computation, and once its families are imported a declaration without one
-(metrics/base.py). A new metric: ``declare`` it here, ``register`` its computation there.
+(metrics/base.py). A new metric: ``declare`` it here (or in its kind's result module),
+``register`` its computation there.
 """
 
 from __future__ import annotations
@@ -126,7 +130,9 @@ COUNTERS = ("MPCapableSYNRX", "MPCapableSYNTX", "MPCapableSYNACKRX", "MPCapableA
             "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt", "DssFallback")
 SIDES = ("client", "server")
 
-# The declarations: a section per module of mptcplab/metrics/, the one that computes them.
+# The generic declarations: a section per module of mptcplab/metrics/, the one that computes
+# them. A traffic kind declares the metrics of its own numbers in its result module
+# (mptcplab/traffic/<kind>_result.py), loaded with the record model (traffic/results.py).
 
 # core.py: every lab's: goodput, path shares, segment sizes, ICMP, fairness
 declare("goodput_mbps", "mean", "iperf3's receiver-side goodput", unit="Mbit/s", scales=True)
@@ -206,7 +212,7 @@ declare("dss_checksum", "mean", "1 when the capture shows DSS mappings carrying 
 declare("ofo_tail_share", "median",
         "MPTcpExtOFOQueueTail / MPTcpExtOFOQueue over the traffic (nstat probe, the receiver)")
 
-# cc_depth.py: the send-buffer lab's: goodput spread, Eq (1), waits, retransmissions, cwnd reductions
+# cc_depth.py: the send-buffer lab's: goodput spread, Eq (1), retransmissions, cwnd reductions
 declare("goodput_min_mbps", "min",
         "the measured flow's receiver-side goodput (lowest repetition)", unit="Mbit/s", scales=True)
 declare("goodput_max_mbps", "max",
@@ -217,14 +223,6 @@ declare("goodput_sd_mbps", "std",
 declare("eq1_required_bytes", "mean",
         "Eq (1) of Kato et al.: the sum of the used paths' configured rates x the largest capture-measured base RTT "
         "(rtt_min_ms) x 2", unit="bytes")
-declare("eq1_buffer_ratio", "mean",
-        "the MPTCP socket's send buffer as getsockopt read it back at the end (latency flows) / Eq (1)'s requirement:"
-        " >= 1 meets it", accepts=FLOW)
-declare("send_waits", "mean",
-        "writes of the sender that had to wait for send-buffer space (latency flows; the paper's starvations counted "
-        "sk_stream_wait_memory calls)", accepts=FLOW)
-declare("blocked_share", "mean",
-        "fraction of the sender's writing time spent waiting for send-buffer space (latency flows)", accepts=FLOW)
 declare("mptcp_retransmissions", "mean",
         "MPTCP-level re-sends on the path's subflows: data mapped before, mapped again (capture, analysis/depth.py)",
         accepts=PATH)
@@ -237,18 +235,6 @@ declare("cwnd_reductions", "mean",
 declare("cwnd_reductions_no_loss", "mean",
         "cwnd reductions of the path's subflow senders with no TCP retransmission from 2 srtt before to their end "
         "(tcp_probe; analysis/cwnd_events.py)", accepts=PATH)
-
-# latency.py: the latency flow kind
-declare("latency_p50_ms", "median",
-        "the flow's median per-block delay (receive time minus the sender's write time)", unit="ms", accepts=FLOW)
-declare("latency_p95_ms", "median", "the 95th percentile of the flow's per-block delay", unit="ms", accepts=FLOW)
-declare("latency_p99_ms", "median", "the 99th percentile of the flow's per-block delay", unit="ms", accepts=FLOW)
-declare("latency_mean_ms", "mean", "the mean of the flow's per-block delay", unit="ms", accepts=FLOW)
-declare("sndbuf_effective_bytes", "median",
-        "the client's SO_SNDBUF as getsockopt read it back at the end", unit="bytes", accepts=FLOW)
-declare("rcvbuf_effective_bytes", "median",
-        "the server's SO_RCVBUF as getsockopt read it back at the end", unit="bytes", accepts=FLOW)
-declare("blocked_s", "mean", "the time the flow's sender waited for send-buffer space", unit="s", accepts=FLOW)
 
 # memory.py: the ss_interval probe's socket memory
 declare("skmem_rcv_max_bytes", "max",
@@ -271,10 +257,7 @@ declare("syn_synack_within_6us", "mean",
         "the fraction of the flow's connections whose SYN was answered within 6 us at the server's capture",
         accepts=FLOW)
 
-# http.py: the http flow kind, connection shares, client CPU, MP_JOINs
-declare("requests_per_s", "median", "wrk's requests per second", unit="req/s", accepts=FLOW)
-declare("http_latency_p50_ms", "median", "wrk's median request latency", unit="ms", accepts=FLOW)
-declare("http_latency_p99_ms", "median", "wrk's 99th percentile request latency", unit="ms", accepts=FLOW)
+# http.py: connection shares (the kinds that open many), client CPU, MP_JOINs
 declare("mptcp_connection_share", "min",
         "connections proven MPTCP from the capture / connections that completed their handshake", accepts=FLOW)
 declare("joined_connection_share", "median",
@@ -287,19 +270,7 @@ declare("client_cpu_per_gbit", "median",
 declare("mp_joins", "median",
         "MP_JOIN handshakes completed by the SYN sender (nstat MPTcpExtMPJoinSynAckRx: the extra subflows)")
 
-# middlebox.py: the middlebox lab: transfer intact, SYN fallback, rule counters, MIB counters per end
-declare("transfer_intact", "min",
-        "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); min over "
-        "reps: 1 only when every repetition arrived intact", accepts=FLOW)
-declare("transfer_received_fraction", "min",
-        "bytes the server received / bytes the transfer was to send (transfer kind): below 1 when it stalled and "
-        "the run stopped it at its duration limit; min over reps", accepts=FLOW)
-declare("transfer_differing_bytes", "max",
-        "bytes where what the server received differs from the seeded stream the client sent (the server's "
-        "comparison; transfer kind); max over reps", unit="bytes", accepts=FLOW)
-declare("transfer_foreign_bytes", "max",
-        "of the differing bytes, those not found to be the sent stream's own bytes from another offset: made up "
-        "on the way, not misplaced (traffic/transfer_diff.py); max over reps", unit="bytes", accepts=FLOW)
+# middlebox.py: the middlebox lab: SYN fallback, rule counters, MIB counters per end
 declare("syn_fallback_s", "median",
         "first SYN (MP_CAPABLE) -> first SYN without MPTCP option on the initial subflow (capture)", unit="s")
 declare("middlebox_packets", "min",

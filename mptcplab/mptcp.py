@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from .commands import Cmd, cmd
+from .lab.fields import is_endpoint_ref
 from .lab.network import Network
 from .lab.schema import ExperimentBody
 
@@ -30,7 +31,7 @@ def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
     for e in spec.endpoints:
         addr = net.address(e.address)
         argv = ["ip", "mptcp", "endpoint", "add", str(addr)]
-        if ":" in e.address:
+        if is_endpoint_ref(e.address):
             argv += ["dev", e.address.split(":", 1)[1]]
         if e.port is not None:
             argv += ["port", str(e.port)]

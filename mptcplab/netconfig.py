@@ -24,7 +24,9 @@ def sysctl_cmds(node: Node) -> list[Cmd]:
 
 
 def _route_argv(r: Route) -> list[str]:
-    argv = ["ip", "route", "add", str(r.dst) if r.dst else "default"]
+    # no `ip -6`: ip takes the family from the prefix and next hop, and a `-6` would not
+    # pass `ip -batch` (it reads objects only); a v6 default route is written ::/0 for it
+    argv = ["ip", "route", "add", str(r.dst) if r.dst else ("default" if r.version == 4 else "::/0")]
     if r.via:
         argv += ["via", str(r.via)]
     argv += ["dev", r.dev]
@@ -38,7 +40,12 @@ def interface_cmds(net: Network, name: str) -> list[Cmd]:
     for ep, link in net.interfaces(name):
         out.append(cmd("ip", "link", "set", "dev", ep.iface, "mtu", link.mtu, "up", node=name,
                        why=f"link {link.name}, MTU {link.mtu}"))
-        out.append(cmd("ip", "addr", "add", str(link.addr(ep)), "dev", ep.iface, node=name))
+        for addr in link.addrs(ep):
+            if addr.version == 4:
+                out.append(cmd("ip", "addr", "add", str(addr), "dev", ep.iface, node=name))
+            else:
+                # nodad: usable at once, not tentative for a second (BASE6_SYSCTLS says why too)
+                out.append(cmd("ip", "addr", "add", str(addr), "dev", ep.iface, "nodad", node=name))
     return out
 
 
@@ -50,7 +57,9 @@ def offload_cmds(net: Network, name: str) -> list[Cmd]:
 
 
 def _rule_cmds(node: Node) -> list[Cmd]:
-    return [cmd("ip", "rule", "add", "from", str(r.src), "table", r.table, "priority", r.priority, node=node.name,
+    # `ip rule` reads its address as IPv4 unless told -6 (`ip route` infers the family itself)
+    return [cmd("ip", *(("-6",) if ":" in str(r.src) else ()), "rule", "add", "from", str(r.src), "table", r.table,
+                "priority", r.priority, node=node.name,
                 why="per-source routing: a subflow from this address leaves by its own interface")
             for r in node.rules]
 
@@ -70,15 +79,17 @@ FRR_READY_SCRIPT = 'until vtysh -c "show daemons" 2>/dev/null | grep -qw staticd
 FRR_INSTALLED_SCRIPT = ('while [ "$#" -gt 0 ]; do '
                         'until ip -4 route show table "$2" to exact "$1" | grep -q .; do sleep 0.05; done; '
                         'shift 2; done')
+FRR_INSTALLED6_SCRIPT = FRR_INSTALLED_SCRIPT.replace("ip -4 route", "ip -6 route")
 FRR_READY_TIMEOUT_S = 30
 FRR_INSTALL_TIMEOUT_S = 10
 
 
 def _frr_route(r: Route) -> str:
-    """One FRR static route: ``ip route PREFIX [NEXTHOP] IFNAME [table N]``. The
-    interface is kept with the next hop, as ``ip route ... dev`` does, so a next hop
-    reachable on two interfaces still leaves by the one the network chose."""
-    words = ["ip", "route", str(r.dst) if r.dst else "0.0.0.0/0"]
+    """One FRR static route: ``ip route PREFIX [NEXTHOP] IFNAME [table N]`` (``ipv6 route``
+    for IPv6). The interface is kept with the next hop, as ``ip route ... dev`` does, so a
+    next hop reachable on two interfaces still leaves by the one the network chose."""
+    v4 = r.version == 4
+    words = ["ip" if v4 else "ipv6", "route", str(r.dst) if r.dst else ("0.0.0.0/0" if v4 else "::/0")]
     if r.via:
         words.append(str(r.via))
     words.append(r.dev)
@@ -98,16 +109,18 @@ def frr_route_cmds(node: Node) -> list[Cmd]:
     if not node.routes:
         return _rule_cmds(node)
     vtysh: list[str] = ["vtysh", "-c", "configure terminal"]
-    installed: list[str] = []
+    installed: dict[int, list[str]] = {4: [], 6: []}
     for r in node.routes:
         vtysh += ["-c", _frr_route(r)]
-        installed += [str(r.dst) if r.dst else "default", "main" if r.table is None else str(r.table)]
+        installed[r.version] += [str(r.dst) if r.dst else "default", "main" if r.table is None else str(r.table)]
+    waits = [cmd("timeout", FRR_INSTALL_TIMEOUT_S, "sh", "-c", script, "sh", *installed[v], node=node.name,
+                 why="vtysh returns before zebra installs the routes: wait until the kernel has them")
+             for v, script in ((4, FRR_INSTALLED_SCRIPT), (6, FRR_INSTALLED6_SCRIPT)) if installed[v]]
     return [
         cmd("timeout", FRR_READY_TIMEOUT_S, "sh", "-c", FRR_READY_SCRIPT, node=node.name,
             why="FRR starts with the container: wait until staticd answers vtysh"),
         cmd(*vtysh, node=node.name, why=f"{len(node.routes)} static route(s) through FRR (staticd)"),
-        cmd("timeout", FRR_INSTALL_TIMEOUT_S, "sh", "-c", FRR_INSTALLED_SCRIPT, "sh", *installed, node=node.name,
-            why="vtysh returns before zebra installs the routes: wait until the kernel has them"),
+        *waits,
         *_rule_cmds(node),
     ]
 

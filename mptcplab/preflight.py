@@ -32,7 +32,7 @@ from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
 from .middlebox import rewrite
 from .probes.registry import REGISTRY as PROBES
 from .probes.registry import enabled as enabled_probes
-from .traffic import KINDS
+from .traffic.kinds import KINDS
 
 PROC_SYS = Path("/proc/sys")
 #: tools every run executes, with the Debian package that has them

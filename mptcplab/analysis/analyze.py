@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from . import contribution, delivery, departures, depth, diagnose, tcpseq, usefulness
+from . import contribution, coverage, delivery, departures, depth, diagnose, tcpseq, usefulness
 from .flows import (
     Subflow,
     dss_missing,
@@ -109,6 +109,9 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     # show MPTCP in use all the same: analysed as negotiated, never verified (not seen)
     mid = (ini is not None and not negotiated and ini.syn_attempts == 0 and not ini.synack_seen
            and _carries_dss(t, ini, upload))
+    # only joins (the initial subflow not in the files, e.g. one interface's capture): their
+    # MP_JOIN handshake or DSS options show MPTCP in use all the same, never verified
+    mid = mid or (ini is None and any(s.synack_mp or _carries_dss(t, s, upload) for s in conn))
     in_use = negotiated or mid
     mp_fail = [s.mp_fail_t for s in conn if s.mp_fail_t is not None]
     mp_fail_t = min(mp_fail) if mp_fail else None
@@ -159,7 +162,8 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     if deep is not None:
         for r in results:
             r.__dict__.update(deep.per_subflow.get(r.name, {}))
-    dl = (delivery.delivery(pk, t, conn, paths, upload, t0, deep.idsn, spec.same_clock, bin_s, spec.receiver_node)
+    dl = (delivery.delivery(pk, t, conn, paths, upload, t0, deep.idsn, spec.same_clock, bin_s, spec.receiver_node,
+                            coverage.uncaptured_reason(deep.dsn, conn, {r.name: r.segments for r in results}))
           if deep else None)
     if dl is not None:
         for r in results:

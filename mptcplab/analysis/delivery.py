@@ -43,7 +43,7 @@ import pandas as pd
 from .flows import Subflow
 from .intervals import first_arrival
 from .mapping import data_starts
-from .model import HOL_AT_SENDER, Remark
+from .model import DATA_NOT_CAPTURED, HOL_AT_SENDER, Remark
 from .mpversion import widen_rows
 from .packets import MP_CAPABLE
 from .sides import capture_end
@@ -287,12 +287,14 @@ def receiver_figures(where: dict[str, tuple[str, str]]) -> tuple[str | None, str
 
 def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
              t0: float, base: int | None, same_clock: bool, bin_s: float = 0.1,
-             receiver_node: str | None = None) -> Delivery:
+             receiver_node: str | None = None, uncaptured: str | None = None) -> Delivery:
     """OWD and HoL tables of the connection ``conn`` (base: the data sender's IDSN, or None).
     ``receiver_node``: the data receiver's node, where a lab names it; the HoL analysis then
     uses only points on it (``node:iface``), and none when a subflow was not captured there
     (a sender-side point would show the sender's scheduling order, not the receiver's).
-    Without one, receiver_figures() decides from the handshake at each receiver point."""
+    Without one, receiver_figures() decides from the handshake at each receiver point.
+    ``uncaptured``: why the files lack data the connection carried (coverage.py), which
+    withholds the figures too: a hole another subflow filled outside the files is no hole."""
     owd_rows: list[pd.DataFrame] = []
     per: dict[str, dict[str, float | int | str | None]] = {}
     segs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
@@ -341,6 +343,9 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
     if hol_why is None:
         hol_why, assumed = receiver_figures(where)
         remarks = [Remark(hol_why, HOL_AT_SENDER)] if hol_why is not None else []
+    if hol_why is None and uncaptured is not None:
+        hol_why, assumed = uncaptured, None
+        remarks = [Remark(hol_why, DATA_NOT_CAPTURED)]
     if hol_why is not None:         # holes one subflow fills are invisible without all of them
         segs = []
         for p in per.values():      # None, not 0: not measured is no count

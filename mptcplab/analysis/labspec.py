@@ -8,43 +8,44 @@ caller: the rule that uses them is in contribution.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from ipaddress import IPv4Address, IPv4Network
+from ipaddress import IPv4Network, IPv6Network
 
 from ..emulation.linkmodel import Endpoint
-from ..lab.network import Link, Network
+from ..lab.network import IPAddress, Link, Network
 from ..lab.schema import ExperimentBody, Flow
 from ..record.model import Event
 
 _MAX_HOPS = 64
 
 
-def _route_dev(net: Network, node: str, dst: IPv4Address) -> str | None:
-    """The interface a node's main table sends ``dst`` out of (longest prefix wins)."""
+def _route_dev(net: Network, node: str, dst: IPAddress) -> str | None:
+    """The interface a node's main table sends ``dst`` out of (longest prefix wins, among
+    the routes of ``dst``'s family)."""
     best: tuple[int, str] | None = None
     for r in net.nodes[node].routes:
-        if r.table is not None:
+        if r.table is not None or r.version != dst.version:
             continue
-        prefix = r.dst or IPv4Network("0.0.0.0/0")
+        prefix = r.dst or (IPv4Network("0.0.0.0/0") if dst.version == 4 else IPv6Network("::/0"))
         if dst in prefix and (best is None or prefix.prefixlen > best[0]):
             best = (prefix.prefixlen, r.dev)
     return best[1] if best else None
 
 
-def path_hops(net: Network, start: Endpoint, dst: IPv4Address) -> list[tuple[Link, Endpoint]] | None:
+def path_hops(net: Network, start: Endpoint, dst: IPAddress) -> list[tuple[Link, Endpoint]] | None:
     """The links a packet from ``start`` (a client interface) crosses to ``dst``, each with
     the endpoint it enters the link by: the start's own link, then each router's connected
-    subnet or main-table route. None when the walk leaves the network or loops (the path
-    cannot reach ``dst``)."""
+    subnet or main-table route, in ``dst``'s family (IPv4 or IPv6). None when the walk leaves
+    the network or loops (the path cannot reach ``dst``)."""
     link = net.link_of(start)
     out = [(link, start)]
     ep = link.other(start)
     for _ in range(_MAX_HOPS):
-        if link.addr(ep).ip == dst or any(lk.addr(e).ip == dst for e, lk in net.interfaces(ep.node)):
+        if dst in net.node_addresses(ep.node):
             return out
         if net.nodes[ep.node].role != "router":
             return None
         ifaces = net.interfaces(ep.node)
-        nxt = next(((e, lk) for e, lk in ifaces if dst in lk.subnet), None)
+        nxt = next(((e, lk) for e, lk in ifaces if lk.contains(dst)), None)
         if nxt is None:
             dev = _route_dev(net, ep.node, dst)
             nxt = next(((e, lk) for e, lk in ifaces if e.iface == dev), None)
@@ -56,10 +57,21 @@ def path_hops(net: Network, start: Endpoint, dst: IPv4Address) -> list[tuple[Lin
     return None
 
 
-def path_links(net: Network, start: Endpoint, dst: IPv4Address) -> list[Link] | None:
+def path_links(net: Network, start: Endpoint, dst: IPAddress) -> list[Link] | None:
     """The links of ``path_hops``."""
     hops = path_hops(net, start, dst)
     return None if hops is None else [lk for lk, _ in hops]
+
+
+def _targets(net: Network, server: str) -> list[IPAddress]:
+    """The server's addresses, interface by interface, IPv4 first on each."""
+    return [a.ip for e, lk in net.interfaces(server) for a in lk.addrs(e)]
+
+
+def path_of_address(body: ExperimentBody, net: Network) -> dict[str, str]:
+    """Every address of each path's client interface (both families on a dual-stack link) ->
+    the path's label: a subflow from any of them is on that path."""
+    return {str(ip): label for label, ep in body.paths.items() for ip in net.addresses(ep)}
 
 
 def path_rates(body: ExperimentBody, net: Network, server: str,
@@ -67,9 +79,9 @@ def path_rates(body: ExperimentBody, net: Network, server: str,
     """Path label -> the lowest configured rate on its links to the server (bit/s), in the
     direction the data flows (``upload``: client to server, ``download``: back), to the
     first of the server's addresses the path reaches (a multi-homed server may be
-    reachable on each path by another address); paths with no rate on any link, or that
-    reach none of the server's addresses, are left out."""
-    targets = [lk.addr(e).ip for e, lk in net.interfaces(server)]
+    reachable on each path by another address; IPv4 before IPv6 on a dual-stack interface);
+    paths with no rate on any link, or that reach none of the server's addresses, are left out."""
+    targets = _targets(net, server)
     out: dict[str, float] = {}
     for label, ep in body.paths.items():
         hops = next((hs for dst in targets if (hs := path_hops(net, Endpoint.parse(ep), dst))), None)
@@ -120,7 +132,7 @@ def join_ports(body: ExperimentBody, flow: Flow) -> tuple[int, ...]:
 
 def _path_links(body: ExperimentBody, net: Network, server: str) -> dict[str, list[Link]]:
     """Path label -> the links it crosses to the first of the server's addresses it reaches."""
-    targets = [lk.addr(e).ip for e, lk in net.interfaces(server)]
+    targets = _targets(net, server)
     return {label: next((lks for dst in targets if (lks := path_links(net, Endpoint.parse(ep), dst))), [])
             for label, ep in body.paths.items()}
 
@@ -136,7 +148,7 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
     backup (endpoint_flags, a controller's demotion; nobackup gives it back). A path used
     again later (a re-probe that stayed) is not retired."""
     links = _path_links(body, net, flow.server)
-    addr_path = {str(net.address(ep)): label for label, ep in body.paths.items()}
+    addr_path = path_of_address(body, net)
     spec = body.nodes[flow.client].mptcp
     ids = {e.id: str(net.address(e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
     out_since: dict[str, float] = {}

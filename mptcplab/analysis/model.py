@@ -39,6 +39,9 @@ TOO_SMALL = "too-small-to-judge"
 #: receiver-side figures (HoL, out of order, never readable, first copies) withheld: the
 #: receiver point's handshake places it at the data sender (delivery.receiver_figures)
 HOL_AT_SENDER = "not-measurable-at-sender"
+#: receiver-side figures withheld: data ACKs acknowledge data no captured segment carried,
+#: another subflow's outside the files (one interface's capture; coverage.py)
+DATA_NOT_CAPTURED = "data-not-in-capture"
 
 
 @dataclass(frozen=True)

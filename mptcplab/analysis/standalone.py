@@ -111,10 +111,16 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
     # no SYN to the server port at all: the capture starts mid-connection; MPTCP options on
     # its packets show MPTCP in use
     in_use = not mptcp and not (syn & to_srv).any() and bool((mp[to_srv | from_srv] != 0).any())
+    # only joins: the initial subflow left by an interface this capture did not see
+    joined = not mptcp and not in_use and bool((mpj & to_srv).any())
     if mptcp:
         how.append("MPTCP requested (a SYN carried MP_CAPABLE)")
     elif in_use:
         how.append("MPTCP in use, handshake not captured (MPTCP options on the packets, no SYN)")
+    elif joined:
+        how.append("MPTCP in use, its MP_CAPABLE handshake not captured (MP_JOIN SYNs only: the initial "
+                   "subflow used an interface this capture did not see)")
+        in_use = True
     else:
         how.append("MPTCP not requested (no SYN carried MP_CAPABLE)")
     mptcp = mptcp or in_use

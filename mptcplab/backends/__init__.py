@@ -2,7 +2,8 @@
 
 ``get("netns")`` gives the backend class; ``status()`` says, per backend, whether
 this host can use it, and which link emulators and capabilities it has;
-``resolve("auto")`` picks one. A new backend is a subclass of backends.base.Backend
+``resolve("auto")`` picks one, ``default()`` is the one every host can use. Nothing
+outside this package constructs a backend by its class. A new backend is a subclass of backends.base.Backend
 plus one line in ``_REGISTRY``.
 """
 
@@ -60,6 +61,12 @@ def status() -> list[Status]:
         ok, why = cls.available()
         out.append(Status(name, ok, why, cls.emulators, cls.capabilities))
     return out
+
+
+def default() -> type[Backend]:
+    """The backend every host can use (auto's last resort): what a run that names none gets
+    (steps.base.RunContext) and where the link calibration builds its line."""
+    return get(AUTO_ORDER[-1])
 
 
 def resolve(choice: str, dry_run: bool = False) -> type[Backend]:

@@ -189,8 +189,10 @@ class Backend(ABC):
         return None
 
     def batchable(self, c: Cmd) -> bool:
-        # `ip netns …` runs alone (it manages namespaces, it does not run in one)
-        return c.node is not None and c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns"
+        # `ip netns …` runs alone (it manages namespaces, it does not run in one), and so does
+        # `ip -6 …`: a batch line takes no option
+        return c.node is not None and c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns" \
+            and not c.argv[1].startswith("-")
 
     # ------------------------------------------------------------ shared
     def render(self, c: Cmd) -> str:

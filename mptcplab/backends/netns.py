@@ -93,8 +93,10 @@ class NetnsBackend(Backend):
         return ["ip", *(["-n", self.ns(node)] if node else []), "-batch", "-"]
 
     def batchable(self, c: Cmd) -> bool:
-        # host-side `ip link add … netns …` (the veth pairs) batch too
-        return c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns"
+        # host-side `ip link add … netns …` (the veth pairs) batch too; `ip -6 …` does not:
+        # a batch line takes no option (`ip rule` needs -6 for an IPv6 source)
+        return c.check and len(c.argv) > 1 and c.argv[0] == "ip" and c.argv[1] != "netns" \
+            and not c.argv[1].startswith("-")
 
     def render(self, c: Cmd) -> str:
         if c.node is not None and c.argv[0] == "ip":

@@ -113,9 +113,10 @@ def read_state(out: Path) -> dict[str, Any] | None:
 
 
 def item_record(i: WorkItem) -> dict[str, Any]:
+    pool = {"pool": list(i.target.pool)} if i.target.pool else {}
     return {"target": i.target.name, "kind": i.target.kind,
-            "host": i.target.inventory_host if i.target.kind == "ansible" else None,
-            "debs": i.target.debs,
+            "host": i.on_host or (i.target.inventory_host if i.target.kind == "ansible" and not pool else None),
+            **pool, "debs": i.target.debs,
             "lab": i.lab, "lab_dir": str(i.lab_dir), "round": i.round, "subset": i.subset,
             "scenarios": list(i.scenarios), "run": i.run.model_dump()}
 
@@ -184,38 +185,81 @@ def pump(p: subprocess.Popen[bytes], log: BinaryIO, echo: Callable[[str], None])
     return p.wait()
 
 
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+class Attempt:
+    """One attempt at an item: its directory, item.json, log and process. ``stop`` may be
+    called from any thread (a campaign stopping every host's item at once)."""
+
+    def __init__(self, out: Path, item: WorkItem, inventory: Path | None) -> None:
+        self.item = item
+        self.dir = d = item_dir(out, item)
+        d.mkdir(parents=True, exist_ok=True)
+        self.kind = kind_of(item.target, inventory)
+        self.kind.prepare(item, d)
+        argv = self.kind.argv(item, d)
+        self.record: dict[str, Any] = {**item_record(item), "id": item.id, "argv": argv, "started": _now(),
+                                       "finished": None, "exit": None}
+        prior = _read_json(d / "item.json").get("attempts")
+        if prior:
+            self.record["attempts"] = prior
+        store.write_json(d / "item.json", self.record)
+        self.log = open(d / "log.txt", "ab")  # noqa: SIM115 - closed by wait()
+        self.log_start = self.log.tell()
+        self.stopped: list[str] = []
+        self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
+                                        start_new_session=True)
+
+    def stop(self, why: str) -> None:
+        # the item leads its own session (a Ctrl-C reaches the campaign only): it is told
+        # once, then the campaign waits for its teardown
+        if not self.stopped:
+            self.stopped.append(why)
+            self.process.send_signal(signal.SIGTERM)
+
+    def wait(self, echo: Callable[[str], None]) -> int:
+        """Pump the output until the item exits; its exit status, recorded in item.json."""
+        try:
+            rc = pump(self.process, self.log, echo)
+        finally:
+            self.log.close()
+        self.record.update(finished=_now(), exit=rc)
+        store.write_json(self.dir / "item.json", self.record)
+        return rc
+
+    def output(self) -> str:
+        """What this attempt printed (the log holds every attempt's)."""
+        with open(self.dir / "log.txt", "rb") as f:
+            f.seek(self.log_start)
+            return f.read().decode(errors="replace")
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
 def run_item(out: Path, item: WorkItem, inventory: Path | None,
              echo: Callable[[str], None] = print) -> tuple[int, Path | None]:
-    d = item_dir(out, item)
-    d.mkdir(parents=True, exist_ok=True)
-    kind = kind_of(item.target, inventory)
-    kind.prepare(item, d)
-    argv = kind.argv(item, d)
-    record = {**item_record(item), "id": item.id, "argv": argv,
-              "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), "finished": None, "exit": None}
-    store.write_json(d / "item.json", record)
-    stop: list[int] = []
-    with open(d / "log.txt", "ab") as log:
-        p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                             preexec_fn=_die_with_parent, start_new_session=True)
+    a = Attempt(out, item, inventory)
 
-        def forward(signum: int, _frame: FrameType | None) -> None:
-            # the item leads its own session (a Ctrl-C reaches the campaign only): it is
-            # told once, then the campaign waits for its teardown
-            if not stop:
-                stop.append(signum)
-                p.send_signal(signal.SIGTERM)
+    def forward(signum: int, _frame: FrameType | None) -> None:
+        a.stop(signal.Signals(signum).name)
 
-        old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
-        try:
-            rc = pump(p, log, echo)
-        finally:
-            for s, h in old.items():
-                signal.signal(s, h)
-    record.update(finished=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()), exit=rc)
-    store.write_json(d / "item.json", record)
-    if stop:
-        raise Stopped(signal.Signals(stop[0]).name)
+    old = {s: signal.signal(s, forward) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        rc = a.wait(echo)
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+    if a.stopped:
+        raise Stopped(a.stopped[0])
     return rc, finished(out, item)
 
 

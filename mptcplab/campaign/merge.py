@@ -100,7 +100,7 @@ def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) ->
         "git": seen(lambda m: m.git.commit),
         "calibration_ok_reps": sum(1 for r in runs for rep in r.summary.scenarios if rep.calibration_ok),
         "runs": [{"item": r.item_id, "round": r.round, "run_dir": str(r.run_dir), "run_id": r.summary.run_id,
-                  "wall_seconds": r.manifest.wall_seconds} for r in runs],
+                  "wall_seconds": r.manifest.wall_seconds, "hostname": r.manifest.hostname} for r in runs],
     }
 
 

@@ -34,6 +34,14 @@ class WorkItem:
     run: RunSettings
     #: the lab's named subset the item runs (``--subset``; ``scenarios`` are what it selects)
     subset: str | None = None
+    #: the host of a pool this attempt runs on (campaign/pool.py); not part of the key:
+    #: a pool's hosts are interchangeable
+    on_host: str | None = None
+
+    @property
+    def host(self) -> str:
+        """The inventory host the item runs on: the one chosen from a pool, else the target's."""
+        return self.on_host or self.target.inventory_host
 
     @property
     def key(self) -> str:

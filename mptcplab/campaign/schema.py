@@ -3,6 +3,7 @@ the file and the field (exit status 2), as for lab files."""
 
 from __future__ import annotations
 
+import fnmatch
 import re
 from pathlib import Path
 from typing import Literal
@@ -15,6 +16,8 @@ from .debs import BadPackages, read_packages
 
 #: target and campaign names become directory names and Ansible --limit patterns
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$")
+#: the slot of local and qemu targets: they run here, so never two at once
+THIS_MACHINE = "this machine"
 
 
 class _Strict(BaseModel):
@@ -50,17 +53,43 @@ class LabEntry(_Strict):
         return self
 
 
+class HostClass(_Strict):
+    """What every host of a pool must be, so that its hosts are interchangeable for
+    measurement: checked against each item's manifest (shell-style patterns)."""
+
+    #: the kernel release (``uname -r``), e.g. "6.18.*"
+    kernel: str | None = None
+    #: the CPU model (/proc/cpuinfo "model name"), e.g. "*EPYC 7763*"
+    cpu_model: str | None = None
+    cpu_count: int | None = Field(default=None, ge=1)
+
+    def mismatch(self, kernel: str | None, cpu_model: str | None, cpu_count: int | None) -> str | None:
+        """Why a host with these facts is not of this class (None: it is)."""
+        for what, want, got in (("kernel", self.kernel, kernel), ("CPU model", self.cpu_model, cpu_model)):
+            if want is not None and (got is None or not fnmatch.fnmatchcase(got, want)):
+                return f"{what} {got or 'unknown'} is not {want!r}"
+        if self.cpu_count is not None and cpu_count != self.cpu_count:
+            return f"{cpu_count or 'unknown'} CPU(s), not {self.cpu_count}"
+        return None
+
+
 class Target(_Strict):
     """Where work items run: ``local`` (this host, the engine's netns backend), an
     ``ansible`` host of the campaign's inventory (the checkout is synced there, the item
-    run, its result directory fetched back: ansible/campaign-item.yml), or ``qemu`` (this
-    host's userland on the kernel of a packages directory, booted for each item by
-    images/kernel/qemu-run.sh)."""
+    run, its result directory fetched back: ansible/campaign-item.yml) or a ``pool`` of
+    them (interchangeable hosts: each item runs on whichever is free, one item per host at
+    a time), or ``qemu`` (this host's userland on the kernel of a packages directory,
+    booted for each item by images/kernel/qemu-run.sh)."""
 
     name: str
     kind: Literal["local", "ansible", "qemu"] = "local"
     #: the inventory host name (default: the target's name)
     host: str | None = None
+    #: ansible: the inventory hosts of a pool (instead of one ``host``)
+    pool: list[str] | None = None
+    #: ansible: what its host(s) must be; a result measured on another kind of host is
+    #: refused, and the item measured again on another host of the pool
+    expect: HostClass | None = None
     #: a note for people: which kernel or machine this is
     description: str | None = None
     #: qemu: the kernel's packages directory (relative to the campaign file; what
@@ -80,8 +109,19 @@ class Target(_Strict):
 
     @model_validator(mode="after")
     def _fields_of_kind(self) -> Target:
-        if self.kind != "ansible" and self.host is not None:
-            raise ValueError(f"host is for kind ansible (a {self.kind} target is this host)")
+        for f in ("host", "pool", "expect"):
+            if self.kind != "ansible" and getattr(self, f) is not None:
+                raise ValueError(f"{f} is for kind ansible (a {self.kind} target is this host)")
+        if self.pool is not None:
+            if self.host is not None:
+                raise ValueError("host and pool exclude each other (one host, or a pool of them)")
+            if not self.pool:
+                raise ValueError("an empty pool has no host to run on")
+            for h in self.pool:
+                _name(h)
+            dup = sorted({h for h in self.pool if self.pool.count(h) > 1})
+            if dup:
+                raise ValueError(f"pool hosts must be unique: {', '.join(dup)} given twice")
         if self.kind == "qemu" and not self.debs:
             raise ValueError("a qemu target needs debs: the packages directory of its kernel")
         if self.kind != "qemu":
@@ -92,7 +132,17 @@ class Target(_Strict):
 
     @property
     def inventory_host(self) -> str:
+        """The host (or, for a pool, the name the pool's items are keyed by: its hosts are
+        interchangeable, so adding one does not make the items other measurements)."""
         return self.host or self.name
+
+    @property
+    def hosts(self) -> list[str]:
+        """The machines the target's items may run on (campaign/pool.py's slots): the pool,
+        the ansible host, or this machine (local and qemu targets share it)."""
+        if self.pool:
+            return list(self.pool)
+        return [self.inventory_host] if self.kind == "ansible" else [THIS_MACHINE]
 
 
 class RunSettings(_Strict):

@@ -4,7 +4,8 @@ them) and has lifecycle hooks that executor.py calls around the command: host_pr
 once before the campaign runs, prepare() before each item.
 
 local: `mptcplab run` as a child process with the item's own results root.
-ansible: ansible-playbook with ansible/campaign-item.yml limited to the target's host; the
+ansible: ansible-playbook with ansible/campaign-item.yml limited to the item's host (the target's, or the
+one of its pool the item runs on: pool.py); the
 playbook syncs this checkout and the lab there, runs the same `mptcplab run` argument list
 with ansible.builtin.command (no shell), and pulls the item's results root back.
 qemu: images/kernel/qemu-run.sh boots the target's kernel (its packages directory) with this
@@ -15,6 +16,7 @@ the item's results root directly (qemu-run.sh --out), so there is nothing to fet
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import sys
 from abc import ABC, abstractmethod
@@ -27,6 +29,10 @@ from .planner import WorkItem
 from .schema import Target
 
 PLAYBOOK = REPO / "ansible" / "campaign-item.yml"
+#: `campaign --provision`: the roles a campaign host needs (packages, kernel, sysctls, the engine)
+PROVISION_PLAYBOOK = REPO / "ansible" / "campaign-host.yml"
+#: ansible-playbook's recap line: "host : ok=5 changed=2 unreachable=1 failed=0 ..."
+RECAP_UNREACHABLE = re.compile(r"^\S+\s+:\s+ok=\d+\s+changed=\d+\s+unreachable=(\d+)", re.M)
 #: under each item directory: the engine's --results root (results/<lab>/<run-id>/)
 RESULTS = "results"
 #: what qemu-run.sh's guest mounts fresh (tmpfs): a lab under them is shared into the guest
@@ -80,6 +86,12 @@ class TargetKind(ABC):
         """What would make every item of this kind fail, said once before anything runs."""
         return None
 
+    def host_lost(self, rc: int, output: str) -> str | None:
+        """Why the item's host was lost while it ran (it cannot take more items now: the
+        item goes to another host of its pool), from the command's exit status and output;
+        None when the host answered (a failed or incomplete run is the item's own)."""
+        return None
+
     def prepare(self, item: WorkItem, item_dir: Path) -> None:
         for name, data in self.files(item, item_dir).items():
             store.write_json(item_dir / name, data)
@@ -117,11 +129,31 @@ class Ansible(TargetKind):
 
     def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
         assert self.inventory is not None  # the schema requires an inventory with ansible targets
-        return ["ansible-playbook", "-i", str(self.inventory), str(PLAYBOOK), "--limit", item.target.inventory_host,
+        return ["ansible-playbook", "-i", str(self.inventory), str(PLAYBOOK), "--limit", item.host,
                 "-e", f"@{item_dir / 'ansible-vars.json'}"]
 
+    def provision_argv(self, t: Target) -> list[str]:
+        """`campaign --provision`: the playbook run that makes the target's hosts ready (its
+        roles are idempotent: a provisioned host reports no change)."""
+        assert self.inventory is not None
+        return ["ansible-playbook", "-i", str(self.inventory), str(PROVISION_PLAYBOOK),
+                "--limit", ",".join(h for h in t.hosts), "-e", f"campaign_target={t.name}",
+                "-e", f"campaign_checkout={REPO}"]
+
     def record(self, t: Target) -> dict[str, Any]:
-        return {"host": t.inventory_host}
+        if t.pool:
+            return {"pool": list(t.pool),
+                    **({"expect": t.expect.model_dump(exclude_none=True)} if t.expect else {})}
+        return {"host": t.inventory_host, **({"expect": t.expect.model_dump(exclude_none=True)} if t.expect else {})}
+
+    def host_lost(self, rc: int, output: str) -> str | None:
+        # ansible-playbook's status 4 is "unreachable hosts" (its TaskQueueManager), and the
+        # recap line counts them: either says the connection, not the item, failed
+        unreachable = [int(n) for n in RECAP_UNREACHABLE.findall(output)]
+        if rc == 4 or any(unreachable):
+            lines = [x.strip() for x in output.splitlines() if "UNREACHABLE!" in x]
+            return "unreachable" + (f": {lines[-1][:300]}" if lines else f" (ansible-playbook exit {rc})")
+        return None
 
     def host_problem(self, items: list[WorkItem]) -> str | None:
         if shutil.which("ansible-playbook") is None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -30,6 +31,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cp.add_argument("--records", type=Path, metavar="DIR",
                     help="keep finished items as records in DIR (captures left out, `mptcplab archive`): "
                          "restore those of items not finished here before running, pack each finished one after")
+    cp.add_argument("--provision", action="store_true",
+                    help="first provision every ansible target's host(s) with ansible/campaign-host.yml "
+                         "(packages, kernel, sysctls, the engine; idempotent)")
     cp.set_defaults(handler=cmd_campaign)
 
     cm = sub.add_parser("compare", help="one report: the same lab on several kernels/hosts beside the paper")
@@ -67,10 +71,17 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     # the extra rounds an earlier part may have run: their records are restored and packed too
     extras = executor.extra_items(order, remeasure)
     if a.dry_run:
+        from ..campaign.pool import slots
+
+        hosts = slots(order)
         print(f"# campaign {c.name}: {len(order)} work item(s), "
               + (f"shuffled with seed {seed}" if shuffle else "in campaign order") + f"; directory {out}"
+              + (f"; on {len(hosts)} hosts at once ({', '.join(hosts)}), longest expected item first"
+                 if len(hosts) > 1 else "")
               + (f"; up to {remeasure} extra round(s) per lab x target where repetitions are dropped"
                  if remeasure else ""))
+        for t, argv in _provisions(order, inventory) if a.provision else []:
+            print(f"\n## provision {t}\n{shlex.join(argv)}")
         for n, i in enumerate(order, 1):
             print("\n".join(_dry_run_item(n, i, out, a.records, inventory)))
         return 0
@@ -80,16 +91,21 @@ def cmd_campaign(a: argparse.Namespace) -> int:
         problem = cls(inventory).host_problem(mine) if mine else None
         if problem:
             raise HostNotReady(problem)
-    from ..campaign import records
+    from ..campaign import pool, records
 
     with executor.campaign_lock(out):
+        for t, argv in _provisions(order, inventory) if a.provision else []:
+            _provision(t, argv, out)
         executor.write_state(out, c, a.campaign, int(seed), shuffle, order, inventory, remeasure)
         if a.records:
             records.restore_unfinished(out, order + extras, a.records, c.name)
         try:
-            outcomes = executor.execute(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
+            if pool.parallel(order):
+                outcomes = pool.execute_pool(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
+            else:
+                outcomes = executor.execute(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
         except executor.Stopped as e:
-            print(f"campaign stopped by {e}; the running item was stopped (its run is kept as incomplete); "
+            print(f"campaign stopped by {e}; the running item(s) were stopped (kept as incomplete); "
                   f"rerun the same command to continue", file=sys.stderr)
             return 130
         finally:
@@ -108,11 +124,33 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     return 1 if left else 0
 
 
+def _provisions(order: list[WorkItem], inventory: Path | None) -> list[tuple[str, list[str]]]:
+    """`--provision`: each ansible target of the items and its playbook command."""
+    from ..campaign.targets import Ansible
+
+    targets = {i.target.name: i.target for i in order if i.target.kind == "ansible"}
+    return [(name, Ansible(inventory).provision_argv(t)) for name, t in targets.items()]
+
+
+def _provision(target: str, argv: list[str], out: Path) -> None:
+    """Run one target's provisioning, its output in <out>/provision-<target>.log; a failure
+    stops the campaign before any item (a host that is not ready measures nothing)."""
+    import subprocess
+
+    log = out / f"provision-{target}.log"
+    print(f"provisioning {target}: {shlex.join(argv)} (output: {log})", flush=True)
+    with open(log, "ab") as f:
+        rc = subprocess.run(argv, stdout=f, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, check=False).returncode
+    if rc != 0:
+        raise HostNotReady(f"provisioning {target} failed (ansible-playbook exit {rc}); see {log}")
+
+
 def _dry_run_item(n: int, i: WorkItem, out: Path, records: Path | None, inventory: Path | None) -> list[str]:
     """One work item as the dry run shows it: whether it runs, the files it is given and
     its exact command."""
     import json
     import shlex
+    from dataclasses import replace
 
     from ..campaign import executor
     from ..campaign.targets import kind_of
@@ -125,6 +163,10 @@ def _dry_run_item(n: int, i: WorkItem, out: Path, records: Path | None, inventor
                 else f": its record {rec} would be restored, skipped" if rec and rec.is_file() else ""),
              f"# runs {i.selection}"]
     kind = kind_of(i.target, inventory)
+    if i.target.pool:
+        lines.append(f"# pool {', '.join(i.target.pool)}: runs on whichever host is free "
+                     f"(the command shown for {i.target.pool[0]})")
+        i = replace(i, on_host=i.target.pool[0])
     about = kind.record(i.target)
     if about:
         lines.append("# target " + ", ".join(f"{k}: {v}" for k, v in about.items()))

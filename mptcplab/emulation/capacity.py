@@ -18,6 +18,9 @@ share the CPUs with the traffic and the captures. Per link that is the busier
 direction's packets/s x 1.5 (a bulk flow's data one way, about one ACK per two
 segments the other way, both through delay lines).
 
+A direction that replays a delivery trace is estimated at the trace's peak rate per
+100 ms (``LinkShape.nominal_rate_bps``): the most its delay line can be asked to carry.
+
 Each quantity gets a verdict against two thresholds: ``fits`` (the largest configuration
 measured to keep time on a quiet host, the condition records are made in), ``marginal``
 (between the largest configuration measured to keep time and the smallest measured not
@@ -192,13 +195,17 @@ def estimate_direction(dl: DirectedLink, emulator: str, limits: Limits = DEFAULT
     s = dl.shape
     name = f"{dl.src}->{dl.dst}"
     assumed = ""
+    if s.trace is not None:
+        # the delay line replays it: at most the trace's peak rate per 100 ms goes through
+        assumed = f"trace {s.trace.name} at its peak rate; "
+        s = replace(s, rate_bps=s.nominal_rate_bps)
     if s.needs_delay and not s.rate_bps and default_rate_bps and emulator == "nfqueue":
         s = replace(s, rate_bps=default_rate_bps)
         assumed = f"no rate here: at most the fastest shaped link's {fmt_rate(default_rate_bps)}; "
     if emulator != "nfqueue":
         return DirectionEstimate(name, s.rate_bps, s.delay_s, None, None, NOT_ESTIMATED, 1.0,
                                  f"{emulator}: in-kernel, no limit measured")
-    if not s.needs_delay:
+    if not s.needs_delay and s.trace is None:
         return DirectionEstimate(name, s.rate_bps, s.delay_s, None, None, NOT_ESTIMATED, 1.0,
                                  "no delay: tbf only, no delay line")
     if not s.rate_bps:
@@ -222,7 +229,7 @@ def estimate(links: Sequence[tuple[str, DirectedLink, DirectedLink]], emulator: 
     """The estimate for links given as (name, a->b, b->a). A delayed direction without a
     rate is taken at the fastest rate of these links (an upper bound of what reaches it)."""
     cpus = cpus or os.cpu_count() or 1
-    rates = [dl.shape.rate_bps for _, *dls in links for dl in dls if dl.shape.rate_bps]
+    rates = [dl.shape.nominal_rate_bps for _, *dls in links for dl in dls if dl.shape.nominal_rate_bps]
     fastest = max(rates) if rates else None
     out = []
     for name, ab, ba in links:

@@ -5,6 +5,11 @@ direction* of a link. A link with ``delay: 10ms`` adds 10 ms one way, so a path
 crossing it once adds 20 ms of RTT. This is Mininet TCLink's convention too
 (delay on both interfaces), stated here so labs say the RTT they intend and
 calibration checks it.
+
+A direction's capacity is either a fixed ``rate`` or a delivery ``trace`` replayed by
+the delay line (trace.py; the lab format makes them exclusive): where a rate is needed
+to size something (a queue given as time, the delay line's queues, the reachability
+estimate), a trace link counts at its peak rate per 100 ms (``nominal_rate_bps``).
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..units import is_time, parse_fraction, parse_rate, parse_size, parse_time
+from .trace import Trace
 
 ETH_HEADER = 14
 
@@ -46,6 +52,10 @@ class LinkShape:
     jitter_s: float = 0.0
     loss: float = 0.0
     queue: QueueLimit | None = None
+    #: the capacity replayed from a delivery trace instead of ``rate_bps`` (which is then None)
+    trace: Trace | None = None
+    #: where in the trace the delay line starts
+    trace_offset_s: float = 0.0
 
     @classmethod
     def parse(
@@ -55,18 +65,31 @@ class LinkShape:
         jitter: str | float | None = None,
         loss: str | float | None = None,
         queue: str | int | None = None,
+        trace: Trace | None = None,
+        trace_offset: str | float | None = None,
     ) -> LinkShape:
+        if trace is not None and rate is not None:
+            raise ValueError("a trace link has no rate: the trace is its capacity")
         return cls(
             rate_bps=parse_rate(rate) if rate is not None else None,
             delay_s=parse_time(delay) if delay is not None else 0.0,
             jitter_s=parse_time(jitter) if jitter is not None else 0.0,
             loss=parse_fraction(loss) if loss is not None else 0.0,
             queue=QueueLimit.parse(queue) if queue is not None else None,
+            trace=trace,
+            trace_offset_s=parse_time(trace_offset) if trace_offset is not None else 0.0,
         )
 
     @property
     def impaired(self) -> bool:
-        return bool(self.rate_bps or self.delay_s or self.jitter_s or self.loss)
+        return bool(self.rate_bps or self.delay_s or self.jitter_s or self.loss or self.trace)
+
+    @property
+    def nominal_rate_bps(self) -> int | None:
+        """The rate that sizes queues and estimates: ``rate_bps``, or a trace's peak rate."""
+        if self.rate_bps:
+            return self.rate_bps
+        return int(self.trace.peak_rate_bps) if self.trace is not None else None
 
     @property
     def needs_delay(self) -> bool:
@@ -76,9 +99,10 @@ class LinkShape:
         """Bytes the rate limiter may queue: the configured limit, else 50 ms at the
         link rate, never less than two full frames (tbf drops anything larger)."""
         frame = mtu + ETH_HEADER
-        configured = self.queue.to_bytes(self.rate_bps) if self.queue else None
+        rate = self.nominal_rate_bps
+        configured = self.queue.to_bytes(rate) if self.queue else None
         if configured is None:
-            configured = int((self.rate_bps or 0) * 0.05 / 8)
+            configured = int((rate or 0) * 0.05 / 8)
         return max(configured, 2 * frame)
 
     def burst_bytes(self, mtu: int) -> int:
@@ -90,9 +114,9 @@ class LinkShape:
         """Packets a delay stage must hold: rate x (delay + jitter) in the worst
         case of minimum-size frames is excessive; we size for 1/4 MTU frames,
         plus head room, which covers ACK-heavy reverse directions too."""
-        if not self.needs_delay:
+        if not self.needs_delay and self.trace is None:
             return 0
-        rate = self.rate_bps or 10_000_000_000
+        rate = self.nominal_rate_bps or 10_000_000_000
         avg_frame = max(min_frame, (mtu + ETH_HEADER) // 4)
         pkts = rate * (self.delay_s + self.jitter_s) / 8 / avg_frame
         return int(min(max(pkts * 2, 1024), 1_000_000))

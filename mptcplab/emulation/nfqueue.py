@@ -8,6 +8,9 @@ For a DirectedLink ``src -> dst``:
 * random loss and delay: at ``dst``'s ingress, in the PREROUTING hook, matched by
   ``dst``'s interface: first a random drop, then NFQUEUE to the delay line
   (``mptcplab-delayline``) running in ``dst``'s namespace.
+* a delivery trace (``shape.trace``, instead of a rate): only in the delay line
+  (``--trace``, its trace stage, through the link's drop-tail queue, then the delay),
+  whether or not the direction has a delay; never tbf.
 
 Why at the receiver and not at the sender's egress: a packet held at the
 sender's OUTPUT/POSTROUTING hook is still charged to its socket
@@ -65,12 +68,13 @@ _IPT_CHAIN_PREFIX = "mptcplab-rx-"  # + iface (<= 15 chars) stays under iptables
 
 
 def needs_rule(shape: LinkShape) -> bool:
-    """A direction needs a receive-side rule when it has loss or delay."""
-    return shape.loss > 0 or shape.needs_delay
+    """A direction needs a receive-side rule when it has loss, delay or a trace."""
+    return shape.loss > 0 or needs_delayline(shape)
 
 
 def needs_delayline(shape: LinkShape) -> bool:
-    return shape.needs_delay
+    """Delay, jitter or a trace: what only the delay line does."""
+    return shape.needs_delay or shape.trace is not None
 
 
 def loss_threshold(loss: float) -> int:
@@ -104,7 +108,7 @@ def iptables_rule_cmds(dl: DirectedLink, queue_num: int) -> list[Cmd]:
             out.append(cmd(*base, "-A", chain, "-m", "statistic", "--mode", "random",
                            "--probability", f"{s.loss:.9g}", "-j", "DROP",
                            node=node, why=_why(dl, f"random loss {s.loss:.6g}")))
-        if s.needs_delay:
+        if needs_delayline(s):
             # no --queue-bypass: fail closed when the delay line is not running
             out.append(cmd(*base, "-A", chain, "-j", "NFQUEUE", "--queue-num", str(queue_num),
                            node=node, why=_why(dl, f"to delay line queue {queue_num}")))
@@ -143,7 +147,7 @@ def nft_rule_cmds(dl: DirectedLink, queue_num: int) -> list[Cmd]:
         out.append(cmd("nft", "add", "rule", "inet", NFT_TABLE, chain, *iif,
                        "numgen", "random", "mod", str(LOSS_SCALE), "<", str(loss_threshold(s.loss)),
                        "counter", "drop", node=node, why=_why(dl, f"random loss {s.loss:.6g}")))
-    if s.needs_delay:
+    if needs_delayline(s):
         # no "bypass": fail closed when the delay line is not running
         out.append(cmd("nft", "add", "rule", "inet", NFT_TABLE, chain, *iif,
                        "counter", "queue", "num", str(queue_num),
@@ -257,7 +261,7 @@ STALL_HEADROOM_S = 0.25
 def queue_maxlen(shape: LinkShape, mtu: int) -> int:
     """NFQUEUE length (and the delay line's FIFO): what the delay needs plus
     ``STALL_HEADROOM_S`` of full-size frames at the link rate."""
-    rate = shape.rate_bps or 10_000_000_000
+    rate = shape.nominal_rate_bps or 10_000_000_000
     headroom = rate * STALL_HEADROOM_S / 8 / (mtu + 14)
     return int(min(shape.delay_queue_packets(mtu) + headroom, 1_000_000))
 
@@ -289,6 +293,20 @@ def paces(dl: DirectedLink, rate_in_delayline: bool) -> bool:
     return rate_in_delayline and needs_delayline(dl.shape) and dl.shape.rate_bps is not None
 
 
+def replays(dl: DirectedLink) -> bool:
+    """Whether the delay line replays a delivery trace for this direction (and does its queue)."""
+    return dl.shape.trace is not None
+
+
+def trace_args(shape: LinkShape, mtu: int) -> tuple[str, ...]:
+    """The delay line's trace stage: the trace file (absolute), where it starts, the
+    link's drop-tail queue in bytes."""
+    if shape.trace is None:
+        return ()
+    return ("--trace", str(shape.trace.path), "--trace-offset-ms", str(round(shape.trace_offset_s * 1000)),
+            "--limit-bytes", str(shape.queue_bytes(mtu)))
+
+
 def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Path,
                      rt_prio: int = DEFAULT_RT_PRIO, rate_in_delayline: bool = False,
                      env: Mapping[str, str] | None = None) -> Daemon:
@@ -306,12 +324,13 @@ def delayline_daemon(dl: DirectedLink, queue_num: int, workdir: Path, binary: Pa
         "--jitter-us", str(round(s.jitter_s * 1e6)),
         "--seed", str(daemon_seed(dl, queue_num)),
         "--maxlen", str(queue_maxlen(s, dl.mtu) + (s.queue_bytes(dl.mtu) * 4 // (dl.mtu + 14)
-                                                   if paces(dl, rate_in_delayline) else 0)),
+                                                   if paces(dl, rate_in_delayline) or replays(dl) else 0)),
         "--stats", str(stats),
         "--control", str(control_path(dl, queue_num, workdir)),
     )
     if paces(dl, rate_in_delayline):
         argv += ("--rate-bps", str(s.rate_bps), "--limit-bytes", str(s.queue_bytes(dl.mtu)))
+    argv += trace_args(s, dl.mtu)
     argv += ("--slot-us", str(release_slot_us(s.delay_s * 1e6)))
     if rt_prio > 0:
         argv += ("--rt-prio", str(rt_prio))
@@ -441,6 +460,8 @@ class NfqueueEmulator:
         return tc.clear_cmds(dl) + (rules if needs_rule(dl.shape) else [])
 
     def rate_change_cmds(self, dl: DirectedLink, new_rate_bps: int) -> list[Cmd]:
+        if replays(dl):
+            raise ValueError("a trace link's capacity is its trace: its rate cannot change at run time")
         if paces(dl, self.rate_in_delayline):
             raise ValueError("rate changes need tbf: not available with rate_in_delayline "
                              "(the default for delayed directions; --rate-in-tbf)")
@@ -454,6 +475,9 @@ class NfqueueEmulator:
         has no delay line, and no rule steering packets to one: refused."""
         old = dl.shape
         out: list[Cmd] = []
+        if old.trace is not None and (new.rate_bps, new.queue, new.trace) != (old.rate_bps, old.queue, old.trace):
+            raise ValueError("a trace link's capacity and queue are the delay line's trace stage: "
+                             "they cannot change at run time")
         if (new.delay_s, new.jitter_s) != (old.delay_s, old.jitter_s):
             if not needs_delayline(old) or not needs_delayline(new):
                 raise ValueError("the nfqueue emulator changes the delay of a link that has one from the start, "

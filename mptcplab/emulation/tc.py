@@ -22,6 +22,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..commands import Cmd, cmd
+from ..errors import HostNotReady
 from ..units import fmt_rate, fmt_time_tc
 from .base import Daemon
 from .linkmodel import ETH_HEADER, DirectedLink, LinkShape
@@ -151,6 +152,9 @@ class NetemEmulator:
     name = "netem"
 
     def link_cmds(self, dl: DirectedLink, queue_num: int, workdir: Path) -> tuple[list[Cmd], list[Daemon]]:
+        if dl.shape.trace is not None:
+            raise HostNotReady(f"{dl.src}->{dl.dst}: netem cannot replay a delivery trace "
+                               f"({dl.shape.trace.name}); use the delay line: --emulation nfqueue")
         return netem_cmds(dl), []
 
     def clear_cmds(self, dl: DirectedLink) -> list[Cmd]:

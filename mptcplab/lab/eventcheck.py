@@ -10,6 +10,7 @@ from collections.abc import Callable
 from pydantic import ValidationError
 
 from .events import EndpointAdd, EndpointDelete, EndpointFlags, FlowStart, FlowStop, LinkChange, LinkDown, LinkUp
+from .fields import is_endpoint_ref
 from .schema import ExperimentBody
 
 Fail = Callable[[str, str], None]
@@ -25,7 +26,7 @@ def check_events(body: ExperimentBody, eps: set[str], fail: Fail) -> None:
         if node is not None and node not in body.nodes:
             fail(f"{where}.node", f"no such node {node!r}")
         if isinstance(ev, EndpointAdd | EndpointFlags | EndpointDelete) and ev.address is not None \
-                and ":" in ev.address and (ev.address not in eps or not ev.address.startswith(ev.node + ":")):
+                and is_endpoint_ref(ev.address) and (ev.address not in eps or not ev.address.startswith(ev.node + ":")):
             fail(f"{where}.address", f"{ev.address!r} is not an interface of {ev.node}")
         if isinstance(ev, FlowStart | FlowStop) and ev.flow not in flows:
             fail(f"{where}.flow", f"no flow {ev.flow!r} in traffic.flows")

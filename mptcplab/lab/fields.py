@@ -5,7 +5,7 @@ imports lab/events.py, so they live here rather than in either): names, interfac
 from __future__ import annotations
 
 import re
-from ipaddress import IPv4Address
+from ipaddress import ip_address
 from typing import Any
 
 from ..units import UnitError
@@ -57,11 +57,17 @@ def endpoint_ref(v: str) -> str:
     return v
 
 
+def is_endpoint_ref(v: str) -> bool:
+    """Whether an address reference names an interface ('node:iface') rather than giving an
+    address: a 'node:iface' has one colon, an IPv6 address at least two, an IPv4 one none."""
+    return v.count(":") == 1
+
+
 def address_ref(v: str) -> str:
-    if ":" in v:
+    if is_endpoint_ref(v):
         return endpoint_ref(v)
     try:
-        IPv4Address(v)
+        ip_address(v)
     except ValueError:
-        raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 address") from None
+        raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 or IPv6 address") from None
     return v

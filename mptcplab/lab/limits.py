@@ -14,13 +14,14 @@ The parameters checked are the ones the emulation installs (emulation/linkmodel.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
+from ipaddress import ip_address
 
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
 from .events import EndpointAdd, EndpointDelete, EndpointFlags, LinkChange
-from .network import Link, Network
+from .fields import is_endpoint_ref
+from .network import Link, Network, Numbering
 from .schema import ExperimentBody
 from .stripe import stripe_of
 
@@ -45,6 +46,8 @@ def _direction_field(body: ExperimentBody, link: Link, src: Endpoint, name: str)
 
 def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
     """(sub-field, problem) when tbf cannot shape ``shape`` at ``mtu``, else None."""
+    if shape.trace is not None:
+        return None  # no tbf: the delay line replays the trace (a queue as time is at its peak rate)
     if not shape.rate_bps:
         if shape.queue is not None and shape.queue.seconds is not None:
             return "queue", "a queue given as time needs the link's rate"
@@ -67,10 +70,6 @@ def tbf_problem(shape: LinkShape, mtu: int) -> tuple[str, str] | None:
     return None
 
 
-def _owner_addresses(net: Network, node: str) -> set[IPv4Address]:
-    return {link.addr(ep).ip for ep, link in net.interfaces(node)}
-
-
 def check_network(net: Network, body: ExperimentBody, file: str) -> None:
     """Raise LabInputError for the first problem the built network shows."""
     _check_addresses(net, body, file)
@@ -83,6 +82,10 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
         if isinstance(ev, LinkChange) and (ev.rate is not None or ev.queue is not None):
             link = net.link_of(ev.link)
             shape = link.shape_from(Endpoint.parse(ev.link))
+            if shape.trace is not None:
+                raise LabInputError(file, f"traffic.events[{k}].{'rate' if ev.rate is not None else 'queue'}",
+                                    f"{ev.link}'s link replays trace {shape.trace.name}: its capacity and queue "
+                                    "cannot change at run time")
             rate = parse_rate(ev.rate) if ev.rate is not None else shape.rate_bps
             if rate is None:
                 raise LabInputError(file, f"traffic.events[{k}].queue", "a queue limit needs a rate on the link")
@@ -91,45 +94,56 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
             if bad:
                 raise LabInputError(file, f"traffic.events[{k}].{bad[0]}", bad[1])
     for fname, flow in body.traffic.flows.items():
-        if ":" in flow.server_address:
+        if is_endpoint_ref(flow.server_address):
             continue
-        if IPv4Address(flow.server_address) not in _owner_addresses(net, flow.server):
+        if ip_address(flow.server_address) not in net.node_addresses(flow.server):
             raise LabInputError(file, f"traffic.flows.{fname}.server_address",
                                 f"{flow.server_address} is not an address of {flow.server}")
     for name, spec in body.nodes.items():
         for j, e in enumerate(spec.mptcp.endpoints if spec.mptcp else []):
-            if ":" not in e.address and IPv4Address(e.address) not in _owner_addresses(net, name):
+            if not is_endpoint_ref(e.address) and ip_address(e.address) not in net.node_addresses(name):
                 raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address",
                                     f"{e.address} is not an address of {name}")
     for name in body.nodes:
         stripe_of(net, body, name, file)  # a leg that cannot reach the peer address
     for k, ev in enumerate(body.traffic.events):
         if isinstance(ev, EndpointAdd | EndpointFlags | EndpointDelete) and ev.address is not None \
-                and ":" not in ev.address and IPv4Address(ev.address) not in _owner_addresses(net, ev.node):
+                and not is_endpoint_ref(ev.address) and ip_address(ev.address) not in net.node_addresses(ev.node):
             raise LabInputError(file, f"traffic.events[{k}].address", f"{ev.address} is not an address of {ev.node}")
 
 
 def _check_addresses(net: Network, body: ExperimentBody, file: str) -> None:
-    explicit = body.addressing.addresses
+    """Each family on its own: IPv4's fields are addressing.pool/addresses, IPv6's pool6/addresses6."""
+    for version in (4, 6):
+        _check_family(net, body, file, version)
+
+
+def _check_family(net: Network, body: ExperimentBody, file: str, version: int) -> None:
+    v6 = version == 6
+    explicit = body.addressing.addresses6 if v6 else body.addressing.addresses
+    addresses = "addressing.addresses6" if v6 else "addressing.addresses"
+    pool = "addressing.pool6" if v6 else "addressing.pool"
 
     def field(link: Link) -> str:
         for ep in (link.a, link.b):
             if str(ep) in explicit:
-                return f"addressing.addresses.{ep}"
-        return "addressing.pool"
+                return f"{addresses}.{ep}"
+        return pool
 
-    for link in net.links:
-        for ep in (link.a, link.b):
-            ip = link.addr(ep)
-            if ip.network.prefixlen < 31 and ip.ip in (ip.network.network_address, ip.network.broadcast_address):
-                raise LabInputError(file, f"addressing.addresses.{ep}",
-                                    f"{ip} is the subnet's network or broadcast address")
-        if link.addr_a.ip == link.addr_b.ip:
-            raise LabInputError(file, f"addressing.addresses.{link.b}", f"{link.addr_b.ip} is also {link.a}'s address")
-    for i, a in enumerate(net.links):
-        for b in net.links[i + 1:]:
-            if a.subnet.overlaps(b.subnet):
-                later = b if field(b) != "addressing.pool" or field(a) == "addressing.pool" else a
-                other = a if later is b else b
-                raise LabInputError(file, field(later), f"subnet {later.subnet} of link {later.name} overlaps "
-                                    f"{other.subnet} of link {other.name}")
+    numbered: list[tuple[Link, Numbering]] = [(lk, n) for lk in net.links if (n := lk.numbering(version))]
+    for link, num in numbered:
+        for ep, ip in ((link.a, num.addr_a), (link.b, num.addr_b)):
+            # IPv6 has no broadcast address; its subnet's first (the subnet-router anycast) is refused too
+            special = (ip.network.network_address,) if v6 else (ip.network.network_address,
+                                                                  ip.network.broadcast_address)
+            if ip.network.prefixlen < ip.max_prefixlen - 1 and ip.ip in special:
+                what = "network (subnet-router anycast)" if v6 else "network or broadcast"
+                raise LabInputError(file, f"{addresses}.{ep}", f"{ip} is the subnet's {what} address")
+        if num.addr_a.ip == num.addr_b.ip:
+            raise LabInputError(file, f"{addresses}.{link.b}", f"{num.addr_b.ip} is also {link.a}'s address")
+    for i, (a, na) in enumerate(numbered):
+        for b, nb in numbered[i + 1:]:
+            if na.subnet.overlaps(nb.subnet):
+                later, other = ((b, nb), (a, na)) if field(b) != pool or field(a) == pool else ((a, na), (b, nb))
+                raise LabInputError(file, field(later[0]), f"subnet {later[1].subnet} of link {later[0].name} "
+                                    f"overlaps {other[1].subnet} of link {other[0].name}")

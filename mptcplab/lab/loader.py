@@ -18,6 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
 from .eventcheck import check_controllers, check_events
+from .fields import is_endpoint_ref
 from .metriccheck import check_metrics
 from .model import Lab, ScenarioRun
 from .schema import ClabTopology, Experiment, ExperimentBody, Published
@@ -249,9 +250,10 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
         if idx in seen_links:
             fail(f"links.{ep}", f"same link as links.{seen_links[idx]}")
         seen_links[idx] = ep
-    for ep in body.addressing.addresses:
-        if ep not in eps:
-            fail(f"addressing.addresses.{ep}", "no link of topology.clab.yml has this endpoint")
+    for fam, given in (("addresses", body.addressing.addresses), ("addresses6", body.addressing.addresses6)):
+        for ep in given:
+            if ep not in eps:
+                fail(f"addressing.{fam}.{ep}", "no link of topology.clab.yml has this endpoint")
     path_of: dict[str, str] = {}
     for label, ep in body.paths.items():
         if ep not in eps:
@@ -264,7 +266,7 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
             addrs: dict[str, int] = {}
             ids: dict[int, int] = {}
             for j, e in enumerate(node.mptcp.endpoints):
-                if ":" in e.address and (e.address not in eps or not e.address.startswith(name + ":")):
+                if is_endpoint_ref(e.address) and (e.address not in eps or not e.address.startswith(name + ":")):
                     fail(f"nodes.{name}.mptcp.endpoints[{j}].address", f"{e.address!r} is not an interface of {name}")
                 key = e.address if e.port is None else f"{e.address} port {e.port}"
                 if key in addrs:
@@ -281,7 +283,7 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
             for iface in rr.via:
                 if f"{name}:{iface}" not in eps:
                     fail(f"nodes.{name}.balance_rr.via", f"{iface!r} is not an interface of {name}")
-            if ":" in rr.to and (rr.to not in eps or rr.to.startswith(name + ":")):
+            if is_endpoint_ref(rr.to) and (rr.to not in eps or rr.to.startswith(name + ":")):
                 fail(f"nodes.{name}.balance_rr.to", f"{rr.to!r} is not an interface of another node")
     for fname, flow in body.traffic.flows.items():
         for role in ("client", "server"):
@@ -292,8 +294,8 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
                 fail(f"traffic.flows.{fname}.{role}", f"{n!r} is a router; traffic runs between hosts")
         if flow.client == flow.server:
             fail(f"traffic.flows.{fname}.server", f"{flow.server!r} is also the client; a flow runs between two hosts")
-        if ":" in flow.server_address and (flow.server_address not in eps
-                                           or not flow.server_address.startswith(flow.server + ":")):
+        if is_endpoint_ref(flow.server_address) and (flow.server_address not in eps
+                                                     or not flow.server_address.startswith(flow.server + ":")):
             fail(f"traffic.flows.{fname}.server_address",
                  f"{flow.server_address!r} is not an interface of {flow.server}")
         if flow.bind and (flow.bind not in eps or not flow.bind.startswith(flow.client + ":")):

@@ -16,15 +16,41 @@ Routing rules (the classic MPTCP testbed mistakes are avoided here):
 from __future__ import annotations
 
 import heapq
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
-from ipaddress import IPv4Address, IPv4Interface, IPv4Network
+from ipaddress import (
+    IPv4Address,
+    IPv4Interface,
+    IPv4Network,
+    IPv6Address,
+    IPv6Interface,
+    IPv6Network,
+    ip_address,
+    ip_interface,
+)
+from pathlib import Path
 
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
+from ..emulation.trace import TraceError, trace_for
 from ..errors import LabInputError
-from .schema import ClabTopology, ExperimentBody
+from .fields import is_endpoint_ref
+from .schema import ClabTopology, Direction, ExperimentBody, LinkSpec
 
 DEFAULT_MTU = 1500
 POLICY_TABLE_BASE = 100
+
+IPAddress = IPv4Address | IPv6Address
+IPInterface = IPv4Interface | IPv6Interface
+IPNetwork = IPv4Network | IPv6Network
+
+
+@dataclass(frozen=True)
+class Numbering:
+    """One family's subnet of a link and its two ends' addresses."""
+
+    subnet: IPNetwork
+    addr_a: IPInterface
+    addr_b: IPInterface
 
 
 @dataclass(frozen=True)
@@ -33,9 +59,9 @@ class Link:
     a: Endpoint
     b: Endpoint
     mtu: int
-    subnet: IPv4Network
-    addr_a: IPv4Interface
-    addr_b: IPv4Interface
+    #: the link's IPv4 and IPv6 numbering (at least one of them)
+    v4: Numbering | None
+    v6: Numbering | None
     #: impairments of packets going a -> b and b -> a (equal unless the lab gave a
     #: direction its own shape: links.<ep>.egress / ingress)
     shape_ab: LinkShape
@@ -44,8 +70,50 @@ class Link:
     def other(self, ep: Endpoint) -> Endpoint:
         return self.b if ep == self.a else self.a
 
-    def addr(self, ep: Endpoint) -> IPv4Interface:
-        return self.addr_a if ep == self.a else self.addr_b
+    @property
+    def numberings(self) -> list[Numbering]:
+        """IPv4's first: the family a 'node:iface' reference names on a dual-stack link."""
+        return [n for n in (self.v4, self.v6) if n is not None]
+
+    def numbering(self, version: int) -> Numbering | None:
+        return self.v4 if version == 4 else self.v6
+
+    @property
+    def _primary(self) -> Numbering:
+        return self.numberings[0]
+
+    @property
+    def subnet(self) -> IPNetwork:
+        """The subnet of the link's first family (IPv4 when it has one)."""
+        return self._primary.subnet
+
+    @property
+    def subnets(self) -> list[IPNetwork]:
+        return [n.subnet for n in self.numberings]
+
+    @property
+    def addr_a(self) -> IPInterface:
+        return self._primary.addr_a
+
+    @property
+    def addr_b(self) -> IPInterface:
+        return self._primary.addr_b
+
+    def addr(self, ep: Endpoint, version: int | None = None) -> IPInterface:
+        """``ep``'s address: of the link's first family, or of ``version`` (KeyError when the
+        link has none of that family)."""
+        num = self._primary if version is None else self.numbering(version)
+        if num is None:
+            raise KeyError(f"{ep} has no IPv{version} address")
+        return num.addr_a if ep == self.a else num.addr_b
+
+    def addrs(self, ep: Endpoint) -> list[IPInterface]:
+        """Every address of ``ep``, IPv4 first."""
+        return [n.addr_a if ep == self.a else n.addr_b for n in self.numberings]
+
+    def contains(self, ip: IPAddress) -> bool:
+        """Whether ``ip`` is in one of the link's subnets."""
+        return any(ip in n.subnet for n in self.numberings)
 
     def directions(self) -> tuple[DirectedLink, DirectedLink]:
         return (DirectedLink(self.a, self.b, self.shape_ab, self.mtu),
@@ -70,17 +138,28 @@ class Link:
 
 @dataclass(frozen=True)
 class Route:
-    dst: IPv4Network | None  # None: default route
-    via: IPv4Address | None
+    dst: IPNetwork | None  # None: default route (it has a via)
+    via: IPAddress | None
     dev: str
     table: int | None = None  # None: main
+
+    @property
+    def version(self) -> int:
+        if self.dst is not None:
+            return self.dst.version
+        assert self.via is not None, "a default route has a next hop"
+        return self.via.version
 
 
 @dataclass(frozen=True)
 class Rule:
-    src: IPv4Address
+    src: IPAddress
     table: int
     priority: int
+
+    @property
+    def version(self) -> int:
+        return self.src.version
 
 
 @dataclass
@@ -104,12 +183,32 @@ class Network:
                 return link
         raise KeyError(str(e))
 
-    def address(self, ref: str) -> IPv4Address:
-        """'node:iface' or a literal IPv4 address -> address."""
-        if ":" in ref:
+    def address(self, ref: str, version: int | None = None) -> IPAddress:
+        """'node:iface' (its IPv4 address when its link has one, else its IPv6 address; its
+        address of ``version`` when given, KeyError if it has none) or a literal IPv4 or IPv6
+        address -> address. ``version`` is for a caller that knows the family, e.g. a client's
+        source address that must match the server address it connects to."""
+        if is_endpoint_ref(ref):
             e = Endpoint.parse(ref)
-            return self.link_of(e).addr(e).ip
-        return IPv4Address(ref)
+            return self.link_of(e).addr(e, version).ip
+        return ip_address(ref)
+
+    def addresses(self, ref: str) -> list[IPAddress]:
+        """Every address a reference stands for: both families of a dual-stack 'node:iface',
+        IPv4 first; a literal address alone."""
+        if is_endpoint_ref(ref):
+            e = Endpoint.parse(ref)
+            return [a.ip for a in self.link_of(e).addrs(e)]
+        return [ip_address(ref)]
+
+    def node_addresses(self, node: str) -> set[IPAddress]:
+        """Every address of every interface of ``node``."""
+        return {a.ip for ep, link in self.interfaces(node) for a in link.addrs(ep)}
+
+    @property
+    def versions(self) -> set[int]:
+        """The IP versions the network's links carry."""
+        return {n.subnet.version for link in self.links for n in link.numberings}
 
     def interfaces(self, node: str) -> list[tuple[Endpoint, Link]]:
         out = []
@@ -130,71 +229,132 @@ BASE_SYSCTLS = {
     "net.ipv4.tcp_no_metrics_save": "1",
 }
 ROUTER_SYSCTLS = {"net.ipv4.ip_forward": "1"}
+# only for a network that carries IPv6 (an IPv4 lab's sysctls stay as they were)
+BASE6_SYSCTLS = {
+    # no duplicate address detection: an address is tentative (unusable) for about a second
+    # after `ip addr add` otherwise, and the first subflows of a repetition would fail
+    "net.ipv6.conf.all.accept_dad": "0",
+    "net.ipv6.conf.default.accept_dad": "0",
+    # keep addresses (and so the MPTCP endpoints and routes on them) over a link_down/link_up,
+    # as IPv4 does; IPv6 removes them on down otherwise
+    "net.ipv6.conf.all.keep_addr_on_down": "1",
+    "net.ipv6.conf.default.keep_addr_on_down": "1",
+}
+ROUTER6_SYSCTLS = {"net.ipv6.conf.all.forwarding": "1"}
 
 
-def _addresses(topo: ClabTopology, body: ExperimentBody,
-               file: str) -> list[tuple[IPv4Network, IPv4Interface, IPv4Interface]]:
-    pool = body.addressing.pool
-    if body.addressing.prefixlen < pool.prefixlen:
-        raise LabInputError(file, "addressing.prefixlen",
-                            f"/{body.addressing.prefixlen} is larger than the pool {pool}")
-    subnets = pool.subnets(new_prefix=body.addressing.prefixlen)
-    next(subnets)  # keep the pool's first subnet free: x.x.0.0 looks like a network id to students
+@dataclass(frozen=True)
+class _Family:
+    """How one family's addresses are given in `addressing:` (the field names for errors)."""
+
+    version: int
+    pool: IPNetwork | None
+    prefixlen: int
+    explicit: Mapping[str, IPInterface]
+    pool_field: str
+    prefixlen_field: str
+    addresses_field: str
+
+
+def _families(body: ExperimentBody) -> list[_Family]:
+    ad = body.addressing
+    return [_Family(4, ad.pool, ad.prefixlen, ad.addresses, "addressing.pool", "addressing.prefixlen",
+                    "addressing.addresses"),
+            _Family(6, ad.pool6, ad.prefixlen6, ad.addresses6, "addressing.pool6", "addressing.prefixlen6",
+                    "addressing.addresses6")]
+
+
+def _numbering(topo: ClabTopology, body: ExperimentBody, fam: _Family, file: str) -> list[Numbering | None]:
+    """One family's numbering of every link: explicit addresses, else the pool's next subnet,
+    else none (no pool)."""
+    pool = fam.pool
+    subnets: Iterator[IPNetwork] | None = None
+    if pool is not None:
+        if fam.prefixlen < pool.prefixlen:
+            raise LabInputError(file, fam.prefixlen_field, f"/{fam.prefixlen} is larger than the pool {pool}")
+        subnets = pool.subnets(new_prefix=fam.prefixlen)
+        next(subnets)  # keep the pool's first subnet free: x.x.0.0 looks like a network id to students
     roles = {n: s.role for n, s in body.nodes.items()}
-    explicit = body.addressing.addresses
-    out = []
+    explicit = fam.explicit
+    out: list[Numbering | None] = []
     for link in topo.topology.links:
         a, b = link.endpoints
         if a in explicit or b in explicit:
             ia, ib = explicit.get(a), explicit.get(b)
             if ia is None or ib is None:
-                raise LabInputError(file, f"addressing.addresses.{b if ia else a}",
+                raise LabInputError(file, f"{fam.addresses_field}.{b if ia else a}",
                                     "give both ends of a link an address, or neither")
             if ia.network != ib.network:
-                raise LabInputError(file, f"addressing.addresses.{b}", f"{ib} is not in the same subnet as {a}'s {ia}")
-            out.append((ia.network, ia, ib))
+                raise LabInputError(file, f"{fam.addresses_field}.{b}",
+                                    f"{ib} is not in the same subnet as {a}'s {ia}")
+            out.append(Numbering(ia.network, ia, ib))
+            continue
+        if subnets is None:
+            out.append(None)
             continue
         try:
             net = next(subnets)
         except StopIteration:
-            raise LabInputError(file, "addressing.pool", f"{pool} has too few /{body.addressing.prefixlen} subnets "
+            raise LabInputError(file, fam.pool_field, f"{pool} has too few /{fam.prefixlen} subnets "
                                 f"for {len(topo.topology.links)} links") from None
         # the first two host addresses, without listing a /8's sixteen million (net.hosts())
         hosts = [net.network_address + 1, net.network_address + 2]
-        # routers take .1, hosts .2, so the gateway address is predictable
+        # routers take .1 (::1), hosts .2 (::2), so the gateway address is predictable
         ra, rb = roles[a.split(":")[0]], roles[b.split(":")[0]]
         ha, hb = (hosts[1], hosts[0]) if (ra == "host" and rb == "router") else (hosts[0], hosts[1])
-        out.append((net, IPv4Interface(f"{ha}/{net.prefixlen}"), IPv4Interface(f"{hb}/{net.prefixlen}")))
+        out.append(Numbering(net, ip_interface(f"{ha}/{net.prefixlen}"), ip_interface(f"{hb}/{net.prefixlen}")))
     return out
+
+
+def _shape(spec: LinkSpec, which: Direction, key: Endpoint, file: str) -> LinkShape:
+    """One direction's shape; its trace (a shipped name, or a path relative to the lab's
+    directory, the experiment file's) read and checked here, once."""
+    fields = spec.direction(which)
+    ref = fields.pop("trace", None)
+    trace = None
+    if ref is not None:
+        try:
+            trace = trace_for(ref, Path(file).parent)
+        except TraceError as e:
+            raise LabInputError(file, f"links.{key}.{spec.field_of(which, 'trace')}", str(e)) from None
+    return LinkShape.parse(**fields, trace=trace)
 
 
 def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experiment.yml") -> Network:
     nodes = {name: Node(name, spec.role) for name, spec in body.nodes.items()}
     links: list[Link] = []
-    for i, (clab_link, (net, ia, ib)) in enumerate(zip(topo.topology.links, _addresses(topo, body, file), strict=True)):
+    v4, v6 = (_numbering(topo, body, fam, file) for fam in _families(body))
+    for i, clab_link in enumerate(topo.topology.links):
         a, b = (Endpoint.parse(e) for e in clab_link.endpoints)
+        if v4[i] is None and v6[i] is None:
+            raise LabInputError(file, "addressing.pool", f"link {a}--{b} gets no address: addressing.pool is null "
+                                "and neither pool6 nor addresses/addresses6 number it")
         key = a if str(a) in body.links else b
         spec = body.links.get(str(key))
         mtu = (spec.mtu if spec and spec.mtu else None) or clab_link.mtu or DEFAULT_MTU
         # egress/ingress are relative to the endpoint that names the link in `links:`
-        out, back = ((LinkShape.parse(**spec.direction("egress")), LinkShape.parse(**spec.direction("ingress")))
+        out, back = ((_shape(spec, "egress", key, file), _shape(spec, "ingress", key, file))
                      if spec else (LinkShape(), LinkShape()))
         ab, ba = (out, back) if key == a else (back, out)
-        links.append(Link(i, a, b, mtu, net, ia, ib, ab, ba))
+        links.append(Link(i, a, b, mtu, v4[i], v6[i], ab, ba))
     netw = Network(nodes, links)
+    has6 = 6 in netw.versions
     for name, node in nodes.items():
         node_spec = body.nodes[name]
-        node.sysctls = {**BASE_SYSCTLS, **(ROUTER_SYSCTLS if node.role == "router" else {}),
+        router = node.role == "router"
+        node.sysctls = {**BASE_SYSCTLS, **(ROUTER_SYSCTLS if router else {}),
+                        **(BASE6_SYSCTLS if has6 else {}), **(ROUTER6_SYSCTLS if has6 and router else {}),
                         **{k: str(v) for k, v in body.sysctls.items()},
                         **{k: str(v) for k, v in node_spec.sysctls.items()}}
-        node.routes = _routes(netw, name)
+        node.routes = [r for version in sorted(netw.versions) for r in _routes(netw, name, version)]
         if node.role == "host":
             _policy_routing(netw, node)
     return netw
 
 
-def _neighbours(net: Network, node: str) -> list[tuple[str, Endpoint, Link]]:
-    return [(link.other(ep).node, ep, link) for ep, link in net.interfaces(node)]
+def _neighbours(net: Network, node: str, version: int) -> list[tuple[str, Endpoint, Link]]:
+    return [(link.other(ep).node, ep, link) for ep, link in net.interfaces(node)
+            if link.numbering(version) is not None]
 
 
 @dataclass(frozen=True, order=True)
@@ -205,10 +365,11 @@ class _Hop:
     iface: str             # src's interface on it
 
 
-def _first_hops(net: Network, src: str) -> dict[str, _Hop]:
-    """Shortest paths (hop count) from src, expanding only through routers."""
+def _first_hops(net: Network, src: str, version: int) -> dict[str, _Hop]:
+    """Shortest paths (hop count) from src, expanding only through routers, over the links
+    that carry ``version``."""
     best: dict[str, _Hop] = {}
-    heap = [_Hop(1, (nb,), link.index, ep.iface) for nb, ep, link in _neighbours(net, src)]
+    heap = [_Hop(1, (nb,), link.index, ep.iface) for nb, ep, link in _neighbours(net, src, version)]
     heapq.heapify(heap)
     while heap:
         hop = heapq.heappop(heap)
@@ -217,18 +378,19 @@ def _first_hops(net: Network, src: str) -> dict[str, _Hop]:
             continue
         best[node] = hop
         if net.nodes[node].role == "router":
-            for nb, _, _ in _neighbours(net, node):
+            for nb, _, _ in _neighbours(net, node, version):
                 if nb not in best:
                     heapq.heappush(heap, _Hop(hop.dist + 1, hop.path + (nb,), hop.link_index, hop.iface))
     return best
 
 
-def _routes(net: Network, name: str) -> list[Route]:
-    hops = _first_hops(net, name)
+def _routes(net: Network, name: str, version: int) -> list[Route]:
+    hops = _first_hops(net, name, version)
     local = {link.index for _, link in net.interfaces(name)}
     routes = []
     for link in net.links:
-        if link.index in local:
+        num = link.numbering(version)
+        if link.index in local or num is None:
             continue
         # reachable through a router attached to the subnet
         cands = [hops[ep.node] for ep in (link.a, link.b)
@@ -238,7 +400,7 @@ def _routes(net: Network, name: str) -> list[Route]:
         hop = min(cands)
         first = net.links[hop.link_index]
         local_ep = Endpoint(name, hop.iface)
-        routes.append(Route(link.subnet, first.addr(first.other(local_ep)).ip, hop.iface))
+        routes.append(Route(num.subnet, first.addr(first.other(local_ep), version).ip, hop.iface))
     return routes
 
 
@@ -249,25 +411,29 @@ def _policy_routing(net: Network, node: Node) -> None:
         return
     for k, (ep, link) in enumerate(ifaces):
         table = POLICY_TABLE_BASE + k
-        gw = link.addr(link.other(ep)).ip
-        node.routes.append(Route(link.subnet, None, ep.iface, table))
-        node.routes.append(Route(None, gw, ep.iface, table))
-        node.rules.append(Rule(link.addr(ep).ip, table, POLICY_TABLE_BASE + k))
+        for num in link.numberings:
+            version = num.subnet.version
+            gw = link.addr(link.other(ep), version).ip
+            node.routes.append(Route(num.subnet, None, ep.iface, table))
+            node.routes.append(Route(None, gw, ep.iface, table))
+            node.rules.append(Rule(link.addr(ep, version).ip, table, POLICY_TABLE_BASE + k))
 
 
-def path_reaches(net: Network, ep: Endpoint, dst: IPv4Address) -> bool:
+def path_reaches(net: Network, ep: Endpoint, dst: IPAddress) -> bool:
     """Whether a packet from ``ep``'s address to ``dst`` gets there on ``ep``'s own path:
     the host's per-source table sends it to the neighbour on that interface, so ``dst``
     must be on that link, be the neighbour, or be in a subnet the neighbouring router
     has a route to (routes exist only along paths of routers, see `_routes`)."""
     link = net.link_of(ep)
-    if dst in link.subnet:
+    if link.numbering(dst.version) is None:
+        return False  # no address of dst's family to send from on this path
+    if link.contains(dst):
         return True
     nb = link.other(ep).node
-    if dst in {lk.addr(e).ip for e, lk in net.interfaces(nb)}:
+    if dst in net.node_addresses(nb):
         return True
     if net.nodes[nb].role != "router":
         return False
-    if any(dst in lk.subnet for _, lk in net.interfaces(nb)):
+    if any(lk.contains(dst) for _, lk in net.interfaces(nb)):
         return True
     return any(r.dst is not None and dst in r.dst for r in net.nodes[nb].routes if r.table is None)

@@ -1,5 +1,6 @@
 """Warnings `mptcplab validate` gives about subflows that cannot form: a client
-endpoint whose own path has no route to the address its subflow would join.
+endpoint whose own path has no route to the address its subflow would join, or whose
+address is of the other family (IPv4/IPv6) than the one it would join.
 
 Not an error: that is how such a network behaves, and a lab may show it on purpose.
 The warning says what would work instead.
@@ -7,20 +8,21 @@ The warning says what would work instead.
 
 from __future__ import annotations
 
-from ipaddress import IPv4Address
+from ipaddress import ip_address
 
 from ..emulation.linkmodel import Endpoint
+from .fields import is_endpoint_ref
 from .loader import EXPERIMENT
 from .model import Lab
 from .network import Network, build_network, path_reaches
 
 
 def _endpoint_of(net: Network, node: str, ref: str) -> Endpoint | None:
-    if ":" in ref:
+    if is_endpoint_ref(ref):
         return Endpoint.parse(ref)
-    ip = IPv4Address(ref)
+    ip = ip_address(ref)
     for ep, link in net.interfaces(node):
-        if link.addr(ep).ip == ip:
+        if any(a.ip == ip for a in link.addrs(ep)):
             return ep
     return None
 
@@ -47,6 +49,18 @@ def join_warnings(lab: Lab) -> list[str]:
                     items.append((f"nodes.{flow.client}.mptcp.endpoints[{j}].address", e.address))
             for fld, ref in items:
                 ep = _endpoint_of(net, flow.client, ref)
+                src = net.address(ref)
+                if ep is not None and src.version != dst.version:
+                    # the kernel pairs addresses of one family only (mptcp_pm_addr_families_match)
+                    if fld.endswith(".address") and any(s.version == src.version and path_reaches(net, ep, s)
+                                                        for s in signals):
+                        continue  # it joins an announced address of its own family
+                    what = "the flow cannot connect from it" if fld.endswith(".bind") else "no subflow joins from it"
+                    problem = (f"{ref} is IPv{src.version} ({src}) and {flow.server_address} IPv{dst.version}: {what}"
+                               f"; name the interface's IPv{dst.version} address, or announce an IPv{src.version} "
+                               "server address (signal)")
+                    found.setdefault((fld, problem), []).append(sc.name)
+                    continue
                 if ep is None or path_reaches(net, ep, dst):
                     continue
                 if fld.endswith(".address") and any(path_reaches(net, ep, s) for s in signals):

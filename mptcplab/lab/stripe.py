@@ -40,14 +40,20 @@ def stripe_of(net: Network, body: ExperimentBody, name: str, file: str = "experi
     if rr is None:
         return None
     dst = net.address(rr.to)
+    if not isinstance(dst, IPv4Address):
+        # its nftables rules (mptcplab/striping.py) match `ip daddr`: IPv4 only
+        raise LabInputError(file, f"nodes.{name}.balance_rr.to", f"{dst}: striping is IPv4 only")
     legs = []
     for k, iface in enumerate(rr.via):
         link = next(lk for ep, lk in net.interfaces(name) if ep.iface == iface)
         ep = next(ep for ep, lk in net.interfaces(name) if ep.iface == iface)
         peer = link.other(ep)
-        peer_addrs = {lk.addr(e).ip for e, lk in net.interfaces(peer.node)}
+        peer_addrs = net.node_addresses(peer.node)
         if net.nodes[peer.node].role == "router":
-            gw: IPv4Address | None = link.addr(peer).ip
+            ip = link.addr(peer, 4).ip if link.v4 else None
+            if not isinstance(ip, IPv4Address):
+                raise LabInputError(file, f"nodes.{name}.balance_rr.via", f"{iface}'s link has no IPv4 address")
+            gw: IPv4Address | None = ip
         elif dst in peer_addrs:
             gw = None
         else:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from ..metricdecl import DECLARED, MetricDecl, Select
+from ..record import model as _record  # noqa: F401  (loads the traffic kinds' result modules, which declare their metrics)
 
 if TYPE_CHECKING:
     from ..record.model import Repetition

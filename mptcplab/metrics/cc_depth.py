@@ -18,7 +18,8 @@ from .base import Select, register
 from .core import subflow_sum
 
 if TYPE_CHECKING:
-    from ..record.model import FlowResult, LatencyMetrics, Repetition
+    from ..record.model import FlowResult, Repetition
+    from ..traffic.latency_result import LatencyMetrics
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:

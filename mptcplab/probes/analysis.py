@@ -10,15 +10,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .base import Joined, OtherFlow, probes_dir
-from .join import implausible_windows
 from .registry import enabled
 
 if TYPE_CHECKING:
     from ..analysis.model import FlowAnalysis
     from ..lab.schema import ExperimentBody
-
-# implausible_windows lives in join.py; tests/unit/test_metrics_cwnd.py still imports it from here
-__all__ = ["OtherFlow", "analyse_probes", "implausible_windows", "table_file"]
 
 
 def table_file(name: str) -> str:

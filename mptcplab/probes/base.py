@@ -121,6 +121,13 @@ class Probe(ABC):
         """The probe's files of one repetition as one table (empty when it wrote none)."""
 
     @classmethod
+    def for_run(cls, dry_run: bool) -> Probe:
+        """The probe a repetition runs; a dry run's shows fixed placeholders for what a run
+        draws at random (tcp_probe's instance token)."""
+        del dry_run
+        return cls()
+
+    @classmethod
     def value(cls, body: ExperimentBody) -> Any:
         """This probe's setting in a scenario (None or False: off)."""
         return getattr(body.probes, cls.name, None)

@@ -1,6 +1,6 @@
 """``host_cpu``: the host's CPU accounting over the traffic (procstat.py), for every
-repetition: read last before the traffic and first after it (probes/step.py starts it after
-the lab's probes, and stops run newest first), kept in the record as ``host_cpu``
+repetition: read last before the traffic and first after it (the registry lists it after
+the lab's probes, ``MANDATORY_LAST``, and stops run newest first), kept in the record as ``host_cpu``
 (record/model.HostCpu). It writes no file and runs no command: two reads of /proc by the
 runner, whose kernel is the nodes' (namespaces and containers share it)."""
 

@@ -1,9 +1,9 @@
 """The probes of a repetition as two steps of sequence.measurement_steps: StartProbes
 right before traffic and StopProbes right after it, so the probes cover the whole
-transfer and nothing of the link checks. The packet capture (tcpdump.py) is every
-repetition's first probe, whatever the lab turns on: it is listening before the others
-start and, stopped newest first, stops after them; the host's CPU accounting (hostcpu.py)
-is every repetition's last, so its interval is the traffic's. close_probes() runs at teardown on
+transfer and nothing of the link checks. Which probes, in which order, is the registry's
+(registry.for_repetition): the packet capture first, whatever the lab turns on, so it is
+listening before the others start and, stopped newest first, stops after them; the host's
+CPU accounting last, so its interval is the traffic's. close_probes() runs at teardown on
 every exit path: a tracefs instance is host-wide and must not outlive the repetition."""
 
 from __future__ import annotations
@@ -11,19 +11,12 @@ from __future__ import annotations
 from ..steps.base import Planned, Rep, Step
 from ..warncodes import CLEANUP_FAILED
 from .base import Probe
-from .hostcpu import HostCpuProbe
-from .registry import enabled
-from .tcp_probe import DRY_RUN_TOKEN, TcpProbe
-from .tcpdump import TcpdumpCapture
+from .registry import for_repetition
 
 
 def _build(rep: Rep) -> list[Probe]:
-    dry = rep.supervisor is None
-    # a dry run shows fixed placeholders for what a run draws at random
-    chosen = [TcpProbe(DRY_RUN_TOKEN) if cls is TcpProbe and dry else cls() for cls in enabled(rep.body)]
-    # mandatory: MPTCP is proven from the capture; the host's CPU accounting, read last before
-    # the traffic and first after it, is what a delay line's stalls are set against
-    return [TcpdumpCapture(), *chosen, HostCpuProbe()]
+    # a dry run shows fixed placeholders for what a run draws at random (Probe.for_run)
+    return [cls.for_run(dry_run=rep.supervisor is None) for cls in for_repetition(rep.body)]
 
 
 def probes_of(rep: Rep) -> list[Probe]:

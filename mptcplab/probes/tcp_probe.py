@@ -101,6 +101,10 @@ class TcpProbe(Probe):
     setting = Setting(bool, False, "tcp:tcp_probe (+ tcp_retransmit_skb) per ACK: cwnd, ssthresh, srtt, snd_wnd")
     tracepoints = ("tcp/tcp_probe", "tcp/tcp_retransmit_skb")
 
+    @classmethod
+    def for_run(cls, dry_run: bool) -> TcpProbe:
+        return cls(DRY_RUN_TOKEN if dry_run else None)
+
     def __init__(self, token: str | None = None) -> None:
         #: random per repetition: the instance name and the skb mark come from it
         self.token = token or secrets.token_hex(4)

@@ -2,10 +2,10 @@
 
 Unlike the other probes it is **mandatory**: every repetition of every lab runs it, and no
 key of experiment.yml turns it off, because MPTCP is proven from the capture (the
-analysis' verdict, docs/architecture.md). So it is not in the
-registry of ``probes:`` (registry.py); probes/step.py puts it first in every repetition's
-probes: it starts before the others and, stopped newest first, stops after them, so the
-capture covers everything they see.
+analysis' verdict, docs/architecture.md). So it has no key under ``probes:``; the
+registry (registry.py ``MANDATORY_FIRST``) puts it first in every repetition's probes: it
+starts before the others and, stopped newest first, stops after them, so the capture covers
+everything they see.
 
 Its files stay at the top of the repetition's directory (``capture-<node>-<iface>.pcap``
 and tcpdump's ``.tcpdump.log``; docs/results-format.md), where the analysis reads them, not

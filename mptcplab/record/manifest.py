@@ -70,7 +70,22 @@ def host_facts() -> dict[str, Any]:
     u = platform.uname()
     return {"kernel": u.release, "kernel_version": u.version, "kernel_patches": kernel_patches(u.release),
             "machine": u.machine, "hostname": u.node,
-            "cpu_count": os.cpu_count(), "os_release": _os_release(), "platform": cpu_emulation()}
+            "cpu_count": os.cpu_count(), "cpu_model": cpu_model(), "os_release": _os_release(),
+            "platform": cpu_emulation()}
+
+
+def cpu_model() -> str | None:
+    """/proc/cpuinfo's first "model name" (what a campaign's host pool declares; None where
+    the architecture does not say, e.g. some ARM kernels)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                if key.strip() == "model name":
+                    return value.strip() or None
+    except OSError:
+        return None
+    return None
 
 
 def kernel_patches(release: str) -> list[dict[str, Any]]:

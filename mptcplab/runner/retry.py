@@ -11,8 +11,8 @@ from typing import Any
 from ..emulation.nfqueue import lateness_problem
 from ..lab.model import ScenarioRun
 from ..steps.base import RunContext
-from ..traffic import kind_of
 from ..traffic.base import Outcome, TrafficKind
+from ..traffic.kinds import kind_of
 from ..warncodes import coded
 from .measure import Measured, RepRunner
 

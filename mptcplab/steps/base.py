@@ -41,9 +41,9 @@ READY_TIMEOUT_S = 30.0
 
 
 def _default_backend(log: Callable[[str], None]) -> Backend:
-    from ..backends.netns import NetnsBackend
+    from .. import backends
 
-    return NetnsBackend(log=log)
+    return backends.default()(log=log)
 
 
 @dataclass

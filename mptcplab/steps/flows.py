@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..lab.schema import ExperimentBody, Flow
-from ..traffic import kind_of
+from ..traffic.kinds import kind_of
 from ..units import parse_time
 
 if TYPE_CHECKING:

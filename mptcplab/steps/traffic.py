@@ -10,8 +10,10 @@ from pathlib import Path
 
 from ..commands import Cmd, cmd
 from ..lab.schema import Flow
-from ..traffic import IPERF3_HELP, KindContext, help_has_multipath, kind_of
+from ..traffic.base import KindContext
 from ..traffic.control import FlowControl
+from ..traffic.iperf3 import IPERF3_HELP, help_has_multipath
+from ..traffic.kinds import kind_of
 from ..units import parse_time
 from ..warncodes import FLOW_NOT_RUN, FLOW_STOPPED_AT_LIMIT, PROCESS_DID_NOT_EXIT
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for, waited

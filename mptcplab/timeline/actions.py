@@ -29,6 +29,7 @@ from ..lab.events import (
     LinkUp,
     SysctlWrite,
 )
+from ..lab.fields import is_endpoint_ref
 from ..lab.network import Link, Network, Route, build_network
 from ..units import parse_fraction, parse_rate, parse_time
 
@@ -88,7 +89,7 @@ class ActionEnv:
 
 
 def _route_replace(r: Route, node: str) -> Cmd:
-    argv = ["ip", "route", "replace", str(r.dst) if r.dst else "default"]
+    argv = ["ip", "route", "replace", str(r.dst) if r.dst else ("default" if r.version == 4 else "::/0")]
     if r.via:
         argv += ["via", str(r.via)]
     argv += ["dev", r.dev]
@@ -194,7 +195,7 @@ def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFla
         return [cmd("ip", "mptcp", "endpoint", "change", addr, ev.flags, node=ev.node, check=False,
                     why=f"endpoint {addr}: {ev.flags} ({_CHANGE_WHY[ev.flags]})")]
     argv = ["ip", "mptcp", "endpoint", "add", addr]
-    if ":" in ev.address:
+    if is_endpoint_ref(ev.address):
         argv += ["dev", ev.address.split(":", 1)[1]]
     if ev.id is not None:
         argv += ["id", str(ev.id)]

@@ -19,23 +19,31 @@ from ..analysis import CaptureFile, FlowAnalysis, aggregation, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
 from ..analysis.analyze import write_tables
 from ..analysis.delivery import HOL_KEYS
-from ..analysis.labspec import backup_paths, join_ports, path_rates, retired_paths, signal_paths
+from ..analysis.labspec import (
+    backup_paths,
+    join_ports,
+    path_of_address,
+    path_rates,
+    retired_paths,
+    signal_paths,
+)
 from ..analysis.verdict import transfer_failure
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody, Flow
 from ..record.events import read_events
 from ..record.model import EVENTS_FILE
 from ..warncodes import FLOW_NOT_RUN, coded
-from . import kind_of
 from .base import Outcome
 from .connections import check_connections
+from .kinds import kind_of
 
 
 def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
     """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
     whose client address is a subflow/fullmesh endpoint and paths that reach an address
     the server announces (analysis/labspec.signal_paths)."""
-    by_ep = {ep: label for label, ep in body.paths.items()}
+    # endpoints name a path by its interface or by one of its addresses (IPv6 on a dual-stack link)
+    by_ep = {**{ep: label for label, ep in body.paths.items()}, **path_of_address(body, net)}
     out = []
     if flow.bind and flow.bind in by_ep:
         out.append(by_ep[flow.bind])
@@ -131,7 +139,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
                 client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str,
                 primary: bool) -> None:
     o = parts.outcome
-    path_of_ip = {str(net.address(ep)): lbl for lbl, ep in body.paths.items()}
+    path_of_ip = path_of_address(body, net)
     # the paths the timeline or a controller took out of use (events.csv: written before the
     # analysis, with epoch times; the analysis puts them on its own axis)
     retired, retired_why = retired_paths(body, net, flow, read_events(out / EVENTS_FILE))

@@ -9,9 +9,9 @@ import json
 import sys
 from pathlib import Path
 
-from ..lab.schema import ChurnFlow
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .churn_schema import ChurnFlow
 
 TOOL = Path(__file__).with_name("churn_tool.py")
 
@@ -55,3 +55,7 @@ class ChurnKind(TrafficKind[ChurnFlow]):
             metrics={k: data.get(k) for k in ("attempted", "completed", "failed", "rate_per_s",
                                               "connect_ms_p50", "connect_ms_p99", "errors")},
         )
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = ChurnKind()

@@ -16,9 +16,9 @@ import json
 from pathlib import Path
 
 from ..commands import Cmd, cmd
-from ..lab.schema import HoldFlow
 from .base import KindContext, Outcome, TrafficKind
 from .churn import _tool
+from .hold_schema import HoldFlow
 
 
 class HoldKind(TrafficKind[HoldFlow]):
@@ -64,3 +64,7 @@ class HoldKind(TrafficKind[HoldFlow]):
                                                            f"({data.get('errors') or 'no error reported'})",
             metrics={k: data.get(k) for k in ("requested", "held", "failed", "open_s", "errors")},
         )
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = HoldKind()

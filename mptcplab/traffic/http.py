@@ -18,9 +18,9 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ..lab.schema import HttpFlow
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .http_schema import HttpFlow
 from .iperf3 import mptcp_prefix
 
 
@@ -130,3 +130,7 @@ def parse_wrk(text: str) -> Outcome:
     elif metrics["non_2xx"]:
         error = f"{metrics['non_2xx']} of {requests} responses were not 2xx/3xx"
     return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = HttpKind()

@@ -13,10 +13,10 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..lab.network import Network
-from ..lab.schema import FlowBase, IperfFlow
-from ..units import parse_size, parse_time
+from ..lab.schema import FlowBase
+from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .iperf3_schema import IperfFlow
 
 IPERF3_HELP = ("iperf3", "--help")
 #: iperf3's errors when its control connection broke before the test began (seen under load
@@ -114,25 +114,6 @@ class Iperf3Kind(TrafficKind[IperfFlow]):
                        metrics={"bytes_received": r.bytes_received}, interval_bytes=r.interval_bytes)
 
 
-# ------------------------------------------------------------------ compatibility
-@dataclass(frozen=True)
-class FlowCommands:
-    server_node: str
-    server_argv: tuple[str, ...]
-    client_node: str
-    client_argv: tuple[str, ...]
-    duration_s: float
-
-
-def flow_commands(flow: IperfFlow, net: Network, duration_s: float | None = None,
-                  multipath: bool | None = None) -> FlowCommands:
-    """An iperf3 flow's commands (the form before kinds; tests and calibrate use it)."""
-    dur = duration_s if duration_s is not None else parse_time(flow.duration)
-    ctx = KindContext(net, dur, multipath)
-    k = Iperf3Kind()
-    return FlowCommands(flow.server, k.server_argv(flow, "", ctx), flow.client, k.client_argv(flow, "", ctx), dur)
-
-
 # ------------------------------------------------------------------ reading
 @dataclass(frozen=True)
 class IperfResult:
@@ -216,3 +197,7 @@ def read_iperf3(path: Path) -> IperfResult:
         bytes_received=recv.get("bytes"),
         interval_bytes=interval_bytes(data),
     )
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = Iperf3Kind()

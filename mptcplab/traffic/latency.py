@@ -24,13 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HostNotReady
-from ..lab.schema import LatencyFlow
 from ..tools.latency import LatencyFiles, LatencyParams, analyse, expected_locked_buffer, latency_binary
 from ..tools.latency import client_argv as tool_client_argv
 from ..tools.latency import server_argv as tool_server_argv
 from ..tools.latency.read import BufferReadback, LatencySummary
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .latency_schema import LatencyFlow
 
 PREFIX = "latency-"
 CLIENT_OUT = ".client.out"
@@ -134,3 +134,7 @@ class LatencyKind(TrafficKind[LatencyFlow]):
         }
         return Outcome(goodput_mbps=metrics["goodput_mbps"], sender_mbps=metrics["sent_mbps"],
                        seconds=span, error=error, metrics=metrics, notes=buffer_notes(client, server))
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = LatencyKind()

@@ -15,10 +15,10 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..lab.schema import TransferFlow
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
 from .transfer_diff import foreign_bytes, ranges
+from .transfer_schema import TransferFlow
 
 TOOL = Path(__file__).with_name("transfer_tool.py")
 PREFIX = "transfer-"
@@ -113,3 +113,7 @@ class TransferKind(TrafficKind[TransferFlow]):
             # the verdict says incomplete and the flow's warning says it was stopped
             error = f"incomplete: {recv_b} of {sent_b} bytes received"
         return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = TransferKind()

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..lab.schema import UdpFlow
 from ..units import parse_rate, parse_size
 from .base import KindContext, Outcome, TrafficKind
 from .iperf3 import IPERF3_SETUP_ERRORS, client_common, interval_bytes, iperf3_server_output, load_json, server_argv
+from .udp_schema import UdpFlow
 
 
 class UdpKind(TrafficKind[UdpFlow]):
@@ -58,3 +58,7 @@ class UdpKind(TrafficKind[UdpFlow]):
                      "sent_packets": sent.get("packets")},
             interval_bytes=interval_bytes(data),
         )
+
+
+#: the kind this module runs (traffic/kinds.py finds it by the module's name)
+KIND = UdpKind()

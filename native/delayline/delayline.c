@@ -16,7 +16,12 @@
  * that never reorders) and then accepts it, in FIFO order. With --rate-bps
  * (which mptcplab passes for every delayed direction by default) it also does
  * the link's rate and drop-tail queue, in front of the delay; without it they
- * stay in the kernel's tbf at the sender's egress.
+ * stay in the kernel's tbf at the sender's egress. With --trace FILE instead
+ * (exclusive with --rate-bps) the link's capacity is replayed from a Mahimahi
+ * packet-delivery trace (delaysched.h: the trace stage), through a drop-tail
+ * queue of --limit-bytes and/or --limit-packets, then delayed; the trace is at
+ * --trace-offset-ms when the line starts (just before it binds the queue), and
+ * the stats say when that was (trace.start_unix_ns) and what the stage did.
  *
  * Design points:
  *  - metadata-only copy: packet copy mode with a 1-byte range (so the kernel
@@ -131,7 +136,10 @@ struct opts {
 	uint64_t rcvbuf;
 	int rt_prio;
 	uint64_t rate_bps;    /* 0: the rate is done elsewhere (tbf) */
-	uint64_t limit_bytes; /* queue limit of the rate stage */
+	uint64_t limit_bytes; /* queue limit of the rate or trace stage */
+	uint64_t limit_packets; /* queue limit of the trace stage in packets */
+	const char *trace;    /* --trace: a Mahimahi delivery trace instead of a rate */
+	uint64_t trace_offset_ms;
 	uint64_t slot_us;     /* least time between two releases, 0: none */
 	uint32_t offcpu_min_batch; /* verdicts of at least this many packets get the off-CPU diagnosis */
 	int rel_timer;        /* --timer rel: the sleep counts from before the release (older behaviour) */
@@ -161,6 +169,7 @@ struct ctx {
 	uint64_t verdict_offcpu_ns, verdict_offcpu_max_ns;
 	uint32_t max_batch;
 	uint64_t last_release_ns; /* when release_due last released something */
+	uint64_t trace_start_unix_ns; /* CLOCK_REALTIME of the trace stage's start */
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, refreshed per read: converts kernel
 	 * (realtime) packet timestamps to our monotonic timeline */
 	int64_t real_minus_mono;
@@ -215,9 +224,13 @@ static void usage(FILE *f)
 		"                          [--maxlen PKTS] [--stats FILE] [--rcvbuf BYTES] [--rt-prio P]\n"
 		"                          [--rate-bps R [--limit-bytes B]] [--slot-us Q] [--control FILE]\n"
 		"                          [--offcpu-min-batch N] [--timer abs|rel]\n"
+		"                          [--trace FILE [--trace-offset-ms N] [--limit-bytes B] [--limit-packets P]]\n"
 		"Holds every packet of NFQUEUE N for D microseconds (+/- J, never reordered),\n"
 		"then accepts it. With --rate-bps, packets are first serialized at R bit/s\n"
 		"through a drop-tail queue of B bytes (the link's rate and queue, instead of tbf).\n"
+		"With --trace (not with --rate-bps), packets leave at the delivery opportunities of a\n"
+		"Mahimahi trace (one ms time per line, 1504 bytes each, looped), from N ms into it,\n"
+		"through a drop-tail queue of B bytes and/or P packets, then the delay.\n"
 		"--slot-us: release at most once per Q microseconds (fewer wake-ups, up to Q late).\n"
 		"Prints 'ready' once bound; SIGTERM writes --stats and exits 0.\n"
 		"--control FILE: SIGUSR1 re-reads the delay and jitter from FILE (mptcplab-delayline-ctl).\n"
@@ -272,6 +285,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{"rcvbuf", required_argument, 0, 'r'},  {"rt-prio", required_argument, 0, 'p'},
 		{"rate-bps", required_argument, 0, 'R'}, {"limit-bytes", required_argument, 0, 'L'},
 		{"slot-us", required_argument, 0, 'S'},
+		{"trace", required_argument, 0, 'F'}, {"trace-offset-ms", required_argument, 0, 'O'},
+		{"limit-packets", required_argument, 0, 'P'},
 		{"control", required_argument, 0, 'C'},
 		{"offcpu-min-batch", required_argument, 0, 'B'}, {"timer", required_argument, 0, 'T'},
 		{"help", no_argument, 0, 'h'},          {0, 0, 0, 0},
@@ -326,6 +341,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'L':
 			if (parse_u64(optarg, "limit-bytes", 1ULL << 40, &o->limit_bytes)) return -1;
 			break;
+		case 'F': o->trace = optarg; break;
+		case 'O':
+			if (parse_u64(optarg, "trace-offset-ms", UINT32_MAX, &o->trace_offset_ms)) return -1;
+			break;
+		case 'P':
+			if (parse_u64(optarg, "limit-packets", UINT32_MAX, &o->limit_packets)) return -1;
+			break;
 		case 'B':
 			if (parse_min_batch(optarg, o)) return -1;
 			break;
@@ -338,6 +360,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	}
 	if (optind != argc || !have_q || !have_d) {
 		usage(stderr);
+		return -1;
+	}
+	if (o->trace && o->rate_bps) {
+		fprintf(stderr, "mptcplab-delayline: --trace and --rate-bps exclude each other (the trace is the rate)\n");
+		return -1;
+	}
+	if (!o->trace && (o->trace_offset_ms || o->limit_packets)) {
+		fprintf(stderr, "mptcplab-delayline: --trace-offset-ms and --limit-packets need --trace\n");
 		return -1;
 	}
 	return 0;
@@ -436,8 +466,9 @@ static void handle_packet(struct ctx *c, const struct nlmsghdr *nlh, uint64_t no
 		dl_hist_add(c->deliv, now - arrival);
 	if (arrival + c->o.delay_us * 1000 <= now)
 		c->due_on_read++;
-	/* the rate stage counts wire bytes, as tbf does on an Ethernet device */
-	int pushed = dl_sched_push(&c->sched, id, len + ETH_HDR_LEN, arrival);
+	/* the rate stage counts wire bytes, as tbf does on an Ethernet device; the
+	 * trace stage counts what mm-link counts: the IP packet and tun's 4 bytes */
+	int pushed = dl_sched_push(&c->sched, id, len + (c->sched.trace ? DL_TRACE_PKT_OVERHEAD : ETH_HDR_LEN), arrival);
 	if (pushed == -2) {
 		/* the link's own queue is full: a drop the link model configured */
 		send_verdict(c, NFQNL_MSG_VERDICT, id, NF_DROP);
@@ -706,6 +737,27 @@ static void write_stats(struct ctx *c)
 		(double)c->verdict_max_ns / 1000.0, c->max_batch, c->o.rate_bps, c->o.limit_bytes,
 		c->sched.rate_drops, c->o.slot_us, (double)c->verdict_offcpu_ns / 1e6,
 		(double)c->verdict_offcpu_max_ns / 1000.0);
+	struct dl_trace *t = c->sched.trace;
+	if (t) {
+		dl_trace_settle(t, mono_ns());
+		fprintf(f, " \"trace\": {\"file\": \"");
+		for (const char *p = c->o.trace; *p; p++) { /* JSON-escaped as far as paths need */
+			if (*p == '"' || *p == '\\')
+				fputc('\\', f);
+			fputc((unsigned char)*p < 0x20 ? '?' : *p, f);
+		}
+		fprintf(f,
+			"\", \"lines\": %u, \"period_ms\": %" PRIu64 ", \"offset_ms\": %" PRIu64
+			", \"start_unix_ns\": %" PRIu64 ", \"start_mono_ns\": %" PRIu64 ",\n"
+			"  \"limit_bytes\": %" PRIu64 ", \"limit_packets\": %" PRIu64 ", \"opportunities_used\": %" PRIu64
+			", \"opportunities_wasted\": %" PRIu64 ", \"wasted_bytes\": %" PRIu64 ", \"bytes\": %" PRIu64
+			", \"drops\": %" PRIu64 ", \"drop_bytes\": %" PRIu64 "},\n",
+			t->n, t->period_ns / 1000000, c->o.trace_offset_ms, c->trace_start_unix_ns, t->start_ns,
+			t->limit_bytes, t->limit_packets, t->opp_used, t->opp_wasted, t->wasted_bytes, t->bytes, t->drops,
+			t->drop_bytes);
+	} else {
+		fprintf(f, " \"trace\": null,\n");
+	}
 	fprintf(f,
 		" \"offcpu_min_batch\": %u, \"timer\": \"%s\",\n"
 		" \"wake_late_us\": {\"p50\": %.0f, \"p99\": %.0f, \"max\": %.1f, \"mean\": %.1f, \"n\": %" PRIu64 "},\n"
@@ -787,6 +839,26 @@ int main(int argc, char **argv)
 	}
 	if (c.o.rate_bps)
 		dl_sched_set_rate(&c.sched, c.o.rate_bps, c.o.limit_bytes);
+	uint32_t *trace_ms = NULL, trace_n = 0;
+	if (c.o.trace) {
+		char err[512];
+		if (dl_trace_load(c.o.trace, &trace_ms, &trace_n, err, sizeof(err)) < 0) {
+			fprintf(stderr, "mptcplab-delayline: --trace: %s\n", err);
+			return 2;
+		}
+	}
+	if (trace_ms) {
+		/* the trace starts now, before the queue is bound: no packet passes without it */
+		/* the same instant on both clocks: the realtime reading between two monotonic ones */
+		uint64_t m0 = mono_ns(), real = real_ns(), m1 = mono_ns(), now = m0 + (m1 - m0) / 2;
+		c.trace_start_unix_ns = real;
+		if (dl_sched_set_trace(&c.sched, trace_ms, trace_n, c.o.trace_offset_ms, now, c.o.limit_bytes,
+				       c.o.limit_packets) < 0) {
+			fprintf(stderr, "mptcplab-delayline: out of memory for the trace\n");
+			return 1;
+		}
+		free(trace_ms);
+	}
 	dl_hist_init(c.hist);
 	dl_hist_init(c.deliv);
 	dl_hist_init(c.wake);

@@ -17,6 +17,22 @@
  * when the bytes still queued ahead of it plus its own exceed the limit. This
  * replaces tbf at the sender, whose watchdog timer fires once per packet at
  * line rate (measured: the main cost at 400 Mbit/s, see delayline.c).
+ *
+ * Or, excluding the rate stage, a trace stage (dl_sched_set_trace): the link's
+ * capacity replayed from a packet-delivery trace in Mahimahi's format (one
+ * line per delivery opportunity, its time in ms since the trace's start; the
+ * same ms on n lines is n opportunities; the trace loops with a period of its
+ * last time). Each opportunity may deliver DL_TRACE_OPP_BYTES; a packet larger
+ * than the credit left continues in the next opportunity and leaves at the
+ * one that carries its last byte; credit an opportunity cannot use because
+ * the stage's queue is empty is lost. A packet arriving at t uses only
+ * opportunities strictly after t (Mahimahi burns every opportunity due at or
+ * before the current time before it enqueues). Because the opportunities are
+ * known in advance and the queue is FIFO, each packet's departure is computed
+ * when it is pushed, as the rate stage does: release times stay non-decreasing
+ * and no timer per opportunity is needed. The drop-tail limits (bytes and/or
+ * packets) count the packets waiting, not the one being delivered, as
+ * Mahimahi's droptail queue does.
  */
 #ifndef MPTCPLAB_DELAYSCHED_H
 #define MPTCPLAB_DELAYSCHED_H
@@ -44,6 +60,41 @@ struct dl_sched {
 	uint64_t limit_bytes;     /* rate stage queue limit, 0: unlimited */
 	uint64_t next_free_ns;    /* when the rate stage has sent everything pushed */
 	uint64_t rate_drops;      /* refused by the rate stage's queue limit */
+	struct dl_trace *trace;   /* NULL: no trace stage */
+};
+
+/* Mahimahi's PACKET_SIZE: one MTU-sized packet (1500) plus the 4-byte tun header
+ * its packets carry; the delay line counts a packet as its IP length + 4, so a
+ * full-size packet takes exactly one opportunity, as under mm-link. */
+#define DL_TRACE_OPP_BYTES 1504u
+#define DL_TRACE_PKT_OVERHEAD 4u
+
+struct dl_trace_pkt {
+	uint64_t start_ns;  /* the opportunity its first byte used */
+	uint64_t depart_ns; /* the opportunity its last byte used */
+	uint32_t len;
+};
+
+struct dl_trace {
+	uint32_t *ms;        /* opportunity times (ms), non-decreasing, ms[n-1] > 0 */
+	uint32_t n;
+	uint64_t period_ns;  /* ms[n-1] in ns: the loop */
+	uint64_t start_ns;   /* absolute time at which the trace is at offset_ns */
+	uint64_t offset_ns;  /* start offset into the trace, < period_ns */
+	uint64_t limit_bytes, limit_packets; /* drop-tail limits, 0: none */
+	/* opportunities are numbered across loops: index a is loop a / n, line a % n */
+	uint64_t next;       /* first opportunity not yet fully used or given up */
+	uint32_t left;       /* credit left in opportunity `next` */
+	/* packets not yet delivered (as of the latest push), FIFO */
+	struct dl_trace_pkt *q;
+	uint32_t qcap, qhead, qcount;
+	uint64_t qbytes;
+	/* what the stage did */
+	uint64_t opp_used;      /* opportunities that carried at least one byte */
+	uint64_t opp_wasted;    /* opportunities that passed with an empty queue */
+	uint64_t wasted_bytes;  /* credit lost: idle opportunities and unused remainders */
+	uint64_t bytes;         /* bytes delivered (IP length + 4 per packet) */
+	uint64_t drops, drop_bytes; /* refused by the drop-tail limits */
 };
 
 /* Returns 0, or -1 when cap is 0 or memory is short. */
@@ -54,12 +105,34 @@ void dl_sched_free(struct dl_sched *s);
 /* Adds a rate stage: rate_bps > 0, limit_bytes 0 for no limit. */
 void dl_sched_set_rate(struct dl_sched *s, uint64_t rate_bps, uint64_t limit_bytes);
 
+/* Checks a trace: 0, or -1 with a one-line reason in err (n is 0, a time
+ * decreases, or the last time is 0: a trace must last). */
+int dl_trace_check(const uint32_t *ms, uint32_t n, char *err, size_t errlen);
+
+/* Reads a trace file (one non-negative integer per line, the format above) into
+ * a malloc'd array. Returns 0, or -1 with "FILE:LINE: problem" in err. */
+int dl_trace_load(const char *path, uint32_t **ms, uint32_t *n, char *err, size_t errlen);
+
+/* Adds a trace stage (instead of a rate stage): opportunities from ms[0..n-1]
+ * (copied), trace time offset_ms at start_ns, drop-tail limits in bytes and
+ * packets (0: none). Returns 0, or -1 (bad trace, rate stage set, no memory). */
+int dl_sched_set_trace(struct dl_sched *s, const uint32_t *ms, uint32_t n, uint64_t offset_ms,
+		       uint64_t start_ns, uint64_t limit_bytes, uint64_t limit_packets);
+
+/* Absolute time of trace opportunity number a (see struct dl_trace). */
+uint64_t dl_trace_opp_ns(const struct dl_trace *t, uint64_t a);
+
+/* Counts the opportunities that passed unused up to now_ns (the queue is empty
+ * after the last departure): for the stats at the end. */
+void dl_trace_settle(struct dl_trace *t, uint64_t now_ns);
+
 /* The jittered one-way delay for the next packet, already clipped at >= 0. */
 uint64_t dl_sched_draw_delay(struct dl_sched *s);
 
 /* Holds a packet of len bytes on the wire that arrived at arrival_ns. Returns
  * 0, -1 when the FIFO is full (the caller must then drop the packet: never pass
- * it undelayed), or -2 when the rate stage's queue limit refuses it (drop). */
+ * it undelayed), or -2 when the rate or trace stage's queue limit refuses it
+ * (drop). With a trace stage, len is the packet's IP length + DL_TRACE_PKT_OVERHEAD. */
 int dl_sched_push(struct dl_sched *s, uint32_t id, uint32_t len, uint64_t arrival_ns);
 
 /* The oldest held packet, or NULL. */

@@ -2,11 +2,14 @@
  * Unit test of the delay line's scheduling core with a fake clock: release
  * order, release times, jitter bounds and clipping, no reordering, full FIFO,
  * wait times, seed reproducibility, the lateness percentiles and the
- * longest-stalls log.
+ * longest-stalls log; the trace stage (opportunities, partial packets, lost
+ * credit, loops, offset, outages, drop-tail limits, the trace reader).
  * Run by `make -C native test`; exit status 0 only when every check passes.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "delaysched.h"
 #include "dlstats.h"
@@ -243,6 +246,209 @@ static void test_rate_stage(void)
 	dl_sched_free(&s);
 }
 
+/* pops everything (far future) into ids/rel; returns how many */
+static unsigned drain_all(struct dl_sched *s, uint32_t *ids, uint64_t *rel, unsigned max)
+{
+	struct dl_entry e;
+	unsigned n = 0;
+	while (n < max && dl_sched_pop_due(s, UINT64_MAX, &e)) {
+		ids[n] = e.id;
+		rel[n++] = e.release_ns;
+	}
+	return n;
+}
+
+#define OPP DL_TRACE_OPP_BYTES
+
+/* one opportunity every 2 ms, period 10 ms; delay 5 ms after the departure */
+static void test_trace_opportunities(void)
+{
+	struct dl_sched s;
+	uint32_t ms[] = {2, 4, 6, 8, 10};
+	uint32_t ids[16];
+	uint64_t rel[16];
+	CHECK(dl_sched_init(&s, 16, 5 * MS, 0, 1) == 0, "init");
+	CHECK(dl_sched_set_trace(&s, ms, 5, 0, 0, 0, 0) == 0, "trace set");
+	struct dl_trace *t = s.trace;
+	CHECK(dl_sched_push(&s, 1, OPP, 0) == 0, "A: one full opportunity");
+	CHECK(dl_sched_push(&s, 2, OPP / 2, 0) == 0, "B: half of the next");
+	CHECK(dl_sched_push(&s, 3, OPP / 2, 0) == 0, "C: the other half of the same");
+	CHECK(dl_sched_push(&s, 4, 2000, 0) == 0, "D: one opportunity and part of another");
+	CHECK(dl_sched_push(&s, 5, 1000, 9 * MS) == 0, "E: after the 8 ms opportunity passed");
+	CHECK(dl_sched_push(&s, 6, OPP, 10 * MS) == 0, "F: at the 10 ms opportunity itself: the next loop");
+	unsigned n = drain_all(&s, ids, rel, 16);
+	uint64_t want[] = {2 * MS, 4 * MS, 4 * MS, 8 * MS, 10 * MS, 12 * MS};
+	CHECK(n == 6, "six released, got %u", n);
+	for (unsigned i = 0; i < n && i < 6; i++)
+		CHECK(ids[i] == i + 1 && rel[i] == want[i] + 5 * MS, "packet %u: departs at %llu ms + 5 ms delay (got id %u at %llu)",
+		      i + 1, (unsigned long long)(want[i] / MS), ids[i], (unsigned long long)rel[i]);
+	/* used: A 1, B+C 1, D 2, E 1, F 1; lost: 8 ms's rest (3008 - 2000 - 1504 + ... = 1008) and 10 ms's rest (504) */
+	CHECK(t->opp_used == 6, "opportunities used %llu", (unsigned long long)t->opp_used);
+	CHECK(t->wasted_bytes == (2 * OPP - 2000) + (OPP - 1000), "credit lost %llu", (unsigned long long)t->wasted_bytes);
+	CHECK(t->opp_wasted == 0, "no opportunity passed wholly unused");
+	CHECK(t->bytes == 3 * OPP + 3000, "bytes delivered %llu", (unsigned long long)t->bytes);
+	/* idle until 31 ms: loop 1's 14..20 and loop 2's 22..30 pass unused */
+	dl_trace_settle(t, 31 * MS);
+	CHECK(t->opp_wasted == 9, "idle opportunities %llu", (unsigned long long)t->opp_wasted);
+	CHECK(t->wasted_bytes == (2 * OPP - 2000) + (OPP - 1000) + 9 * OPP, "idle credit counted");
+	CHECK(dl_sched_push(&s, 7, 100, 31 * MS) == 0 && drain_all(&s, ids, rel, 16) == 1 && rel[0] == 32 * MS + 5 * MS,
+	      "after the idle time the next opportunity is 32 ms (got %llu)", (unsigned long long)rel[0]);
+	dl_sched_free(&s);
+}
+
+static void test_trace_same_ms_and_offset(void)
+{
+	struct dl_sched s;
+	uint32_t ids[16];
+	uint64_t rel[16];
+	uint32_t burst[] = {1, 1, 1, 4}; /* three opportunities at 1 ms, one at 4 ms */
+	dl_sched_init(&s, 16, 0, 0, 1);
+	dl_sched_set_trace(&s, burst, 4, 0, 0, 0, 0);
+	for (uint32_t i = 0; i < 5; i++)
+		dl_sched_push(&s, i, OPP, 0);
+	unsigned n = drain_all(&s, ids, rel, 16);
+	CHECK(n == 5 && rel[0] == 1 * MS && rel[1] == 1 * MS && rel[2] == 1 * MS && rel[3] == 4 * MS && rel[4] == 5 * MS,
+	      "same ms on three lines: three opportunities; the loop's first is at 4 + 1 ms (got %llu %llu)",
+	      (unsigned long long)rel[3], (unsigned long long)rel[4]);
+	dl_sched_free(&s);
+
+	/* offset 5 ms into {2,4,6,8,10}, started at 100 ms: the first opportunity is the 6 ms line */
+	uint32_t ms[] = {2, 4, 6, 8, 10};
+	dl_sched_init(&s, 16, 0, 0, 1);
+	CHECK(dl_sched_set_trace(&s, ms, 5, 5, 100 * MS, 0, 0) == 0, "offset set");
+	dl_sched_push(&s, 1, OPP, 100 * MS);
+	dl_sched_push(&s, 2, OPP, 100 * MS);
+	dl_sched_push(&s, 3, OPP, 100 * MS);
+	n = drain_all(&s, ids, rel, 16);
+	CHECK(n == 3 && rel[0] == 101 * MS && rel[1] == 103 * MS && rel[2] == 105 * MS,
+	      "offset 5 ms: 6, 8, 10 ms of the trace (got %llu %llu %llu)", (unsigned long long)rel[0],
+	      (unsigned long long)rel[1], (unsigned long long)rel[2]);
+	dl_sched_free(&s);
+	/* an offset beyond the period wraps: 25 ms == 5 ms */
+	dl_sched_init(&s, 16, 0, 0, 1);
+	dl_sched_set_trace(&s, ms, 5, 25, 100 * MS, 0, 0);
+	dl_sched_push(&s, 1, OPP, 100 * MS);
+	CHECK(drain_all(&s, ids, rel, 16) == 1 && rel[0] == 101 * MS, "offset 25 ms wraps to 5 ms");
+	dl_sched_free(&s);
+}
+
+/* an outage: 1 opportunity per ms for 100 ms, none for 500 ms, then again */
+static void test_trace_outage(void)
+{
+	static uint32_t ms[700];
+	uint32_t n = 0;
+	for (uint32_t i = 1; i <= 100; i++)
+		ms[n++] = i;
+	for (uint32_t i = 601; i <= 700; i++)
+		ms[n++] = i;
+	struct dl_sched s;
+	struct dl_entry e;
+	dl_sched_init(&s, 4096, 10 * MS, 2 * MS, 5);
+	dl_sched_set_trace(&s, ms, n, 0, 0, 0, 0);
+	/* 1.5 packets per ms offered for 700 ms: saturating, never dropped (no limit) */
+	uint32_t id = 0;
+	for (uint64_t t = 0; t < 700 * MS; t += 2 * MS) {
+		CHECK(dl_sched_push(&s, id++, OPP, t) == 0, "push");
+		CHECK(dl_sched_push(&s, id++, OPP, t + MS) == 0, "push");
+		CHECK(dl_sched_push(&s, id++, OPP, t + MS) == 0, "push");
+	}
+	uint64_t prev = 0, gap = 0, in_outage = 0, last = 0;
+	uint32_t k = 0;
+	int order = 1;
+	while (dl_sched_pop_due(&s, UINT64_MAX, &e)) {
+		if (k && e.release_ns - prev > gap)
+			gap = e.release_ns - prev;
+		/* the first loop's departures are at 1..100 and 601..700 ms, released 10 +- 2 ms later */
+		if (e.release_ns > 112 * MS && e.release_ns < 609 * MS)
+			in_outage++;
+		order &= e.release_ns >= prev && e.id == k;
+		prev = e.release_ns;
+		last = e.id;
+		k++;
+	}
+	CHECK(order, "FIFO, release times non-decreasing under jitter");
+	CHECK(in_outage == 0, "nothing leaves during the outage (%llu did)", (unsigned long long)in_outage);
+	CHECK(gap >= 496 * MS && gap <= 504 * MS, "the longest gap is the outage, 500 +- 4 ms of jitter (%llu us)",
+	      (unsigned long long)(gap / US));
+	/* 1050 full-size packets, one opportunity each: 5 loops of 200 and 50 more */
+	CHECK(k == 1050 && s.trace->opp_used == 1050 && last == 1049, "%u released, opportunities used %llu", k,
+	      (unsigned long long)s.trace->opp_used);
+	CHECK(s.trace->opp_wasted == 0, "saturated: no opportunity unused (%llu)", (unsigned long long)s.trace->opp_wasted);
+	dl_sched_free(&s);
+}
+
+static void test_trace_limits(void)
+{
+	struct dl_sched s;
+	uint32_t every10[] = {10};
+	dl_sched_init(&s, 16, 0, 0, 1);
+	dl_sched_set_trace(&s, every10, 1, 0, 0, 0, 2);
+	CHECK(dl_sched_push(&s, 1, OPP, 0) == 0, "p1");
+	CHECK(dl_sched_push(&s, 2, OPP, 0) == 0, "p2: two queued = the packet limit");
+	CHECK(dl_sched_push(&s, 3, OPP, 0) == -2, "p3 refused");
+	CHECK(dl_sched_push(&s, 4, OPP, 10 * MS) == 0, "p4: p1 left at 10 ms, one queued");
+	CHECK(dl_sched_push(&s, 5, OPP, 10 * MS) == -2, "p5 refused");
+	CHECK(s.trace->drops == 2 && s.trace->drop_bytes == 2 * OPP, "drops counted");
+	dl_sched_free(&s);
+
+	dl_sched_init(&s, 16, 0, 0, 1);
+	dl_sched_set_trace(&s, every10, 1, 0, 0, 2 * OPP, 0);
+	CHECK(dl_sched_push(&s, 1, OPP, 0) == 0 && dl_sched_push(&s, 2, OPP, 0) == 0, "bytes limit: two fit");
+	CHECK(dl_sched_push(&s, 3, 1, 0) == -2, "one byte more does not");
+	dl_sched_free(&s);
+
+	/* the packet being delivered is not queued: a 2-opportunity packet from 10 to 20 ms */
+	dl_sched_init(&s, 16, 0, 0, 1);
+	dl_sched_set_trace(&s, every10, 1, 0, 0, 0, 1);
+	CHECK(dl_sched_push(&s, 1, 2 * OPP, 0) == 0, "big packet");
+	CHECK(dl_sched_push(&s, 2, OPP, 5 * MS) == -2, "at 5 ms it waits: the queue is full");
+	CHECK(dl_sched_push(&s, 3, OPP, 15 * MS) == 0, "at 15 ms it is in transit: room for one");
+	CHECK(dl_sched_push(&s, 4, OPP, 15 * MS) == -2, "and one only");
+	dl_sched_free(&s);
+
+	/* the stages exclude each other; bad traces are refused */
+	uint32_t zero[] = {0, 0}, down[] = {5, 3};
+	dl_sched_init(&s, 16, 0, 0, 1);
+	CHECK(dl_sched_set_trace(&s, zero, 2, 0, 0, 0, 0) == -1, "zero period refused");
+	CHECK(dl_sched_set_trace(&s, down, 2, 0, 0, 0, 0) == -1, "decreasing refused");
+	CHECK(dl_sched_set_trace(&s, every10, 0, 0, 0, 0, 0) == -1, "empty refused");
+	dl_sched_set_rate(&s, 1000000, 0);
+	CHECK(dl_sched_set_trace(&s, every10, 1, 0, 0, 0, 0) == -1, "not with a rate stage");
+	dl_sched_free(&s);
+}
+
+/* writes text to a temporary file and loads it */
+static int load_text(const char *text, uint32_t **ms, uint32_t *n, char *err, size_t errlen)
+{
+	char path[] = "/tmp/test_delaysched_traceXXXXXX";
+	int fd = mkstemp(path);
+	if (fd < 0)
+		return -2;
+	ssize_t w = write(fd, text, strlen(text));
+	close(fd);
+	int r = w == (ssize_t)strlen(text) ? dl_trace_load(path, ms, n, err, errlen) : -2;
+	unlink(path);
+	return r;
+}
+
+static void test_trace_load(void)
+{
+	uint32_t *ms = NULL, n = 0;
+	char err[256] = "";
+	CHECK(load_text("1\n1\n3\n", &ms, &n, err, sizeof(err)) == 0 && n == 3 && ms[2] == 3, "good trace: %s", err);
+	free(ms);
+	CHECK(load_text("1\r\n2", &ms, &n, err, sizeof(err)) == 0 && n == 2 && ms[1] == 2, "CRLF, no final newline");
+	free(ms);
+	CHECK(load_text("1\n\n2\n", &ms, &n, err, sizeof(err)) == -1 && strstr(err, ":2: empty line"), "empty line: %s", err);
+	CHECK(load_text("1\n2x\n", &ms, &n, err, sizeof(err)) == -1 && strstr(err, ":2: '2x' is not"), "non-integer: %s", err);
+	CHECK(load_text("-1\n", &ms, &n, err, sizeof(err)) == -1 && strstr(err, ":1:"), "negative: %s", err);
+	CHECK(load_text("5\n3\n", &ms, &n, err, sizeof(err)) == -1 && strstr(err, ":2: 3 ms is before"), "decreasing: %s", err);
+	CHECK(load_text("0\n0\n", &ms, &n, err, sizeof(err)) == -1 && strstr(err, "must last"), "zero period: %s", err);
+	CHECK(load_text("", &ms, &n, err, sizeof(err)) == -1 && strstr(err, "empty trace"), "empty file: %s", err);
+	CHECK(dl_trace_load("/nonexistent/trace", &ms, &n, err, sizeof(err)) == -1 && strstr(err, "/nonexistent/trace"),
+	      "missing file: %s", err);
+}
+
 int main(void)
 {
 	test_fixed_delay_fifo();
@@ -253,6 +459,11 @@ int main(void)
 	test_hist();
 	test_worst();
 	test_rate_stage();
+	test_trace_opportunities();
+	test_trace_same_ms_and_offset();
+	test_trace_outage();
+	test_trace_limits();
+	test_trace_load();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }

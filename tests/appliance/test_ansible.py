@@ -43,8 +43,9 @@ def test_ansible_lint():
     assert "Passed" in p.stdout + p.stderr or not p.stdout.strip()
 
 
-def test_playbook_syntax():
-    run(["ansible-playbook", "-i", "localhost,", "--syntax-check", "site.yml"], cwd=REPO / "ansible",
+@pytest.mark.parametrize("playbook", ["site.yml", "campaign-item.yml", "campaign-host.yml"])
+def test_playbook_syntax(playbook):
+    run(["ansible-playbook", "-i", "localhost,", "--syntax-check", playbook], cwd=REPO / "ansible",
         env=ANSIBLE_ENV)
 
 

@@ -13,10 +13,11 @@ from pathlib import Path
 import pytest
 
 from mptcplab.analysis.sendbuffer import eq1_required_bytes
-from mptcplab.record.model import LatencyMetrics, Repetition, Summary
+from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.results.read import load_summary
 from mptcplab.tools.latency import expected_locked_buffer
+from mptcplab.traffic.latency_result import LatencyMetrics
 
 from .labkit import run_notebook, run_repo_lab, side
 

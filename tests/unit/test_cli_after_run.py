@@ -20,7 +20,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, summary: dict[str, Any
     emulator = backends.get("netns").choose_emulator("nfqueue", [], dry_run=True)
     monkeypatch.setattr(preflight, "check", lambda *a, **k: None)
     monkeypatch.setattr(preflight, "reachability",
-                        lambda lab, *a: SimpleNamespace(lab=lab, warnings=[], record={}, lines=[]))
+                        lambda lab, *a, **k: SimpleNamespace(lab=lab, warnings=[], record={}, lines=[]))
     monkeypatch.setattr(doctor, "checks", lambda: [])
     monkeypatch.setattr(doctor, "lab_needs", lambda lab, c: [])
     monkeypatch.setattr(backends, "resolve", lambda *a: SimpleNamespace(

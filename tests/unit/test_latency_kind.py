@@ -16,14 +16,15 @@ from pydantic import TypeAdapter, ValidationError
 from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
-from mptcplab.lab.schema import Flow, LatencyFlow
+from mptcplab.lab.schema import Flow
 from mptcplab.metrics import METRICS
 from mptcplab.plan import build_plan
 from mptcplab.record.model import FlowResult, Repetition
 from mptcplab.results.aggregate import scenario_value
-from mptcplab.traffic import KINDS, kind_of
 from mptcplab.traffic.base import KindContext
+from mptcplab.traffic.kinds import KINDS, kind_of
 from mptcplab.traffic.latency import BLOCK_COLUMNS, LatencyKind, files, table_path
+from mptcplab.traffic.latency_schema import LatencyFlow
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = Path(__file__).resolve().parents[1] / "data" / "latency"

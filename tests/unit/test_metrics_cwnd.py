@@ -14,8 +14,7 @@ import pytest
 from mptcplab.analysis.model import SubflowResult
 from mptcplab.lab.schema import Expectation
 from mptcplab.metrics import METRICS, Select
-from mptcplab.probes.analysis import implausible_windows
-from mptcplab.probes.join import subflow_series
+from mptcplab.probes.join import implausible_windows, subflow_series
 from mptcplab.record.model import Repetition
 from mptcplab.results.findings import check
 

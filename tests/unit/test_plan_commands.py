@@ -19,7 +19,8 @@ from mptcplab.steps.flows import StartOffsets
 from mptcplab.steps.links import LinkCheck
 from mptcplab.steps.sysctls import SYSCTL_READBACK, SysctlReadback
 from mptcplab.steps.traffic import Traffic
-from mptcplab.traffic import flow_commands
+from mptcplab.traffic.base import KindContext
+from mptcplab.traffic.kinds import kind_of
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 
@@ -81,16 +82,20 @@ def test_rate_only_links_need_no_daemon_and_shape_both_directions():
     assert len(tbf) == 4 and all("rate 100000000bit" in line or "rate 100mbit" in line for line in tbf), tbf
 
 
+def _client_argv(sc, plan) -> list[str]:
+    flow = sc.body.traffic.flows["main"]
+    return list(kind_of(flow).client_argv(flow, "main", KindContext(plan.net, 3.0)))
+
+
 def test_iperf3_commands_follow_the_scenario():
     be, plan, sc = plan_for("tcp-b")
-    fc = flow_commands(sc.body.traffic.flows["main"], plan.net, 3.0)
-    argv = list(fc.client_argv)
+    argv = _client_argv(sc, plan)
     assert argv[argv.index("-B") + 1] == "10.0.2.2"  # tcp-b binds path B's client address
-    assert "mptcpize" not in fc.client_argv and "-m" not in fc.client_argv
+    assert "mptcpize" not in argv and "-m" not in argv
     be, plan, sc = plan_for("mptcp-bottleneck")
-    fc = flow_commands(sc.body.traffic.flows["main"], plan.net, 3.0)
-    assert ("mptcpize" in fc.client_argv) or ("-m" in fc.client_argv)
-    assert "10.0.5.2" in fc.client_argv and "-t" in fc.client_argv
+    argv = _client_argv(sc, plan)
+    assert ("mptcpize" in argv) or ("-m" in argv)
+    assert "10.0.5.2" in argv and "-t" in argv
 
 
 def test_netem_emulator_plan_when_kernel_has_it():

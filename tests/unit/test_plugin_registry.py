@@ -1,11 +1,12 @@
 """Traffic kinds and probes are plug-ins (issue 34).
 
-Traffic kinds: the registry (mptcplab/traffic/__init__.py) is the
-one place that lists them, and nothing that dispatches on flows names one. The scan reads the
-package's source with ast: a string literal equal to a kind's name, or a name of a
-kind-specific class (its schema class, its TrafficKind, its result model), outside the kind's
-own modules is a failure, except in the modules listed in LEFT below (what the next steps of
-issue 34 move; a module leaves that list, none joins it).
+Traffic kinds: the registry (mptcplab/traffic/registry.py, and on the record's side
+traffic/results.py) is the one place that lists them, and nothing that dispatches on flows
+names one. Each kind's schema class, result model and runner live in its own modules
+(traffic/<kind>_schema.py, <kind>_result.py, <kind>.py). The scan reads the package's source
+with ast: a string literal equal to a kind's name, or a name of a kind-specific class (its
+schema class, its TrafficKind, its result model), outside the kind's own modules is a failure,
+except in the modules listed in LEFT below (a module leaves that list, none joins it).
 
 Probes: the registry (mptcplab/probes/registry.py) builds the ``Probes`` schema, preflight's
 probe checks and the analysis dispatch, so preflight.py and probes/analysis.py name no probe
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import subprocess
+import sys
 import typing
 from pathlib import Path
 from types import SimpleNamespace
@@ -28,19 +31,18 @@ from mptcplab.checks.base import CheckKind
 from mptcplab.checks.registry import CHECKS
 from mptcplab.lab.schema import Probes
 from mptcplab.lab.schema.experiment import probes_model
-from mptcplab.lab.schema.flows import FLOW_CLASSES, FLOW_KINDS
 from mptcplab.lab.schema.published import Finding
 from mptcplab.probes import registry as probe_registry
 from mptcplab.probes.base import Joined, Probe, Setting
 from mptcplab.record.model.repetition import FlowResult
-from mptcplab.traffic import KINDS
+from mptcplab.traffic.kinds import KINDS
+from mptcplab.traffic.registry import FLOW_CLASSES, FLOW_KINDS
+from mptcplab.traffic.results import KindResults
 
 PKG = Path(__file__).resolve().parents[2] / "mptcplab"
 
-#: modules allowed to name every kind: the registry and the two that still hold all kinds'
-#: declarations in this step (their schema classes, their result models)
-REGISTRY = {"traffic/__init__.py", "lab/schema/flows.py", "lab/schema/__init__.py", "record/model/kinds.py",
-            "record/model/__init__.py"}
+#: modules allowed to name every kind: the registry (the lab schema's side) and the record's side
+REGISTRY = {"traffic/registry.py", "traffic/results.py"}
 #: must name no kind, whatever else moves (the acceptance of issue 34)
 NEVER = {"traffic/analyse.py", "lab/scale.py", "metricdecl.py", "steps/traffic.py", "traffic/base.py"}
 #: known leftovers, module -> the kinds it still names (owned by other work or a later step);
@@ -53,8 +55,9 @@ LEFT: dict[str, set[str]] = {
     "reproductions/render.py": {"hold"},
     # the latency tool's own name for itself
     "tools/latency/params.py": {"latency"},
-    # next step: result fields and models built from the registry (FlowResult's default kind too)
-    "record/model/repetition.py": {"iperf3", "udp", "http", "churn", "latency", "hold", "transfer"},
+    # the default kind of a flow record that names none (the record model is below the lab
+    # schema's registry, which says the same)
+    "record/model/flow.py": {"iperf3"},
     # next step: the kinds' metrics computed in their modules
     "metrics/cc_depth.py": {"latency"}, "metrics/http.py": {"iperf3", "http"}, "metrics/latency.py": {"latency"},
     # the primary flow's churn numbers in the progress line: a per-kind progress hook
@@ -68,7 +71,7 @@ def _own(kind: str) -> set[str]:
              "latency": {"traffic/latency.py"}, "iperf3": set(), "udp": set(), "http": set(),
              # the hold client is a subcommand of the churn tool
              "hold": {"traffic/churn_tool.py"}}
-    return {f"traffic/{kind}.py", *extra.get(kind, set())}
+    return {f"traffic/{kind}.py", f"traffic/{kind}_schema.py", f"traffic/{kind}_result.py", *extra.get(kind, set())}
 
 
 def _classes(kind: str) -> set[str]:
@@ -108,11 +111,59 @@ def _scan() -> dict[str, dict[str, list[int]]]:
 
 
 def test_registry_matches_schema_and_result_model() -> None:
-    assert tuple(KINDS) == FLOW_KINDS, "the registry and lab/schema/flows.py's AnyFlow list other kinds"
+    assert tuple(KINDS) == FLOW_KINDS, "the runners and traffic/registry.py's AnyFlow list other kinds"
     for name, kind in KINDS.items():
         assert kind.name == name
         if kind.result_field is not None:
             assert kind.result_field in FlowResult.model_fields, f"{name}: FlowResult has no {kind.result_field}"
+
+
+def test_each_kind_lives_in_its_own_modules() -> None:
+    """A kind's schema class, runner and result model are defined in its own modules, and the
+    record's kind fields are exactly the kinds' ``result_field``s."""
+    for cls in FLOW_CLASSES:
+        name = typing.get_args(cls.model_fields["kind"].annotation)[0]
+        assert cls.__module__ == f"mptcplab.traffic.{name}_schema", cls
+        assert type(KINDS[name]).__module__ == f"mptcplab.traffic.{name}", name
+        field = KINDS[name].result_field
+        if field is not None:
+            model = typing.get_args(KindResults.model_fields[field].annotation)[0]
+            assert model.__module__ == f"mptcplab.traffic.{name}_result", (name, model)
+    own = {k.result_field for k in KINDS.values()} - {None}
+    assert set(KindResults.model_fields) - set(FlowResult.model_fields) == set()
+    kind_fields = {f for f in KindResults.model_fields if f in own}
+    assert kind_fields == own, "traffic/results.py's fields are not the kinds' result_field"
+    # the lab schema's package face names no kind: it takes them from the registry
+    from mptcplab.lab import schema
+
+    assert not {c.__name__ for c in FLOW_CLASSES} & set(schema.__all__)
+
+
+#: what each entry point must not load: the lab schema no runner, the record model no lab schema
+_ENTRIES = {
+    "mptcplab.lab.schema": ("mptcplab.traffic.iperf3", "mptcplab.traffic.kinds", "mptcplab.lab.network"),
+    "mptcplab.record.model": ("mptcplab.lab.schema", "mptcplab.traffic.registry", "mptcplab.traffic.iperf3"),
+    "mptcplab.metricdecl": ("mptcplab.record", "mptcplab.lab"),
+    "mptcplab.metrics": ("mptcplab.lab.schema",),
+    "mptcplab.traffic.kinds": (),
+    "mptcplab.probes.registry": (),
+}
+
+
+@pytest.mark.parametrize("entry", sorted(_ENTRIES))
+def test_each_side_imports_alone_without_the_layers_above(entry: str) -> None:
+    """The kinds' schema and result modules sit below the lab schema and the record model:
+    each entry point loads in a fresh interpreter (no import cycle) without the layers above."""
+    code = (f"import sys, {entry}\n"
+            f"print(' '.join(m for m in {_ENTRIES[entry]!r} if m in sys.modules))\n"
+            "from mptcplab.metricdecl import DECLARED\n"
+            "print('latency_p50_ms' in DECLARED)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert out.returncode == 0, out.stderr
+    loaded, declared = out.stdout.splitlines()
+    assert loaded == "", f"importing {entry} loads {loaded}"
+    # a kind's metrics are declared by its result module, loaded with the record model
+    assert declared == str(entry not in ("mptcplab.metricdecl",)), entry
 
 
 @pytest.mark.parametrize("module", sorted(NEVER))
@@ -133,7 +184,7 @@ def test_no_kind_named_outside_its_module() -> None:
 # --- probes -------------------------------------------------------------------------------
 
 #: modules that dispatch over probes and must name none (issue 34)
-PROBE_DISPATCH = {"preflight.py", "probes/analysis.py", "lab/schema/experiment.py"}
+PROBE_DISPATCH = {"preflight.py", "probes/analysis.py", "lab/schema/experiment.py", "probes/step.py"}
 
 
 def _probe_mentions(tree: ast.AST) -> dict[str, list[int]]:
@@ -173,6 +224,23 @@ def test_probe_dispatch_modules_name_no_probe(module: str) -> None:
     tree = ast.parse((PKG / module).read_text(), module)
     found = _probe_mentions(tree)
     assert not found, f"{module} names probes (line numbers): {found}; declare it on the probe instead"
+
+
+def test_a_repetition_runs_the_registry_probes_in_order() -> None:
+    """The mandatory probes come from the registry too: the capture first, host CPU last, the
+    lab's choices between them; a dry run's tcp_probe shows its fixed token."""
+    on = Probes.model_validate({"tcp_probe": True, "nstat": True})
+    body: Any = SimpleNamespace(probes=on)
+    order = probe_registry.for_repetition(body)
+    assert order[0].__module__.endswith(".tcpdump") and order[-1].__module__.endswith(".hostcpu")
+    assert [c.name for c in order[1:-1]] == ["tcp_probe", "nstat"]
+    assert probe_registry.for_repetition(SimpleNamespace(probes=Probes())) == [  # type: ignore[arg-type]
+        *probe_registry.MANDATORY_FIRST, *probe_registry.MANDATORY_LAST]
+    tcp = probe_registry.REGISTRY["tcp_probe"]
+    dry, real = tcp.for_run(dry_run=True), tcp.for_run(dry_run=False)
+    assert dry.token == "00000001" and real.token != dry.token  # type: ignore[attr-defined]
+    for cls in order:
+        assert type(cls.for_run(dry_run=True)) is cls
 
 
 def test_the_scan_sees_a_probe_named() -> None:
@@ -320,7 +388,7 @@ def test_check_scan_sees_a_dispatch() -> None:
 
 # ----------------------------------------------------------------------------- backends
 #: modules that must ask the registry instead of naming a backend
-BACKEND_DISPATCH = {"plan.py", "cli/lab.py"}
+BACKEND_DISPATCH = {"plan.py", "cli/lab.py", "calibrate.py", "steps/base.py"}
 
 
 def _backend_mentions(tree: ast.AST, names: set[str]) -> list[int]:

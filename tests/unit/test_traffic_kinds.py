@@ -16,15 +16,20 @@ from pydantic import TypeAdapter
 from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
-from mptcplab.lab.schema import ChurnFlow, Flow, HttpFlow, IperfFlow, UdpFlow
+from mptcplab.lab.schema import Flow
 from mptcplab.plan import build_plan
 from mptcplab.steps.base import Rep, RunContext
 from mptcplab.steps.flows import event_started_flows, flow_duration, measured_flows
 from mptcplab.steps.traffic import Traffic
-from mptcplab.traffic import KINDS, KindContext, kind_of
+from mptcplab.traffic.base import KindContext
 from mptcplab.traffic.churn import TOOL
+from mptcplab.traffic.churn_schema import ChurnFlow
 from mptcplab.traffic.fairness import jain_index, shares
 from mptcplab.traffic.http import parse_wrk, wrk_script
+from mptcplab.traffic.http_schema import HttpFlow
+from mptcplab.traffic.iperf3_schema import IperfFlow
+from mptcplab.traffic.kinds import KINDS, kind_of
+from mptcplab.traffic.udp_schema import UdpFlow
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "tests" / "data" / "traffic"

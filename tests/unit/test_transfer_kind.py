@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from mptcplab.lab.schema import Traffic, TransferFlow
-from mptcplab.traffic import KINDS
+from mptcplab.lab.schema import Traffic
+from mptcplab.traffic.kinds import KINDS
 from mptcplab.traffic.transfer import TOOL, TransferKind, server_file, verdict
 from mptcplab.traffic.transfer_diff import Range, foreign_bytes, ranges
+from mptcplab.traffic.transfer_schema import TransferFlow
 from mptcplab.traffic.transfer_tool import MAX_RUNS, Comparison, stream
 
 SHA_A = "a" * 64

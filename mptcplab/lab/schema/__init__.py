@@ -11,7 +11,9 @@ imports ``from mptcplab.lab.schema import ...`` without knowing which module hol
 - base.py: the strict base model, field types, the tools' limits;
 - topology.py: topology.clab.yml;
 - links.py: a link's impairments; middleboxes.py; nodes.py: a node, its MPTCP, addressing;
-- flows.py: traffic, one class per flow kind; experiment.py: experiment.yml as a whole;
+- flowbase.py: what every flow kind has; flows.py: traffic, the union of the kinds' schema
+  classes (each in its kind's module, mptcplab/traffic/registry.py lists them);
+- experiment.py: experiment.yml as a whole;
 - published.py: published.yml.
 """
 
@@ -30,23 +32,8 @@ from .base import (
     SysctlValue,
 )
 from .experiment import Calibration, CapturePoint, Experiment, ExperimentBody, Probes, Quick, Scenario, Subset, Sweep
-from .flows import (
-    HOLD_MAX_CONNECTIONS,
-    LATENCY_MAX_BLOCK,
-    LATENCY_MAX_BUFFER,
-    LATENCY_MIN_BLOCK,
-    AnyFlow,
-    ChurnFlow,
-    Flow,
-    FlowBase,
-    HoldFlow,
-    HttpFlow,
-    IperfFlow,
-    LatencyFlow,
-    Traffic,
-    TransferFlow,
-    UdpFlow,
-)
+from .flowbase import FlowBase
+from .flows import Flow, Traffic
 from .links import SHAPE_FIELDS, Direction, DirectionSpec, LinkSpec
 from .middleboxes import (
     REWRITING_KINDS,
@@ -126,21 +113,9 @@ __all__ = [
     "MptcpLimits",
     "MptcpNode",
     "NodeSpec",
-    "HOLD_MAX_CONNECTIONS",
-    "LATENCY_MAX_BLOCK",
-    "LATENCY_MAX_BUFFER",
-    "LATENCY_MIN_BLOCK",
-    "AnyFlow",
-    "ChurnFlow",
     "Flow",
     "FlowBase",
-    "HoldFlow",
-    "HttpFlow",
-    "IperfFlow",
-    "LatencyFlow",
     "Traffic",
-    "TransferFlow",
-    "UdpFlow",
     "Calibration",
     "CapturePoint",
     "Experiment",

@@ -1,10 +1,10 @@
-"""A link's impairments (rate, delay, jitter, loss, queue), per direction."""
+"""A link's impairments (rate or a delivery trace, delay, jitter, loss, queue), per direction."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from ...units import parse_fraction, parse_rate, parse_time
 from ..fields import check_unit
@@ -19,9 +19,15 @@ class _ShapeFields(Strict):
     jitter: str | float | None = None
     loss: str | float | None = None
     queue: str | int | None = Field(default=None, description="bytes ('150KB') or time at the link rate ('80ms')")
+    trace: str | None = Field(default=None, min_length=1,
+                              description="a packet-delivery trace replayed as the link's capacity (Mahimahi format): "
+                                          "a shipped trace's name (traces/NAME.trace) or a path relative to the lab; "
+                                          "excludes rate")
+    trace_offset: str | float | None = Field(default=None, description="where in the trace the link starts ('12s')")
 
     _rate = field_validator("rate")(classmethod(lambda cls, v: check_unit(parse_rate, v)))
-    _delay = field_validator("delay", "jitter")(classmethod(lambda cls, v: check_unit(parse_time, v)))
+    _delay = field_validator("delay", "jitter", "trace_offset")(
+        classmethod(lambda cls, v: check_unit(parse_time, v)))
     _loss = field_validator("loss")(classmethod(lambda cls, v: check_unit(parse_fraction, v)))
 
     @field_validator("delay", "jitter")
@@ -44,7 +50,7 @@ class _ShapeFields(Strict):
 
 
 #: the fields a direction can set (and override one by one)
-SHAPE_FIELDS = ("rate", "delay", "jitter", "loss", "queue")
+SHAPE_FIELDS = ("rate", "delay", "jitter", "loss", "queue", "trace", "trace_offset")
 
 
 class DirectionSpec(_ShapeFields):
@@ -63,6 +69,18 @@ class LinkSpec(_ShapeFields):
     mtu: int | None = Field(default=None, ge=68, le=65535, description="overrides the topology's mtu")
     egress: DirectionSpec | None = Field(default=None, description="from this endpoint to its peer")
     ingress: DirectionSpec | None = Field(default=None, description="from the peer to this endpoint")
+
+    @model_validator(mode="after")
+    def _trace_excludes_rate(self) -> LinkSpec:
+        both: tuple[Direction, Direction] = ("egress", "ingress")
+        for which in both:
+            d = self.direction(which)
+            if "trace" in d and "rate" in d:
+                raise ValueError(f"{self.field_of(which, 'trace')}: a trace is the link's rate, it excludes "
+                                 f"{self.field_of(which, 'rate')} (give each direction one of them)")
+            if "trace_offset" in d and "trace" not in d:
+                raise ValueError(f"{self.field_of(which, 'trace_offset')}: an offset needs a trace")
+        return self
 
     def direction(self, which: Direction) -> dict[str, Any]:
         """The impairment fields of one direction: the link's, overridden by the direction's."""

@@ -3,7 +3,7 @@ balance-rr striping; and the addressing plan."""
 
 from __future__ import annotations
 
-from ipaddress import IPv4Interface, IPv4Network
+from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
@@ -19,7 +19,8 @@ class MptcpLimits(Strict):
 
 
 class MptcpEndpoint(Strict):
-    address: AddressRef = Field(description="'node:iface' of this node, or an IPv4 address")
+    address: AddressRef = Field(description="'node:iface' of this node (its IPv4 address when the link has "
+                                            "one, else its IPv6 address), or an IPv4 or IPv6 address")
     flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
     id: int | None = Field(default=None, ge=1, le=255)
     port: int | None = Field(default=None, ge=1024, le=65535,
@@ -83,6 +84,13 @@ class NodeSpec(Strict):
 
 
 class Addressing(Strict):
-    pool: IPv4Network = IPv4Network("10.0.0.0/16")
+    """Each link's IPv4 subnet and, for a lab that sets ``pool6`` or ``addresses6``, its IPv6
+    prefix: the same rules in both families (lab/network.py). ``pool: null`` leaves the links
+    the pool would number without IPv4 (a v6-only lab)."""
+
+    pool: IPv4Network | None = IPv4Network("10.0.0.0/16")
     prefixlen: int = Field(default=24, ge=8, le=30)
     addresses: dict[EndpointRef, IPv4Interface] = {}
+    pool6: IPv6Network | None = Field(default=None, description="IPv6 prefixes for the links (none: no IPv6)")
+    prefixlen6: int = Field(default=64, ge=16, le=126)
+    addresses6: dict[EndpointRef, IPv6Interface] = {}

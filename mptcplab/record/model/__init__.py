@@ -5,11 +5,13 @@ One set of classes both writes and reads a file, so a field cannot mean one thin
 runner and another to the report. summary.json carries ``format_version``; a file without
 one (written before the model existed) is read through a documented compatibility path, a
 file from a newer engine is refused with one line: both in results/read.py, the files' only
-reader, which stands above the aggregates a format-0 file needs recomputed. This package
-imports nothing above record/, so metrics/ may type their records with it.
+reader, which stands above the aggregates a format-0 file needs recomputed.
 
-One module per file part (base, flow, kinds, repetition, summary, manifest, event); this
-package's face names every model.
+One module per file part (base, flow, connections, repetition, summary, manifest, event); this
+package's face names every model but the traffic kinds' own (each in its kind's module,
+mptcplab/traffic/<kind>_result.py, gathered by mptcplab/traffic/results.py). That registry
+and those modules are the one import from outside record/: they build on this package's
+base alone, so metrics/ may still type their records with it.
 """
 
 from .base import (
@@ -21,18 +23,9 @@ from .base import (
     Warning,
     validation_where,
 )
+from .connections import ConnectionsCheck
 from .event import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, EVENTS_FILE, Event
-from .flow import Flow, HolNumbers, MptcpVerdict, Subflow
-from .kinds import (
-    ChurnMetrics,
-    ConnectionsCheck,
-    HoldMetrics,
-    HttpMetrics,
-    LatencyMetrics,
-    TransferDifference,
-    TransferMetrics,
-    UdpMetrics,
-)
+from .flow import Flow, FlowOutcome, HolNumbers, MptcpVerdict, Subflow
 from .manifest import CalibrationCheck, Git, LinkCalibration, Manifest
 from .repetition import CaptureStats, CpuTime, Fairness, FlowResult, HostCpu, Repetition
 from .summary import (
@@ -57,17 +50,11 @@ __all__ = [
     "Warning",
     "validation_where",
     "Flow",
+    "FlowOutcome",
     "HolNumbers",
     "MptcpVerdict",
     "Subflow",
-    "ChurnMetrics",
     "ConnectionsCheck",
-    "HoldMetrics",
-    "HttpMetrics",
-    "LatencyMetrics",
-    "TransferDifference",
-    "TransferMetrics",
-    "UdpMetrics",
     "CaptureStats",
     "CpuTime",
     "Fairness",

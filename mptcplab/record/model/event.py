@@ -13,7 +13,7 @@ class Event(_Model):
 
     The first eleven fields are the columns of every events.csv; ``target`` and ``commands``
     are for people. The typed fields after them say what the action acted on, so readers
-    need not parse that text: in files written before 2026-11-24 they are absent and the
+    need not parse that text: in files written before they existed they are absent and the
     reader derives them from ``target`` and ``commands``. ``capture_s`` is the analysis's.
     """
 
@@ -62,5 +62,5 @@ class Event(_Model):
 EVENTS_FILE = "events.csv"
 #: events.csv's columns as written (the analysis appends ``capture_s``)
 EVENT_COLUMNS = [f for f in Event.model_fields if f != "capture_s"]
-#: the typed columns: absent from files written before 2026-11-24
+#: the typed columns: absent from files written before they existed
 EVENT_TYPED_COLUMNS = EVENT_COLUMNS[EVENT_COLUMNS.index("detail") + 1:]

@@ -54,7 +54,7 @@ class Subflow(HolNumbers):
     #: MP_TCPRST reason of the server side's first RST
     rst_reason: int | None = None
     #: capture point -> "addr:port" of the client side there, where a NAT made this
-    #: subflow another 4-tuple (runs before 2026-11-24 17:30 UTC listed those as subflows)
+    #: subflow another 4-tuple (records older than this field listed those as subflows)
     translated: dict[str, str] = Field(default_factory=dict)
     kind: str | None = None
     point: str | None = None
@@ -78,7 +78,7 @@ class Subflow(HolNumbers):
     rtt_p95_ms: float | None = None
     rtt_samples: int | None = None
     #: what the rtt_* numbers measure (analysis/depth.py RTT_KINDS: "path", "ack_delay",
-    #: "partial", "unknown"; None: runs before 2026-11-28, or no MPTCP depth)
+    #: "partial", "unknown"; None: a record older than the field, or no MPTCP depth)
     rtt_kind: str | None = None
     #: MPTCP-level retransmissions sent on this subflow (analysis/depth.py) and their bytes
     mptcp_retransmissions: int | None = None
@@ -115,11 +115,11 @@ class MptcpVerdict(HolNumbers):
     data_retransmissions: int | None = None
     data_retrans_bytes: int | None = None
     #: one-byte probes of a zero MPTCP-level window (mptcp_retransmissions.csv
-    #: ``window_probe``), not counted above (None: runs before 2026-11-24 17:15 UTC)
+    #: ``window_probe``), not counted above (None: a record older than the field)
     data_window_probes: int | None = None
     #: of data_retransmissions, those whose copy the sender had queued first on a slow
     #: subflow and sent after the other (``late_original``): data_retransmissions minus these
-    #: compares with MPTcpExtMPTCPRetrans (None: runs before 2026-11-24 21:30 UTC)
+    #: compares with MPTcpExtMPTCPRetrans (None: a record older than the field)
     data_late_originals: int | None = None
     #: a DSS mapping carried a checksum / the handshake asked for checksums (None: not seen)
     dss_checksum: bool | None = None
@@ -138,3 +138,27 @@ class Flow(_Model):
     mptcp: MptcpVerdict = Field(default_factory=MptcpVerdict)
     subflows: list[Subflow] = Field(default_factory=list)
     add_addrs: list[str] = Field(default_factory=list)
+
+
+class FlowOutcome(Flow):
+    """What every flow of a repetition records, whatever its kind (FlowResult adds the kinds'
+    own numbers after these: traffic/results.py)."""
+
+    name: str
+    #: the flow's ``kind`` (the default: the lab schema's, traffic/registry.py)
+    kind: str = "iperf3"
+    role: str = "measured"
+    #: server address:port the analysis followed
+    server: str | None = None
+    #: the capture proves the flow: MPTCP verified (every connection MPTCP for http/churn),
+    #: or for TCP the connection carried data on its expected paths; None: not provable (UDP)
+    verified: bool | None = None
+    #: this flow's fraction of the measured flows' summed goodput (measured flows only)
+    share: float | None = None
+    #: stopped by the run (flow_stop event, byte-count limit) rather than ending by itself
+    stopped: bool = False
+    #: a ``connection`` flow's expected, non-backup paths -> configured rate (Mbit/s; None: no
+    #: rate), and Kaspar et al.'s aggregation benefit of its goodput over them
+    #: (analysis/aggregation.py; None: undefined, e.g. one path or a rate unknown)
+    path_capacity_mbps: dict[str, float | None] | None = None
+    aggregation_benefit: float | None = None

@@ -68,6 +68,8 @@ class Manifest(_Model):
     machine: str | None = None
     hostname: str | None = None
     cpu_count: int | None = None
+    #: /proc/cpuinfo's model name (None: a run before the field, or not said)
+    cpu_model: str | None = None
     os_release: str | None = None
     platform: dict[str, Any] | None = None
     backend: str | None = None

@@ -7,37 +7,17 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
+from ...traffic.results import KindResults
 from .base import Warning, _Model
+from .connections import ConnectionsCheck
 from .flow import Flow, Subflow
-from .kinds import ChurnMetrics, ConnectionsCheck, HoldMetrics, HttpMetrics, LatencyMetrics, TransferMetrics, UdpMetrics
 
 
-class FlowResult(Flow):
-    """One flow of a repetition, analysed on its own (``flows`` of a Repetition)."""
+class FlowResult(KindResults):
+    """One flow of a repetition, analysed on its own (``flows`` of a Repetition): its outcome
+    (FlowOutcome), its kind's own numbers (traffic/results.py) and, for the kinds that open
+    many connections, the capture's check of them."""
 
-    name: str
-    kind: str = "iperf3"
-    role: str = "measured"
-    #: server address:port the analysis followed
-    server: str | None = None
-    #: the capture proves the flow: MPTCP verified (every connection MPTCP for http/churn),
-    #: or for TCP the connection carried data on its expected paths; None: not provable (UDP)
-    verified: bool | None = None
-    #: this flow's fraction of the measured flows' summed goodput (measured flows only)
-    share: float | None = None
-    #: stopped by the run (flow_stop event, byte-count limit) rather than ending by itself
-    stopped: bool = False
-    #: a ``connection`` flow's expected, non-backup paths -> configured rate (Mbit/s; None: no
-    #: rate), and Kaspar et al.'s aggregation benefit of its goodput over them
-    #: (analysis/aggregation.py; None: undefined, e.g. one path or a rate unknown)
-    path_capacity_mbps: dict[str, float | None] | None = None
-    aggregation_benefit: float | None = None
-    udp: UdpMetrics | None = None
-    http: HttpMetrics | None = None
-    churn: ChurnMetrics | None = None
-    latency: LatencyMetrics | None = None
-    hold: HoldMetrics | None = None
-    transfer: TransferMetrics | None = None
     connections: ConnectionsCheck | None = None
 
 

@@ -1,0 +1,36 @@
+"""The transfer kind's lab schema: a verified transfer (traffic/transfer.py runs it)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field, field_validator, model_validator
+
+from ..lab.fields import check_unit
+from ..lab.schema.flowbase import FlowBase
+from ..units import parse_size
+
+
+class TransferFlow(FlowBase):
+    """A verified transfer (traffic/transfer_tool.py): ``bytes`` of the pseudo-random stream
+    seeded with ``seed``; the server hashes what it received. ``duration`` is the limit."""
+
+    kind: Literal["transfer"]
+    port: int = Field(default=7100, ge=1024, le=65535)
+    bytes: str | int = Field(description="how many bytes the client sends ('1MB')")
+    seed: int = Field(default=1, ge=0, le=2**32 - 1, description="the stream's seed (random.Random)")
+
+    _size = field_validator("bytes")(classmethod(lambda cls, v: check_unit(parse_size, v)))
+
+    @field_validator("bytes")
+    @classmethod
+    def _bytes(cls, v: Any) -> Any:
+        if not 1 <= parse_size(v) <= 2**34:
+            raise ValueError(f"{v!r}: bytes is between 1 byte and 16 GB")
+        return v
+
+    @model_validator(mode="after")
+    def _upload(self) -> TransferFlow:
+        if self.direction != "upload":
+            raise ValueError("direction: a transfer flows from client to server (upload)")
+        return self
