@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -55,14 +56,39 @@ MAX_ATTEMPTS = 3
 UNKNOWN_S = 0.0
 
 
-def slots(items: Sequence[WorkItem]) -> list[str]:
-    """The hosts the items may run on, each once, in campaign order."""
-    return list(dict.fromkeys(h for i in items for h in i.target.hosts))
+def local_hosts(inventory: Path | None) -> frozenset[str]:
+    """The inventory's hosts that are this machine (``ansible_connection=local``, or the
+    implicit localhost): they share its slot, so a local ansible host never measures beside
+    a local target. Asks ``ansible-inventory`` (any inventory format); none when it cannot."""
+    if inventory is None:
+        return frozenset()
+    try:
+        p = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"], capture_output=True, text=True,
+                           timeout=120, check=False)
+        hostvars = json.loads(p.stdout).get("_meta", {}).get("hostvars", {}) if p.returncode == 0 else {}
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return frozenset()
+    return frozenset(h for h, v in hostvars.items()
+                     if h == "localhost" or (v or {}).get("ansible_connection") == "local")
 
 
-def parallel(items: Sequence[WorkItem]) -> bool:
+def slot_of(host: str, local: frozenset[str]) -> str:
+    return THIS_MACHINE if host in local else host
+
+
+def item_slots(item: WorkItem, local: frozenset[str] = frozenset()) -> list[str]:
+    """The machines an item may run on (a local inventory host is this machine)."""
+    return list(dict.fromkeys(slot_of(h, local) for h in item.target.hosts))
+
+
+def slots(items: Sequence[WorkItem], local: frozenset[str] = frozenset()) -> list[str]:
+    """The machines the items may run on, each once, in campaign order."""
+    return list(dict.fromkeys(s for i in items for s in item_slots(i, local)))
+
+
+def parallel(items: Sequence[WorkItem], local: frozenset[str] = frozenset()) -> bool:
     """Whether more than one item can run at once (else executor.execute runs them in order)."""
-    return len(slots(items)) > 1
+    return len(slots(items, local)) > 1
 
 
 def estimated_seconds(item: WorkItem) -> float:
@@ -119,10 +145,11 @@ class _State:
     running: dict[str, Attempt] = field(default_factory=dict)  # host -> its attempt
     stop: list[str] = field(default_factory=list)
     lock: threading.Condition = field(default_factory=threading.Condition)
+    local: frozenset[str] = frozenset()
 
     def pick(self, host: str) -> _Queued | None:
         """The next item this host may run (caller holds the lock): longest expected first."""
-        mine = [q for q in self.queue if host in q.item.target.hosts and host not in q.attempts]
+        mine = [q for q in self.queue if host in item_slots(q.item, self.local) and host not in q.attempts]
         if not mine:
             return None
         q = max(mine, key=lambda q: (self.expected.get(q.item.key, UNKNOWN_S), -q.index))
@@ -130,41 +157,42 @@ class _State:
         return q
 
     def nobody_left_for(self, q: _Queued) -> bool:
-        return not any(self.alive.get(h) and h not in q.attempts for h in q.item.target.hosts)
+        return not any(self.alive.get(h) and h not in q.attempts for h in item_slots(q.item, self.local))
 
 
 def execute_pool(out: Path, order: list[WorkItem], inventory: Path | None,
                  log: Callable[[str], None] = print, max_items: int | None = None, remeasure: int = 0,
-                 max_attempts: int = MAX_ATTEMPTS) -> list[Outcome]:
+                 max_attempts: int = MAX_ATTEMPTS, local: frozenset[str] = frozenset()) -> list[Outcome]:
     """executor.execute on every host at once: the same items, the same directory, the same
     re-measure rule (planned rounds first, then extra rounds while a scenario is short)."""
     todo = [i for i in order if finished(out, i) is None]
     outcomes = [Outcome(i, "skipped", finished(out, i)) for i in order if i not in todo]
     now = len(todo) if max_items is None else min(max_items, len(todo))
-    hosts = slots(order)
+    hosts = slots(order, local)
     log(f"campaign: {len(order)} work item(s), {len(order) - len(todo)} finished earlier, {len(todo)} to run"
         + (f", {now} of them now (--max-items)" if now < len(todo) else "")
         + f"; on {len(hosts)} host(s) at once: {', '.join(hosts)}"
         + (f"; up to {remeasure} more round(s) per lab x target where repetitions are dropped" if remeasure else ""))
     alive = dict.fromkeys(hosts, True)
-    ran = run_batch(out, todo, inventory, log, alive, max_items, max_attempts)
+    ran = run_batch(out, todo, inventory, log, alive, max_items, max_attempts, local)
     outcomes += ran
     if remeasure:
         budget = None if max_items is None else max_items - sum(o.status in ("done", "incomplete") for o in ran)
-        outcomes += _remeasure(out, order, inventory, log, remeasure, alive, budget, max_attempts)
+        outcomes += _remeasure(out, order, inventory, log, remeasure, alive, budget, max_attempts, local)
     return outcomes
 
 
 def run_batch(out: Path, items: list[WorkItem], inventory: Path | None, log: Callable[[str], None],
               alive: dict[str, bool], budget: int | None = None,
-              max_attempts: int = MAX_ATTEMPTS) -> list[Outcome]:
+              max_attempts: int = MAX_ATTEMPTS, local: frozenset[str] = frozenset()) -> list[Outcome]:
     """Run ``items`` on their hosts at once; their outcomes (``left``: not started, for the
     budget or for want of a live host)."""
-    st = _State([_Queued(i, n) for n, i in enumerate(items)], expected_seconds(out, items), alive, budget)
+    st = _State([_Queued(i, n) for n, i in enumerate(items)], expected_seconds(out, items), alive, budget,
+                local=local)
     workers = [threading.Thread(target=_worker, args=(st, h, out, inventory, log, max_attempts),
                                 name=f"campaign {h}", daemon=True)
-               for h in slots(items) if alive.get(h, True)]
-    for h in slots(items):
+               for h in slots(items, local) if alive.get(h, True)]
+    for h in slots(items, local):
         alive.setdefault(h, True)
 
     def stop(signum: int, _frame: FrameType | None) -> None:
@@ -214,7 +242,9 @@ def _worker(st: _State, host: str, out: Path, inventory: Path | None, log: Calla
                 st.lock.wait(0.5)
             if st.budget is not None:
                 st.budget -= 1
-            item = replace(q.item, on_host=None if host == THIS_MACHINE else host)
+            # the inventory host behind the slot (a local ansible host runs on "this machine")
+            real = next(h for h in q.item.target.hosts if slot_of(h, st.local) == host)
+            item = replace(q.item, on_host=None if real == THIS_MACHINE else real)
             q.attempts.append(host)
             tag = f"[{host}]"
             log(f"{tag} {item.lab} round {item.round} on {item.target.name}: {item.selection}"
@@ -319,7 +349,8 @@ def _keep_attempt(out: Path, item: WorkItem, host: str, n: int, why: str, attemp
 
 
 def _remeasure(out: Path, order: list[WorkItem], inventory: Path | None, log: Callable[[str], None],
-               remeasure: int, alive: dict[str, bool], budget: int | None, max_attempts: int) -> list[Outcome]:
+               remeasure: int, alive: dict[str, bool], budget: int | None, max_attempts: int,
+               local: frozenset[str]) -> list[Outcome]:
     """executor.remeasure_all with each wave's extra rounds run at once: after a wave, every
     lab x target is judged again (the merge's rule), until none is short or all are bounded."""
     outcomes: list[Outcome] = []
@@ -343,7 +374,7 @@ def _remeasure(out: Path, order: list[WorkItem], inventory: Path | None, log: Ca
             return outcomes
         if budget is not None and budget <= 0:
             return outcomes + [Outcome(i, "left", None) for i in wave]
-        ran = run_batch(out, wave, inventory, log, alive, budget, max_attempts)
+        ran = run_batch(out, wave, inventory, log, alive, budget, max_attempts, local)
         counted.update(o.item.id for o in ran if o.status != "left")
         outcomes += ran
         if budget is not None:

@@ -71,9 +71,9 @@ def cmd_campaign(a: argparse.Namespace) -> int:
     # the extra rounds an earlier part may have run: their records are restored and packed too
     extras = executor.extra_items(order, remeasure)
     if a.dry_run:
-        from ..campaign.pool import slots
+        from ..campaign.pool import local_hosts, slots
 
-        hosts = slots(order)
+        hosts = slots(order, local_hosts(inventory) if any(i.target.kind == "ansible" for i in order) else frozenset())
         print(f"# campaign {c.name}: {len(order)} work item(s), "
               + (f"shuffled with seed {seed}" if shuffle else "in campaign order") + f"; directory {out}"
               + (f"; on {len(hosts)} hosts at once ({', '.join(hosts)}), longest expected item first"
@@ -100,8 +100,10 @@ def cmd_campaign(a: argparse.Namespace) -> int:
         if a.records:
             records.restore_unfinished(out, order + extras, a.records, c.name)
         try:
-            if pool.parallel(order):
-                outcomes = pool.execute_pool(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
+            local = pool.local_hosts(inventory) if any(i.target.kind == "ansible" for i in order) else frozenset()
+            if pool.parallel(order, local):
+                outcomes = pool.execute_pool(out, order, inventory, max_items=a.max_items, remeasure=remeasure,
+                                             local=local)
             else:
                 outcomes = executor.execute(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
         except executor.Stopped as e:

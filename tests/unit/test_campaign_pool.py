@@ -38,7 +38,7 @@ HOSTS = ("h1", "h2", "h3")
 
 
 def _campaign(tmp: Path, rounds: int, target: str) -> tuple[Path, list[WorkItem]]:
-    (tmp / "hosts.ini").write_text("".join(f"{h} ansible_connection=local\n" for h in HOSTS))
+    (tmp / "hosts.ini").write_text("".join(f"{h} ansible_connection=ssh\n" for h in HOSTS))
     f = tmp / "c.yml"
     f.write_text(f"""name: pl
 labs:
@@ -283,3 +283,14 @@ def test_provision_runs_the_host_playbook_on_every_host_of_the_pool(tmp_path: Pa
     line = next(x for x in out.splitlines() if "campaign-host.yml" in x)
     assert "--limit h1,h2,h3" in line and "campaign_target=box" in line
     assert (REPO / "ansible" / "campaign-host.yml").is_file()
+
+
+def test_a_local_inventory_host_shares_this_machines_slot(tmp_path: Path) -> None:
+    """An ansible host with ansible_connection=local is this machine: its items never run
+    beside a local target's (two labs at once would share the CPUs they measure with)."""
+    (tmp_path / "hosts.ini").write_text("box-a ansible_connection=local\nfar ansible_connection=ssh\n")
+    local = pool.local_hosts(tmp_path / "hosts.ini")
+    assert local == {"box-a"}
+    _, items = _campaign(tmp_path, 1, "  - {name: box-a, kind: ansible}\n  - {name: here}")
+    assert pool.slots(items, local) == ["this machine"] and not pool.parallel(items, local)
+    assert pool.parallel(items), "without the inventory's word they look like two machines"
