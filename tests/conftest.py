@@ -43,3 +43,13 @@ def copy_lab(tmp_path: Path):
 def netns_list() -> set[str]:
     out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout
     return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+@pytest.fixture(scope="module")
+def delayline() -> Path:
+    """The native delay line, built (make -C native) once per module that asks for it."""
+    p = subprocess.run(["make", "-C", str(REPO / "native")], capture_output=True, text=True, timeout=300,
+                       check=False)
+    if p.returncode != 0:
+        pytest.skip(f"cannot build the delay line: {p.stderr[-300:]}")
+    return REPO / "native" / "build" / "mptcplab-delayline"

@@ -367,7 +367,7 @@ def _short_text(sel: repvalid.Selection, scenario: str) -> str:
             + (f" (dropped: {' | '.join(drops)})" if drops else ""))
 
 
-def _cpu_bound(i: WorkItem) -> set[str]:
+def cpu_bound_scenarios(i: WorkItem) -> set[str]:
     """The scenarios the lab declares CPU-bound (as the merge reads them)."""
     try:
         lab = load_lab(i.lab_dir)
@@ -397,7 +397,7 @@ def remeasure_all(out: Path, order: list[WorkItem], inventory: Path | None, log:
     many items may still run now (--max-items), the rest are "left" for a rerun."""
     outcomes: list[Outcome] = []
     for items in groups(order).values():
-        cpu_bound = _cpu_bound(items[0])
+        cpu_bound = cpu_bound_scenarios(items[0])
         while True:
             nxt, extras, why = next_round(out, items, remeasure, cpu_bound)
             new = [e for e in extras if all(o.item.id != e.id for o in outcomes)]

@@ -34,13 +34,14 @@ from pathlib import Path
 from types import FrameType
 
 from ..progress import clock_text
+from ..record import store
 from ..results.read import load_manifest
 from .executor import (
     Attempt,
     Outcome,
     Stopped,
-    _cpu_bound,
     add_items,
+    cpu_bound_scenarios,
     finished,
     groups,
     item_dir,
@@ -342,8 +343,6 @@ def _keep_attempt(out: Path, item: WorkItem, host: str, n: int, why: str, attemp
     rec = {**attempt.record, "host": host, "lost": why}
     attempt.record.setdefault("attempts", []).append(
         {k: rec.get(k) for k in ("host", "started", "finished", "exit", "lost")})
-    from ..record import store
-
     store.write_json(d / "item.json", attempt.record)
     return keep
 
@@ -355,7 +354,7 @@ def _remeasure(out: Path, order: list[WorkItem], inventory: Path | None, log: Ca
     lab x target is judged again (the merge's rule), until none is short or all are bounded."""
     outcomes: list[Outcome] = []
     counted: set[str] = set()
-    cpu = {k: _cpu_bound(items[0]) for k, items in groups(order).items()}
+    cpu = {k: cpu_bound_scenarios(items[0]) for k, items in groups(order).items()}
     while True:
         wave: list[WorkItem] = []
         for k, items in groups(order).items():

@@ -4,10 +4,10 @@ them) and has lifecycle hooks that executor.py calls around the command: host_pr
 once before the campaign runs, prepare() before each item.
 
 local: `mptcplab run` as a child process with the item's own results root.
-ansible: ansible-playbook with ansible/campaign-item.yml limited to the item's host (the target's, or the
-one of its pool the item runs on: pool.py); the
-playbook syncs this checkout and the lab there, runs the same `mptcplab run` argument list
-with ansible.builtin.command (no shell), and pulls the item's results root back.
+ansible: ansible-playbook with ansible/campaign-item.yml limited to the item's host (the
+target's, or the host of its pool the item runs on: pool.py); the playbook syncs this
+checkout and the lab there, runs the same `mptcplab run` argument list with
+ansible.builtin.command (no shell), and pulls the item's results root back.
 qemu: images/kernel/qemu-run.sh boots the target's kernel (its packages directory) with this
 host's root file system read-only and runs the same `mptcplab run` in it; the guest writes
 the item's results root directly (qemu-run.sh --out), so there is nothing to fetch back.
@@ -141,10 +141,8 @@ class Ansible(TargetKind):
                 "-e", f"campaign_checkout={REPO}"]
 
     def record(self, t: Target) -> dict[str, Any]:
-        if t.pool:
-            return {"pool": list(t.pool),
-                    **({"expect": t.expect.model_dump(exclude_none=True)} if t.expect else {})}
-        return {"host": t.inventory_host, **({"expect": t.expect.model_dump(exclude_none=True)} if t.expect else {})}
+        where: dict[str, Any] = {"pool": list(t.pool)} if t.pool else {"host": t.inventory_host}
+        return {**where, **({"expect": t.expect.model_dump(exclude_none=True)} if t.expect else {})}
 
     def host_lost(self, rc: int, output: str) -> str | None:
         # ansible-playbook's status 4 is "unreachable hosts" (its TaskQueueManager), and the

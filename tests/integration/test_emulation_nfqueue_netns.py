@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import subprocess
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +16,6 @@ from pathlib import Path
 import pytest
 
 from mptcplab.emulation import nfqueue
-from mptcplab.emulation.base import repo_root
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.testline import TwoNodeLine, goodput_bps
@@ -31,13 +29,6 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def delayline() -> Path:
-    p = subprocess.run(["make", "-C", str(repo_root() / "native")], capture_output=True, text=True, timeout=120,
-                       check=False)
-    if p.returncode != 0:
-        pytest.skip(f"cannot build the delay line: {p.stderr[-300:]}")
-    return repo_root() / "native" / "build" / "mptcplab-delayline"
 
 
 @pytest.fixture

@@ -25,7 +25,6 @@ from typing import Any
 
 import pytest
 
-from mptcplab.emulation.base import repo_root
 from mptcplab.emulation.linkmodel import LinkShape
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.testline import TwoNodeLine
@@ -112,13 +111,6 @@ def _window(ms: int) -> int:
     return math.ceil(ms / WINDOW_MS) - 1  # windows are (a, b], as the trace's capacity series
 
 
-@pytest.fixture(scope="module")
-def delayline() -> Path:
-    p = subprocess.run(["make", "-C", str(repo_root() / "native")], capture_output=True, text=True, timeout=300,
-                       check=False)
-    if p.returncode != 0:
-        pytest.skip(f"cannot build the delay line: {p.stderr[-300:]}")
-    return repo_root() / "native" / "build" / "mptcplab-delayline"
 
 
 @pytest.mark.xfail(strict=True, reason=(
