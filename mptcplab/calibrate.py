@@ -2,12 +2,16 @@
 and say whether it is what was asked for (exit status 0 only within tolerance).
 
 The line is an ordinary in-memory lab (two hosts, one link), so it goes through
-the same validation, plan, backend and emulation as every lab run.
+the same validation, plan, backend and emulation as every lab run. A trace link
+(``--trace``) is measured as tests/integration/test_trace_link.py measures it
+(emulation/tracecheck.py: the bytes delivered per 100 ms window against the trace's
+capacity under a saturating UDP flood, on a two-namespace line).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import signal
 import subprocess
 import time
@@ -20,9 +24,11 @@ from . import backends
 from .backends.base import Backend
 from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
+from .emulation import tracecheck
 from .emulation.base import Emulator
 from .emulation.linkmodel import LinkShape, QueueLimit
 from .emulation.nfqueue import delayline_losses, max_lateness_p99_us
+from .emulation.trace import Trace, TraceError, trace_for
 from .errors import LabInputError
 from .lab.limits import tbf_problem
 from .lab.loader import _validate
@@ -97,6 +103,68 @@ def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkSha
         "traffic": {"flows": {"probe": {"client": "a", "server": "b", "server_address": "b:eth1", "mptcp": False}}},
     }, Path(CLI))
     return topo, ScenarioRun("calibrate", "", body, {}), shape
+
+
+@dataclass(frozen=True)
+class TraceCalibrateRequest:
+    trace: str
+    delay: str = "0ms"
+    buffer: str | None = None
+    mtu: int = 1500
+    #: the flood's length; None: the trace's period and a second (every window measured once)
+    seconds: float | None = None
+
+
+@dataclass(frozen=True)
+class TraceCalibration:
+    """A checked ``TraceCalibrateRequest``: what ``calibrate_trace`` runs."""
+
+    trace: Trace
+    delay: str
+    queue: str | int
+    queue_bytes: int
+    mtu: int
+    seconds: float
+    flood_bps: int
+
+    def describe(self) -> str:
+        return (f"{self.trace.describe()}; one-way delay {self.delay}, queue {self.queue_bytes} bytes "
+                f"(drop-tail), MTU {self.mtu}; UDP flood {self.flood_bps / 1e6:g} Mbit/s for {self.seconds:g} s; "
+                "emulation: nfqueue (the delay line's trace stage)")
+
+
+def check_trace_request(req: TraceCalibrateRequest, base: Path) -> TraceCalibration:
+    """The request checked before anything is created (LabInputError, exit status 2). The
+    default queue is one the flood keeps from emptying (tracecheck.saturating_queue_bytes,
+    twice, at least 100 full packets): a smaller one would measure the queue, not the replay."""
+    try:
+        trace = trace_for(req.trace, base)
+    except TraceError as e:
+        raise LabInputError(CLI, "--trace", str(e)) from None
+    for opt, parse, val in (("--delay", parse_time, req.delay), ("--buffer", QueueLimit.parse, req.buffer)):
+        if val is not None:
+            try:
+                parse(val)
+            except UnitError as e:
+                raise LabInputError(CLI, opt, str(e)) from None
+    if not 576 <= req.mtu <= 65535:
+        raise LabInputError(CLI, "--mtu", f"must be between 576 and 65535, got {req.mtu}")
+    seconds = req.seconds if req.seconds is not None else float(math.ceil(trace.period_ms / 1000 + 1))
+    if not 2 <= seconds <= IPERF3_MAX_SECONDS:
+        raise LabInputError(CLI, "--seconds", f"must be between 2 and {IPERF3_MAX_SECONDS} (iperf3's limit)")
+    flood = tracecheck.flood_bps(trace)
+    queue: str | int = req.buffer or max(2 * tracecheck.saturating_queue_bytes(trace, flood),
+                                         100 * tracecheck.OPPORTUNITY_BYTES)
+    # a time ("80ms") is at the trace's peak rate, as in a lab
+    qbytes = LinkShape.parse(delay=req.delay, trace=trace, queue=queue).queue_bytes(req.mtu)
+    return TraceCalibration(trace, req.delay, queue, qbytes, req.mtu, seconds, flood)
+
+
+def calibrate_trace(cal: TraceCalibration, delayline: Path, workdir: Path,
+                    log: Callable[[str], None] = print) -> tracecheck.ReplayReport:
+    """Replays the trace on a two-namespace line under the flood; the report says whether
+    its 100 ms series is within tolerance (``report.ok``)."""
+    return tracecheck.measure(cal.trace, delayline, workdir, cal.seconds, cal.delay, cal.queue, cal.mtu, log)
 
 
 def tcp_buffer_max(shape: LinkShape) -> int:

@@ -29,13 +29,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     d.set_defaults(handler=cmd_doctor)
 
     k = sub.add_parser("calibrate", help="measure an emulated link against its configuration")
-    k.add_argument("--rate", required=True, help="e.g. 100mbit")
+    what = k.add_mutually_exclusive_group(required=True)
+    what.add_argument("--rate", help="e.g. 100mbit")
+    what.add_argument("--trace", help="a delivery trace (a name in traces/, or a file): its replay's bytes per "
+                                      "100 ms window against the trace's capacity, under a saturating UDP flood")
     k.add_argument("--delay", default="0ms", help="one-way delay, each direction, e.g. 40ms")
     k.add_argument("--jitter", help="e.g. 2ms (no reordering)")
     k.add_argument("--loss", help="random loss, e.g. 1%%")
     k.add_argument("--buffer", help="queue limit: bytes (150KB) or time at the rate (80ms)")
     k.add_argument("--mtu", type=int, default=1500)
-    k.add_argument("--seconds", type=float, default=5.0, help="duration of the goodput and loss tests")
+    k.add_argument("--seconds", type=float, help="duration of the goodput and loss tests (default 5), or of the "
+                                                 "trace's flood (default: the trace's period + 1 s)")
     # --emulation as `run` names it; --backend, its name before, still works
     k.add_argument("--emulation", "--backend", dest="emulation", choices=["netem", "nfqueue"],
                    help="force the link emulation")
@@ -98,10 +102,12 @@ def cmd_doctor(a: argparse.Namespace) -> int:
 
 
 def cmd_calibrate(a: argparse.Namespace) -> int:
+    if a.trace is not None:
+        return _calibrate_trace(a)
     from ..calibrate import CalibrateRequest, calibrate, render
 
     req = CalibrateRequest(rate=a.rate, delay=a.delay, jitter=a.jitter, loss=a.loss, buffer=a.buffer, mtu=a.mtu,
-                           seconds=a.seconds, capture=a.capture)
+                           seconds=5.0 if a.seconds is None else a.seconds, capture=a.capture)
     from ..calibrate import _line_lab
 
     _line_lab(req)  # validate before anything is created
@@ -121,3 +127,26 @@ def cmd_calibrate(a: argparse.Namespace) -> int:
     print(render(checks))
     print("within tolerance" if ok else "OUT OF TOLERANCE")
     return 0 if ok else 1
+
+
+def _calibrate_trace(a: argparse.Namespace) -> int:
+    """`calibrate --trace`: the delay line's trace stage, so nfqueue only, and a flood that
+    jitter, loss or a capture would make unsaturating or unreadable."""
+    from ..calibrate import CLI, TraceCalibrateRequest, calibrate_trace, check_trace_request
+    from ..emulation.nfqueue import NfqueueEmulator
+    from ..errors import LabInputError
+
+    for opt, val in (("--jitter", a.jitter), ("--loss", a.loss), ("--capture", a.capture or None),
+                     ("--rate-in-tbf", a.rate_in_tbf or None), ("--emulation netem", a.emulation == "netem" or None)):
+        if val is not None:
+            raise LabInputError(CLI, opt, "not with --trace (the replay is checked under a lossless, jitter-free "
+                                          "flood, in the delay line's trace stage)")
+    cal = check_trace_request(TraceCalibrateRequest(trace=a.trace, delay=a.delay, buffer=a.buffer, mtu=a.mtu,
+                                                    seconds=a.seconds), Path.cwd())
+    if os.geteuid() != 0:
+        raise HostNotReady("calibrate creates network namespaces and qdiscs: run as root")
+    print(f"link: {cal.describe()}")
+    with tempfile.TemporaryDirectory(prefix="mptcplab-cal-") as wd:
+        report = calibrate_trace(cal, NfqueueEmulator().binary, Path(wd))
+    print(report.render())
+    return 0 if report.ok else 1

@@ -750,11 +750,12 @@ static void write_stats(struct ctx *c)
 			"\", \"lines\": %u, \"period_ms\": %" PRIu64 ", \"offset_ms\": %" PRIu64
 			", \"start_unix_ns\": %" PRIu64 ", \"start_mono_ns\": %" PRIu64 ",\n"
 			"  \"limit_bytes\": %" PRIu64 ", \"limit_packets\": %" PRIu64 ", \"opportunities_used\": %" PRIu64
-			", \"opportunities_wasted\": %" PRIu64 ", \"wasted_bytes\": %" PRIu64 ", \"bytes\": %" PRIu64
-			", \"drops\": %" PRIu64 ", \"drop_bytes\": %" PRIu64 "},\n",
+			", \"opportunities_wasted\": %" PRIu64 ",\n  \"opportunities_wasted_between_drops\": %" PRIu64
+			", \"wasted_bytes\": %" PRIu64 ", \"bytes\": %" PRIu64 ", \"drops\": %" PRIu64
+			", \"drop_bytes\": %" PRIu64 "},\n",
 			t->n, t->period_ns / 1000000, c->o.trace_offset_ms, c->trace_start_unix_ns, t->start_ns,
-			t->limit_bytes, t->limit_packets, t->opp_used, t->opp_wasted, t->wasted_bytes, t->bytes, t->drops,
-			t->drop_bytes);
+			t->limit_bytes, t->limit_packets, t->opp_used, t->opp_wasted,
+			t->wasted_at_last_drop - t->wasted_at_first_drop, t->wasted_bytes, t->bytes, t->drops, t->drop_bytes);
 	} else {
 		fprintf(f, " \"trace\": null,\n");
 	}

@@ -257,6 +257,11 @@ static int trace_depart(struct dl_trace *t, uint32_t len, uint64_t arrival_ns, u
 	uint64_t qpk = t->qcount - (uint64_t)transit;
 	uint64_t qb = t->qbytes - (transit ? t->q[t->qhead].len : 0);
 	if ((t->limit_bytes && qb + len > t->limit_bytes) || (t->limit_packets && qpk + 1 > t->limit_packets)) {
+		/* a full queue: nothing is pending unsettled since the last push, so
+		 * opp_wasted is up to date here */
+		if (!t->drops)
+			t->wasted_at_first_drop = t->opp_wasted;
+		t->wasted_at_last_drop = t->opp_wasted;
 		t->drops++;
 		t->drop_bytes += len;
 		return -2;

@@ -92,6 +92,10 @@ struct dl_trace {
 	/* what the stage did */
 	uint64_t opp_used;      /* opportunities that carried at least one byte */
 	uint64_t opp_wasted;    /* opportunities that passed with an empty queue */
+	/* opp_wasted when the drop-tail limits first and last refused a packet: what passed
+	 * unused in between is credit lost while the link was overloaded (none is due: an
+	 * overloaded queue is never empty), unlike idle time before or after a flow */
+	uint64_t wasted_at_first_drop, wasted_at_last_drop;
 	uint64_t wasted_bytes;  /* credit lost: idle opportunities and unused remainders */
 	uint64_t bytes;         /* bytes delivered (IP length + 4 per packet) */
 	uint64_t drops, drop_bytes; /* refused by the drop-tail limits */

@@ -3,7 +3,7 @@
  * order, release times, jitter bounds and clipping, no reordering, full FIFO,
  * wait times, seed reproducibility, the lateness percentiles and the
  * longest-stalls log; the trace stage (opportunities, partial packets, lost
- * credit, loops, offset, outages, drop-tail limits, the trace reader).
+ * credit, credit lost under load, loops, offset, outages, drop-tail limits, the trace reader).
  * Run by `make -C native test`; exit status 0 only when every check passes.
  */
 #include <stdio.h>
@@ -377,6 +377,45 @@ static void test_trace_outage(void)
 	dl_sched_free(&s);
 }
 
+/* Credit lost while the link is overloaded is told apart from idle time before and after
+ * a flow: what passes unused between the first and the last packet the queue refused.
+ * A flood keeps the queue from emptying, so none; a pause in it does lose credit. */
+static void test_trace_wasted_between_drops(void)
+{
+	uint32_t every_ms[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10};
+	uint32_t ids[256];
+	uint64_t rel[256];
+	struct dl_sched s;
+	/* a queue of 2 packets; 2 packets per ms offered from 10.5 ms to 30 ms, then nothing */
+	dl_sched_init(&s, 256, 0, 0, 1);
+	dl_sched_set_trace(&s, every_ms, 10, 0, 0, 0, 2);
+	struct dl_trace *t = s.trace;
+	dl_sched_push(&s, 999, 40, 500 * US); /* a lone small packet first (a control connection) */
+	uint32_t ok = 0;
+	for (uint32_t i = 0; i < 40; i++)
+		ok += dl_sched_push(&s, i, OPP, 10 * MS + 500 * US + i / 2 * MS) == 0;
+	dl_trace_settle(t, 60 * MS + 500 * US);
+	CHECK(drain_all(&s, ids, rel, 256) == ok + 1 && t->drops > 0, "%u accepted, %llu refused", ok,
+	      (unsigned long long)t->drops);
+	/* 2..10 ms idle after the lone packet; the last accepted leaves at 31 ms, 32..60 pass */
+	CHECK(t->opp_wasted == 9 + 29, "wasted in all %llu", (unsigned long long)t->opp_wasted);
+	CHECK(t->wasted_at_last_drop - t->wasted_at_first_drop == 0, "under the flood: none (%llu)",
+	      (unsigned long long)(t->wasted_at_last_drop - t->wasted_at_first_drop));
+	dl_sched_free(&s);
+
+	/* the same flood paused from 19.5 to 40.5 ms: the last queued leaves at 21 ms, 22..40 pass */
+	dl_sched_init(&s, 256, 0, 0, 1);
+	dl_sched_set_trace(&s, every_ms, 10, 0, 0, 0, 2);
+	t = s.trace;
+	for (uint32_t i = 0; i < 60; i++) {
+		uint64_t at = 10 * MS + 500 * US + i / 2 * MS;
+		dl_sched_push(&s, i, OPP, at < 20 * MS ? at : at + 20 * MS);
+	}
+	CHECK(t->wasted_at_last_drop - t->wasted_at_first_drop == 19, "a pause under load: 19 lost (%llu)",
+	      (unsigned long long)(t->wasted_at_last_drop - t->wasted_at_first_drop));
+	dl_sched_free(&s);
+}
+
 static void test_trace_limits(void)
 {
 	struct dl_sched s;
@@ -462,6 +501,7 @@ int main(void)
 	test_trace_opportunities();
 	test_trace_same_ms_and_offset();
 	test_trace_outage();
+	test_trace_wasted_between_drops();
 	test_trace_limits();
 	test_trace_load();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
