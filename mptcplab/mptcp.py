@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv6Address, ip_address
+
 from .commands import Cmd, cmd
 from .lab.fields import is_endpoint_ref
 from .lab.network import Network
@@ -41,3 +44,47 @@ def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
         where = f"{addr}" if e.port is None else f"{addr} port {e.port}"
         out.append(Cmd(tuple(argv), node=name, why=f"endpoint {where}: {' '.join(e.flags)}"))
     return out
+
+
+def endpoint_show_cmd(node: str) -> Cmd:
+    return cmd("ip", "mptcp", "endpoint", "show", node=node, check=False, why="the node's endpoints and their ids")
+
+
+@dataclass(frozen=True)
+class ShownEndpoint:
+    """One line of ``ip mptcp endpoint show``: ``ADDR [port P] id N FLAGS... [dev IF]``."""
+
+    address: IPv4Address | IPv6Address
+    id: int
+    port: int | None
+    flags: tuple[str, ...]
+
+
+def parse_endpoints(text: str) -> list[ShownEndpoint]:
+    out = []
+    for line in text.splitlines():
+        words = line.split()
+        if len(words) < 3 or "id" not in words:
+            continue
+        try:
+            addr = ip_address(words[0])
+            i = words.index("id")
+            eid = int(words[i + 1])
+            port = int(words[words.index("port") + 1]) if "port" in words else None
+        except (ValueError, IndexError):
+            continue
+        flags = words[i + 2:]
+        if "dev" in flags:
+            flags = flags[:flags.index("dev")]
+        out.append(ShownEndpoint(addr, eid, port, tuple(flags)))
+    return out
+
+
+def endpoint_id_of(text: str, address: str) -> int:
+    """The id of the endpoint with ``address`` in ``ip mptcp endpoint show`` output
+    (LookupError when the node has none)."""
+    want = ip_address(address)
+    ids = [e.id for e in parse_endpoints(text) if e.address == want]
+    if not ids:
+        raise LookupError(f"no endpoint with address {address} (ip mptcp endpoint show: {text.strip()!r})")
+    return ids[0]

@@ -9,7 +9,20 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
-from .events import EndpointAdd, EndpointDelete, EndpointFlags, FlowStart, FlowStop, LinkChange, LinkDown, LinkUp
+from .events import (
+    UPM_ACTIONS,
+    EndpointAdd,
+    EndpointDelete,
+    EndpointFlags,
+    FlowStart,
+    FlowStop,
+    LinkChange,
+    LinkDown,
+    LinkUp,
+    UpmEvent,
+    UpmSubflowCreate,
+    UpmSubflowDestroy,
+)
 from .fields import is_endpoint_ref
 from .schema import ExperimentBody
 
@@ -32,10 +45,43 @@ def check_events(body: ExperimentBody, eps: set[str], fail: Fail) -> None:
             fail(f"{where}.flow", f"no flow {ev.flow!r} in traffic.flows")
         if isinstance(ev, FlowStart) and flows[ev.flow].role == "measured":
             fail(f"{where}.flow", f"{ev.flow!r} is the measured flow: its start is the timeline's zero")
+        if isinstance(ev, UPM_ACTIONS):
+            _check_upm(body, eps, ev, where, fail)
     started = [ev.flow for ev in body.traffic.events if isinstance(ev, FlowStart)]
     for name in started:
         if started.count(name) > 1:
             fail("traffic.events", f"flow {name!r} is started twice (a flow runs once per repetition)")
+
+
+def uses_userspace_pm(body: ExperimentBody, node: str) -> bool:
+    """``node`` selects the userspace path manager: nodes.<node>.mptcp.path_manager, or the
+    sysctl net.mptcp.pm_type = 1 (the node's own, else the lab's)."""
+    spec = body.nodes[node]
+    if spec.mptcp is not None and spec.mptcp.path_manager is not None:
+        return spec.mptcp.path_manager == "userspace"
+    pm_type = spec.sysctls.get("net.mptcp.pm_type", body.sysctls.get("net.mptcp.pm_type"))
+    return str(pm_type) == "1"
+
+
+def _check_upm(body: ExperimentBody, eps: set[str], ev: UpmEvent, where: str, fail: Fail) -> None:
+    flow = body.traffic.flows.get(ev.flow)
+    if flow is None:
+        fail(f"{where}.flow", f"no flow {ev.flow!r} in traffic.flows")
+        return
+    if ev.node not in (flow.client, flow.server):
+        fail(f"{where}.node", f"{ev.node!r} is neither the client nor the server of flow {ev.flow!r}")
+    # a scenario may make the flow plain TCP (a baseline): its events then find no MPTCP
+    # connection when they run and are recorded as failed, a warning of the repetition
+    if not uses_userspace_pm(body, ev.node):
+        fail(f"{where}.node", f"{ev.node} does not select the userspace path manager "
+                              f"(nodes.{ev.node}.mptcp.path_manager: userspace)")
+    peer = flow.server if ev.node == flow.client else flow.client
+    refs: list[tuple[str, str | None, str]] = [("address", getattr(ev, "address", None), ev.node)]
+    if isinstance(ev, UpmSubflowCreate | UpmSubflowDestroy):
+        refs += [("local", ev.local, ev.node), ("remote", ev.remote, peer)]
+    for field, ref, owner in refs:
+        if ref is not None and is_endpoint_ref(ref) and (ref not in eps or not ref.startswith(owner + ":")):
+            fail(f"{where}.{field}", f"{ref!r} is not an interface of {owner}")
 
 
 def check_controllers(body: ExperimentBody, fail: Fail) -> None:

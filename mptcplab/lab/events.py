@@ -16,7 +16,16 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..units import parse_fraction, parse_rate, parse_time
-from .fields import NAME_RE, address_ref, check_unit, endpoint_ref, sysctl_key, sysctl_value
+from .fields import (
+    NAME_RE,
+    EndpointFlag,
+    address_ref,
+    check_endpoint_flags,
+    check_unit,
+    endpoint_ref,
+    sysctl_key,
+    sysctl_value,
+)
 
 #: a timeline longer than iperf3's own limit could never run
 MAX_AT_SECONDS = 86400.0
@@ -123,38 +132,46 @@ class _OnNode(_Timed):
     node: Annotated[str, Field(pattern=NAME_RE)]
 
 
+def _opt_address(v: str | None) -> str | None:
+    return None if v is None else address_ref(v)
+
+
 class EndpointAdd(_OnNode):
-    """``ip mptcp endpoint add`` on ``node``."""
+    """``ip mptcp endpoint add ADDRESS [dev IF] [id ID] [port P] FLAGS`` on ``node``."""
 
     action: Literal["endpoint_add"]
-    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
-    flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = []
+    address: str = Field(description="'node:iface' of this node, or an IPv4 or IPv6 address")
+    flags: list[EndpointFlag] = []
     id: int | None = Field(default=None, ge=1, le=255)
+    port: int | None = Field(default=None, ge=1024, le=65535, description="announce address:port (signal only)")
 
-    @field_validator("address")
-    @classmethod
-    def _ref(cls, v: str) -> str:
-        return address_ref(v)
+    _addr = field_validator("address")(classmethod(lambda cls, v: address_ref(v)))
+    _flags = field_validator("flags")(classmethod(lambda cls, v: check_endpoint_flags(v)))
+
+    @model_validator(mode="after")
+    def _port_signal(self) -> EndpointAdd:
+        if self.port is not None and "signal" not in self.flags:
+            raise ValueError("port: only a signal endpoint announces a port")
+        return self
 
 
 class EndpointDelete(_OnNode):
-    """``ip mptcp endpoint delete id ID [ADDRESS]``: the kernel deletes by id, so the
-    endpoint needs a known id (give it one in nodes.<node>.mptcp.endpoints or
-    endpoint_add). Id 0 is the initial subflow's address, which has no endpoint of its own:
-    the kernel needs the ``address`` then (it removes that address from the connections,
-    REMOVE_ADDR with id 0)."""
+    """``ip mptcp endpoint delete id ID [ADDRESS]``: the kernel deletes by id. Without
+    ``id`` the endpoint is named by ``address`` and its id is read from ``ip mptcp endpoint
+    show`` when the event runs (an endpoint the kernel numbered itself). Id 0 is the
+    initial subflow's address, which has no endpoint of its own: the kernel needs the
+    ``address`` then (it removes that address from the connections, REMOVE_ADDR with id 0)."""
 
     action: Literal["endpoint_delete"]
-    id: int = Field(ge=0, le=255)
-    address: str | None = Field(default=None, description="'node:iface' of this node, or an IPv4 address")
+    id: int | None = Field(default=None, ge=0, le=255)
+    address: str | None = Field(default=None, description="'node:iface' of this node, or an IPv4 or IPv6 address")
 
-    @field_validator("address")
-    @classmethod
-    def _ref(cls, v: str | None) -> str | None:
-        return None if v is None else address_ref(v)
+    _addr = field_validator("address")(classmethod(lambda cls, v: _opt_address(v)))
 
     @model_validator(mode="after")
-    def _id0_has_address(self) -> EndpointDelete:
+    def _id_or_address(self) -> EndpointDelete:
+        if self.id is None and self.address is None:
+            raise ValueError("endpoint_delete needs id, address, or both")
         if self.id == 0 and self.address is None:
             raise ValueError("id 0 (the initial subflow's address) needs its address: "
                              "the kernel deletes id 0 by address")
@@ -169,20 +186,98 @@ class EndpointFlush(_OnNode):
 
 
 class EndpointFlags(_OnNode):
-    """``ip mptcp endpoint change ADDRESS FLAG``: backup|nobackup makes the kernel send
-    MP_PRIO on the subflows of that address, and its scheduler stops (or resumes) sending
-    new data on them while a non-backup subflow is available; fullmesh|nofullmesh changes
-    whether a subflow endpoint makes a subflow to every address the peer announces (or
-    one), for the subflows made from then on."""
+    """``ip mptcp endpoint change [id ID] [ADDRESS] [port P] FLAG``: backup|nobackup makes
+    the kernel send MP_PRIO on the subflows of that address, and its scheduler stops (or
+    resumes) sending new data on them while a non-backup subflow is available;
+    fullmesh|nofullmesh changes whether a subflow endpoint makes a subflow to every address
+    the peer announces (or one), for the subflows made from then on."""
 
     action: Literal["endpoint_flags"]
-    address: str = Field(description="'node:iface' of this node, or an IPv4 address")
+    address: str | None = Field(default=None, description="'node:iface' of this node, or an IPv4 or IPv6 address")
+    id: int | None = Field(default=None, ge=1, le=255, description="the endpoint's id (instead of, or with, address)")
+    port: int | None = Field(default=None, ge=1024, le=65535, description="the endpoint's port (a signal endpoint's)")
     flags: Literal["backup", "nobackup", "fullmesh", "nofullmesh"]
 
-    @field_validator("address")
-    @classmethod
-    def _ref(cls, v: str) -> str:
-        return address_ref(v)
+    _addr = field_validator("address")(classmethod(lambda cls, v: _opt_address(v)))
+
+    @model_validator(mode="after")
+    def _named(self) -> EndpointFlags:
+        if self.id is None and self.address is None:
+            raise ValueError("endpoint_flags needs the endpoint's address or id")
+        return self
+
+
+class LimitsSet(_OnNode):
+    """``ip mptcp limits set [subflows N] [add_addr_accepted M]``: the in-kernel path
+    manager's limits from now on (connections already open keep the limits they took)."""
+
+    action: Literal["limits"]
+    subflows: int | None = Field(default=None, ge=0, le=8)
+    add_addr_accepted: int | None = Field(default=None, ge=0, le=8)
+
+    @model_validator(mode="after")
+    def _something(self) -> LimitsSet:
+        if self.subflows is None and self.add_addr_accepted is None:
+            raise ValueError("limits needs subflows, add_addr_accepted or both")
+        return self
+
+
+class _OnConnection(_OnNode):
+    """A userspace path-manager command for one MPTCP connection of ``node``: the busiest
+    connection of traffic flow ``flow`` there (its local token is read from ``ss -tinM``
+    when the event runs). ``node`` is the flow's client or server and selects the
+    userspace path manager (nodes.<node>.mptcp.path_manager: userspace)."""
+
+    flow: Annotated[str, Field(pattern=NAME_RE)]
+
+
+class UpmAnnounce(_OnConnection):
+    """Announce ``address`` (ADD_ADDR) with address id ``id`` (and ``port``) to the peer."""
+
+    action: Literal["upm_announce"]
+    address: str = Field(description="'node:iface' of this node, or an IPv4 or IPv6 address")
+    id: int = Field(ge=1, le=255)
+    port: int | None = Field(default=None, ge=1024, le=65535)
+
+    _addr = field_validator("address")(classmethod(lambda cls, v: address_ref(v)))
+
+
+class UpmRemove(_OnConnection):
+    """Withdraw address id ``id`` (REMOVE_ADDR; the kernel closes the subflows that use it).
+    Id 0 is the initial subflow's address."""
+
+    action: Literal["upm_remove"]
+    id: int = Field(ge=0, le=255)
+
+
+class UpmSubflowCreate(_OnConnection):
+    """Open a subflow (MP_JOIN) from ``local`` (address id ``local_id``) to ``remote`` port
+    ``remote_port`` (default: the flow's port)."""
+
+    action: Literal["upm_subflow_create"]
+    local: str = Field(description="'node:iface' of this node, or an address of it")
+    local_id: int = Field(ge=1, le=255)
+    remote: str = Field(description="'node:iface' of the flow's other host, or an address of it")
+    remote_port: int | None = Field(default=None, ge=1, le=65535)
+    backup: bool = False
+
+    _refs = field_validator("local", "remote")(classmethod(lambda cls, v: address_ref(v)))
+
+
+class UpmSubflowDestroy(_OnConnection):
+    """Close the subflow between ``local`` and ``remote`` port ``remote_port`` (default: the
+    flow's port); its local port is read from ``ss -tinM`` when the event runs."""
+
+    action: Literal["upm_subflow_destroy"]
+    local: str = Field(description="'node:iface' of this node, or an address of it")
+    remote: str = Field(description="'node:iface' of the flow's other host, or an address of it")
+    remote_port: int | None = Field(default=None, ge=1, le=65535)
+
+    _refs = field_validator("local", "remote")(classmethod(lambda cls, v: address_ref(v)))
+
+
+UPM_ACTIONS = (UpmAnnounce, UpmRemove, UpmSubflowCreate, UpmSubflowDestroy)
+UpmEvent = UpmAnnounce | UpmRemove | UpmSubflowCreate | UpmSubflowDestroy
 
 
 class SysctlWrite(_OnNode):
@@ -218,10 +313,11 @@ class FlowStop(_Timed):
 
 
 Event = Annotated[LinkDown | LinkUp | LinkChange | EndpointAdd | EndpointDelete | EndpointFlush | EndpointFlags
+                  | LimitsSet | UpmAnnounce | UpmRemove | UpmSubflowCreate | UpmSubflowDestroy
                   | SysctlWrite | FlowStart | FlowStop, Field(discriminator="action")]
 #: what a controller may decide: the same actions, without a time (it acts now)
-ACTIONS_OF_CONTROLLERS = ("endpoint_add", "endpoint_delete", "endpoint_flush", "endpoint_flags", "sysctl",
-                          "link_change")
+ACTIONS_OF_CONTROLLERS = ("endpoint_add", "endpoint_delete", "endpoint_flush", "endpoint_flags", "limits", "sysctl",
+                          "link_change", "upm_announce", "upm_remove", "upm_subflow_create", "upm_subflow_destroy")
 
 
 class ControllerSpec(_Strict):

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from ipaddress import ip_address
-from typing import Any
+from typing import Any, Literal
 
 from ..units import UnitError
 
@@ -71,3 +71,19 @@ def address_ref(v: str) -> str:
     except ValueError:
         raise ValueError(f"{v!r} is neither 'node:interface' nor an IPv4 or IPv6 address") from None
     return v
+
+
+#: the flags ``ip mptcp endpoint add`` takes (iproute2 6.1; ``laminar``, kernel 6.18, and
+#: ``implicit``, set by the kernel only, are not among them)
+EndpointFlag = Literal["subflow", "signal", "backup", "fullmesh"]
+
+
+def check_endpoint_flags(flags: list[str]) -> list[str]:
+    """What the kernel refuses of an endpoint's flags, said before anything runs."""
+    if len(set(flags)) != len(flags):
+        raise ValueError(f"{flags}: a flag is listed twice")
+    if "signal" in flags and "fullmesh" in flags:
+        # pm_netlink.c: "flags mustn't have both signal and fullmesh"
+        raise ValueError("signal and fullmesh together are refused by the kernel "
+                         "(a fullmesh endpoint makes subflows, a signal one is announced)")
+    return flags

@@ -19,7 +19,15 @@ from ipaddress import ip_address
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
-from .events import EndpointAdd, EndpointDelete, EndpointFlags, LinkChange
+from .events import (
+    EndpointAdd,
+    EndpointDelete,
+    EndpointFlags,
+    LinkChange,
+    UpmAnnounce,
+    UpmSubflowCreate,
+    UpmSubflowDestroy,
+)
 from .fields import is_endpoint_ref
 from .network import Link, Network, Numbering
 from .schema import ExperimentBody
@@ -110,6 +118,23 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
         if isinstance(ev, EndpointAdd | EndpointFlags | EndpointDelete) and ev.address is not None \
                 and not is_endpoint_ref(ev.address) and ip_address(ev.address) not in net.node_addresses(ev.node):
             raise LabInputError(file, f"traffic.events[{k}].address", f"{ev.address} is not an address of {ev.node}")
+        for field, ref, owner in upm_addresses(body, ev):
+            if not is_endpoint_ref(ref) and ip_address(ref) not in net.node_addresses(owner):
+                raise LabInputError(file, f"traffic.events[{k}].{field}", f"{ref} is not an address of {owner}")
+
+
+def upm_addresses(body: ExperimentBody, ev: object) -> list[tuple[str, str, str]]:
+    """(field, reference, node it must belong to) of a userspace path-manager event: its own
+    addresses are ``node``'s, ``remote`` is the flow's other host's."""
+    if isinstance(ev, UpmAnnounce):
+        return [("address", ev.address, ev.node)]
+    if isinstance(ev, UpmSubflowCreate | UpmSubflowDestroy):
+        flow = body.traffic.flows.get(ev.flow)
+        if flow is None:
+            return []
+        peer = flow.server if ev.node == flow.client else flow.client
+        return [("local", ev.local, ev.node), ("remote", ev.remote, peer)]
+    return []
 
 
 def _check_addresses(net: Network, body: ExperimentBody, file: str) -> None:

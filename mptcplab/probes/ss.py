@@ -52,6 +52,7 @@ class SubflowSample:
     bytes_retrans: int | None
     delivery_rate_bps: int | None
     send_queue: int  # Send-Q: bytes not yet acknowledged plus unsent
+    bytes_received: int | None = None  # what a receiver's subflow moved (timeline/upm.py)
 
     @property
     def est_rate_bps(self) -> float | None:
@@ -120,7 +121,7 @@ def parse_ss(text: str, t: float = 0.0) -> list[SubflowSample]:
             cwnd=_int(info, "cwnd"), mss=_int(info, "mss"), rtt_ms=_rtt_ms(info),
             bytes_acked=_int(info, "bytes_acked"), bytes_sent=_int(info, "bytes_sent"),
             bytes_retrans=_int(info, "bytes_retrans"), delivery_rate_bps=_delivery(info),
-            send_queue=int(head["sendq"])))
+            send_queue=int(head["sendq"]), bytes_received=_int(info, "bytes_received")))
     return out
 
 

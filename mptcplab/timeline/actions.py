@@ -24,10 +24,15 @@ from ..lab.events import (
     EndpointFlush,
     FlowStart,
     FlowStop,
+    LimitsSet,
     LinkChange,
     LinkDown,
     LinkUp,
     SysctlWrite,
+    UpmAnnounce,
+    UpmRemove,
+    UpmSubflowCreate,
+    UpmSubflowDestroy,
 )
 from ..lab.fields import is_endpoint_ref
 from ..lab.network import Link, Network, Route, build_network
@@ -37,7 +42,7 @@ if TYPE_CHECKING:
     from ..emulation.base import Emulator
     from ..lab.events import Event
     from ..lab.model import ScenarioRun
-    from ..lab.schema import ClabTopology
+    from ..lab.schema import ClabTopology, ExperimentBody
 
 #: nftables table of the timeline's drop filters (how: drop), apart from the lab's own
 DROP_TABLE = "mptcplab_ev"
@@ -49,6 +54,24 @@ class FlowControl(Protocol):
     def start(self, name: str) -> None: ...
 
     def stop(self, name: str) -> None: ...
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What an action must read on a node when it runs, before its commands: ``cmd``'s
+    output, turned by ``values`` into the values of the commands' placeholders (a
+    connection's token, a subflow's port, an endpoint's id; LookupError or ValueError when
+    not found: the action is then recorded as failed, its commands not run)."""
+
+    cmd: Cmd
+    values: Callable[[str], dict[str, str]]
+    #: what the dry run says of the placeholders
+    note: str
+
+
+def fill(c: Cmd, values: dict[str, str]) -> Cmd:
+    """``c`` with each placeholder argument replaced by its value."""
+    return Cmd(tuple(values.get(a, a) for a in c.argv), node=c.node, check=c.check, why=c.why)
 
 
 @dataclass(frozen=True)
@@ -69,6 +92,8 @@ class Resolved:
     #: the lab's typed action this was resolved from (None: a decision, a controller's
     #: error): events.csv's typed columns come from it (subject below)
     event: Event | None = None
+    #: read on the node first, to fill the placeholders of ``cmds`` (run-time values)
+    lookup: Lookup | None = None
 
 
 @dataclass
@@ -81,6 +106,8 @@ class ActionEnv:
     flow_control: Callable[[], FlowControl | None] = lambda: None
     shapes: dict[tuple[str, str], LinkShape] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock)
+    #: the scenario's experiment: the flows a userspace path-manager event names
+    body: ExperimentBody | None = None
 
     def __post_init__(self) -> None:
         for link in self.net.links:
@@ -179,8 +206,12 @@ def link_change_cmds(env: ActionEnv, ev: LinkChange) -> list[Cmd]:
 
 #: what each endpoint flag change does, for the dry run's comment
 _CHANGE_WHY = {"backup": "MP_PRIO on its subflows", "nobackup": "MP_PRIO on its subflows",
-               "fullmesh": "a subflow to every address the peer announces, from now on",
-               "nofullmesh": "one subflow per announced address, from now on"}
+               "fullmesh": "its subflows closed and made again: one to every address of the peer",
+               "nofullmesh": "its subflows closed and made again: one, to the peer's first address"}
+
+
+#: the placeholder of an endpoint id read when the event runs (endpoint_delete by address)
+EP_ID = "{id}"
 
 
 def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFlags | EndpointFlush) -> list[Cmd]:
@@ -188,19 +219,64 @@ def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFla
         return [cmd("ip", "mptcp", "endpoint", "flush", node=ev.node, check=False,
                     why="every endpoint of the node deleted")]
     if isinstance(ev, EndpointDelete):
-        by_addr = [str(env.net.address(ev.address))] if ev.address is not None else []
+        addr = str(env.net.address(ev.address)) if ev.address is not None else None
+        if ev.id is None:
+            return [cmd("ip", "mptcp", "endpoint", "delete", "id", EP_ID, node=ev.node, check=False,
+                        why=f"the endpoint of {addr}, its id read when the event runs")]
+        by_addr = [addr] if addr is not None and ev.id == 0 else []
         return [cmd("ip", "mptcp", "endpoint", "delete", "id", ev.id, *by_addr, node=ev.node, check=False)]
-    addr = str(env.net.address(ev.address))
     if isinstance(ev, EndpointFlags):
-        return [cmd("ip", "mptcp", "endpoint", "change", addr, ev.flags, node=ev.node, check=False,
-                    why=f"endpoint {addr}: {ev.flags} ({_CHANGE_WHY[ev.flags]})")]
+        argv = ["ip", "mptcp", "endpoint", "change"]
+        if ev.id is not None:
+            argv += ["id", str(ev.id)]
+        if ev.address is not None:
+            argv.append(str(env.net.address(ev.address)))
+        if ev.port is not None:
+            argv += ["port", str(ev.port)]
+        what = ev.address if ev.address is not None else f"id {ev.id}"
+        return [Cmd((*argv, ev.flags), node=ev.node, check=False,
+                    why=f"endpoint {what}: {ev.flags} ({_CHANGE_WHY[ev.flags]})")]
+    addr = str(env.net.address(ev.address))
     argv = ["ip", "mptcp", "endpoint", "add", addr]
     if is_endpoint_ref(ev.address):
         argv += ["dev", ev.address.split(":", 1)[1]]
     if ev.id is not None:
         argv += ["id", str(ev.id)]
+    if ev.port is not None:
+        argv += ["port", str(ev.port)]
     argv += list(ev.flags)
     return [Cmd(tuple(argv), node=ev.node, check=False)]
+
+
+def endpoint_lookup(env: ActionEnv, ev: EndpointDelete) -> Lookup | None:
+    """An endpoint deleted by address alone: its id from ``ip mptcp endpoint show``."""
+    if ev.id is not None or ev.address is None:
+        return None
+    from ..mptcp import endpoint_id_of, endpoint_show_cmd
+
+    addr = str(env.net.address(ev.address))
+    return Lookup(endpoint_show_cmd(ev.node), lambda out: {EP_ID: str(endpoint_id_of(out, addr))},
+                  f"{EP_ID}: the id of {addr} in the endpoint list above, read when the event runs")
+
+
+def limits_cmds(ev: LimitsSet) -> list[Cmd]:
+    argv: list[str | int] = ["ip", "mptcp", "limits", "set"]
+    if ev.subflows is not None:
+        argv += ["subflows", ev.subflows]
+    if ev.add_addr_accepted is not None:
+        argv += ["add_addr_accepted", ev.add_addr_accepted]
+    return [cmd(*argv, node=ev.node, check=False, why="in-kernel path manager limits from now on")]
+
+
+def upm_resolved(env: ActionEnv, ev: UpmAnnounce | UpmRemove | UpmSubflowCreate | UpmSubflowDestroy,
+                 at: float, source: str) -> Resolved:
+    from .upm import upm_plan
+
+    if env.body is None:
+        raise ValueError(f"{ev.action} needs the lab's flows (ActionEnv.body)")
+    plan = upm_plan(env.body, env.net, ev)
+    return Resolved(at, ev.action, _target(ev), (plan.cmd,), source=source, event=ev,
+                    lookup=Lookup(plan.lookup, plan.values, plan.note))
 
 
 def _target(ev: Event) -> str:
@@ -211,9 +287,15 @@ def _target(ev: Event) -> str:
     if isinstance(ev, EndpointFlags | EndpointAdd):
         return f"{ev.node} {ev.address}"
     if isinstance(ev, EndpointDelete):
-        return f"{ev.node} id {ev.id}"
-    if isinstance(ev, EndpointFlush):
+        return f"{ev.node} id {ev.id}" if ev.id is not None else f"{ev.node} {ev.address}"
+    if isinstance(ev, EndpointFlush | LimitsSet):
         return ev.node
+    if isinstance(ev, UpmAnnounce):
+        return f"{ev.node} flow {ev.flow} {ev.address} id {ev.id}"
+    if isinstance(ev, UpmRemove):
+        return f"{ev.node} flow {ev.flow} id {ev.id}"
+    if isinstance(ev, UpmSubflowCreate | UpmSubflowDestroy):
+        return f"{ev.node} flow {ev.flow} {ev.local} -> {ev.remote}"
     if isinstance(ev, SysctlWrite):
         return f"{ev.node} {ev.key}"
     raise TypeError(type(ev).__name__)
@@ -225,13 +307,22 @@ def subject(ev: Event | None) -> dict[str, Any]:
     if isinstance(ev, LinkDown | LinkUp | LinkChange):
         return {"node": ev.link.split(":", 1)[0], "link": ev.link, "direction": ev.direction}
     if isinstance(ev, EndpointFlags):
-        return {"node": ev.node, "address": ev.address, "flags": ev.flags}
+        return {"node": ev.node, "address": ev.address, "endpoint_id": ev.id, "flags": ev.flags}
     if isinstance(ev, EndpointAdd):
         return {"node": ev.node, "address": ev.address, "endpoint_id": ev.id, "flags": " ".join(ev.flags) or None}
     if isinstance(ev, EndpointDelete):
         return {"node": ev.node, "endpoint_id": ev.id, "address": ev.address}
-    if isinstance(ev, EndpointFlush | SysctlWrite):
+    if isinstance(ev, EndpointFlush | SysctlWrite | LimitsSet):
         return {"node": ev.node}
+    if isinstance(ev, UpmAnnounce):
+        return {"node": ev.node, "flow": ev.flow, "address": ev.address, "endpoint_id": ev.id}
+    if isinstance(ev, UpmRemove):
+        return {"node": ev.node, "flow": ev.flow, "endpoint_id": ev.id}
+    if isinstance(ev, UpmSubflowCreate):
+        return {"node": ev.node, "flow": ev.flow, "address": ev.local, "endpoint_id": ev.local_id,
+                "flags": "backup" if ev.backup else None}
+    if isinstance(ev, UpmSubflowDestroy):
+        return {"node": ev.node, "flow": ev.flow, "address": ev.local}
     if isinstance(ev, FlowStart | FlowStop):
         return {"flow": ev.flow}
     return {}
@@ -256,7 +347,10 @@ def resolve(env: ActionEnv, ev: Event, source: str = "timeline", planned_s: floa
         verb = "start" if isinstance(ev, FlowStart) else "stop (SIGINT to the client)"
         return Resolved(at, ev.action, target, call=_flow_call(env, ev), source=source, event=ev,
                         call_text=f"{verb} flow {ev.flow}: its client command is listed under the traffic step")
+    if isinstance(ev, UpmAnnounce | UpmRemove | UpmSubflowCreate | UpmSubflowDestroy):
+        return upm_resolved(env, ev, at, source)
     cmds: list[Cmd]
+    lookup: Lookup | None = None
     if isinstance(ev, LinkDown):
         cmds = link_down_cmds(env, ev)
     elif isinstance(ev, LinkUp):
@@ -265,9 +359,13 @@ def resolve(env: ActionEnv, ev: Event, source: str = "timeline", planned_s: floa
         cmds = link_change_cmds(env, ev)
     elif isinstance(ev, SysctlWrite):
         cmds = [cmd("sysctl", "-q", "-w", f"{ev.key}={ev.value}", node=ev.node, check=False)]
+    elif isinstance(ev, LimitsSet):
+        cmds = limits_cmds(ev)
     else:
         cmds = endpoint_cmds(env, ev)
-    return Resolved(at, ev.action, target, tuple(cmds), source=source, event=ev)
+        if isinstance(ev, EndpointDelete):
+            lookup = endpoint_lookup(env, ev)
+    return Resolved(at, ev.action, target, tuple(cmds), source=source, event=ev, lookup=lookup)
 
 
 def resolve_timeline(env: ActionEnv, events: list[Event], file: str = "experiment.yml") -> list[Resolved]:
@@ -289,5 +387,5 @@ def check_timelines(topo: ClabTopology, scenarios: Sequence[ScenarioRun], emulat
     runs: a change it cannot make on a running link is a LabInputError naming the event."""
     for sc in scenarios:
         if sc.body.traffic.events:
-            resolve_timeline(ActionEnv(build_network(topo, sc.body, file), emulator), list(sc.body.traffic.events),
-                             file)
+            resolve_timeline(ActionEnv(build_network(topo, sc.body, file), emulator, body=sc.body),
+                             list(sc.body.traffic.events), file)

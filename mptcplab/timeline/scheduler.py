@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..commands import Cmd
 from ..record.model import Event
-from .actions import Resolved
+from .actions import Resolved, fill
 from .record import record
 
 #: wake this long before an event's time, then spin: measured (bench/timeline_bench.py)
@@ -156,9 +156,21 @@ def backend_executor(run: Callable[[Sequence[Cmd]], list[subprocess.CompletedPro
     action is recorded with its exit status and stderr, it does not end the run)."""
 
     def execute(item: Resolved) -> Outcome:
-        rc, errs, shown = 0, [], [render(c) for c in item.cmds]
+        cmds, looked = item.cmds, ""
+        if item.lookup is not None:
+            # run-time values first (a token, a port, an id); the commands are not run without them
+            seen = render(item.lookup.cmd)
+            try:
+                values = item.lookup.values(run([item.lookup.cmd])[0].stdout or "")
+            except Exception as e:  # noqa: BLE001 - recorded in events.csv; the run goes on
+                return Outcome(1, f"lookup: {e}", " ; ".join([seen, *(render(c) for c in cmds)]))
+            cmds = tuple(fill(c, values) for c in cmds)
+            looked = " ".join(f"{k}={v}" for k, v in values.items())
+        rc, errs, shown = 0, [], [render(c) for c in cmds]
+        if item.lookup is not None:
+            shown.insert(0, render(item.lookup.cmd))
         code: int
-        for c in item.cmds:
+        for c in cmds:
             try:
                 p = run([c])[0]
                 code, err = p.returncode, (p.stderr or "").strip()
@@ -175,6 +187,6 @@ def backend_executor(run: Callable[[Sequence[Cmd]], list[subprocess.CompletedPro
                 result = item.call()
             except Exception as e:  # noqa: BLE001
                 rc, result = rc or 1, f"{type(e).__name__}: {e}"
-        return Outcome(rc, "; ".join(errs) if errs else result, " ; ".join(shown))
+        return Outcome(rc, "; ".join([*errs] if errs else [t for t in (looked, result) if t]), " ; ".join(shown))
 
     return execute

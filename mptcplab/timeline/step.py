@@ -9,6 +9,7 @@ when an earlier step failed (``Rep.on_teardown``), and events.csv is still writt
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,13 +22,14 @@ from ..steps.traffic import Traffic
 from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN
 from .actions import ActionEnv, Resolved, resolve_timeline
 from .controller import ControllerThread
+from .listener import Listeners, listener_cmds
 from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor
 
 
 def action_env(rep: Rep) -> ActionEnv:
     return ActionEnv(rep.plan.net, rep.ctx.emulator, frr_routers=rep.backend.router_routes == "frr",
-                     flow_control=lambda: rep.flow_control)
+                     flow_control=lambda: rep.flow_control, body=rep.body)
 
 
 @dataclass
@@ -35,6 +37,8 @@ class TimelineState:
     scheduler: Scheduler
     controllers: list[ControllerThread] = field(default_factory=list)
     records: list[Event] | None = None
+    listeners: Listeners = field(default_factory=Listeners)
+    stop_listeners: Callable[[Listeners], None] = lambda _: None
 
     def finish(self, out: Path) -> list[Event]:
         """Stop the threads (idempotent), write events.csv and each controller's trace."""
@@ -42,6 +46,7 @@ class TimelineState:
             for c in self.controllers:
                 c.stop()
             self.records = self.scheduler.stop()
+            self.stop_listeners(self.listeners)
             write_events(out / EVENTS_FILE, self.records)
             for c in self.controllers:
                 write_trace(out / trace_file(c.controller.spec), c.controller.trace())
@@ -56,11 +61,14 @@ class Timeline(Step):
     title = "timeline and controllers (times after the measured flow's start; run by a thread)"
 
     def commands(self, rep: Rep) -> list[Planned]:
-        out: list[Planned] = []
+        out: list[Planned] = [Planned(c, background=True, note=c.why, stage="userspace path manager")
+                              for c in listener_cmds(rep.body)]
         items = resolve_timeline(action_env(rep), list(rep.body.traffic.events), self._file(rep))
         flows = rep.body.traffic.flows
         events = {(ev.at_s, ev.flow): ev for ev in rep.body.traffic.events if isinstance(ev, FlowStart | FlowStop)}
         for item in items:
+            if item.lookup is not None:
+                out.append(Planned(item.lookup.cmd, note=f"{item.lookup.note}", stage=_when(item)))
             for c in item.cmds:
                 out.append(Planned(c, note=c.why, stage=_when(item)))
             ev = events.get((item.planned_s, item.target))
@@ -84,7 +92,10 @@ class Timeline(Step):
         env = action_env(rep)
         items = resolve_timeline(env, list(rep.body.traffic.events), self._file(rep))
         backend = rep.backend
-        state = TimelineState(Scheduler(backend_executor(backend.run, backend.render)))
+        state = TimelineState(Scheduler(backend_executor(backend.run, backend.render)),
+                              stop_listeners=lambda ls: ls.stop(backend))
+        rep.on_teardown.append(lambda: state.finish(rep.out))
+        state.listeners.start(backend, rep.body, rep.out)
         state.scheduler.start(items, rep.t_zero_event, lambda: rep.t_zero)
         for spec in rep.body.controllers:
             sampler = SsSampler(spec.node, lambda c: backend.run([c])[0].stdout)
@@ -93,7 +104,6 @@ class Timeline(Step):
             state.controllers.append(ct)
             ct.start()
         rep.timeline = state
-        rep.on_teardown.append(lambda: state.finish(rep.out))
 
 
 class TimelineEnd(Step):

@@ -6,9 +6,9 @@ from __future__ import annotations
 from ipaddress import IPv4Interface, IPv4Network, IPv6Interface, IPv6Network
 from typing import Annotated, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ..fields import IFACE_RE
+from ..fields import IFACE_RE, EndpointFlag, check_endpoint_flags
 from .base import AddressRef, EndpointRef, KernelName, Strict, Sysctls
 from .middleboxes import REWRITING_KINDS, Middlebox
 
@@ -21,11 +21,13 @@ class MptcpLimits(Strict):
 class MptcpEndpoint(Strict):
     address: AddressRef = Field(description="'node:iface' of this node (its IPv4 address when the link has "
                                             "one, else its IPv6 address), or an IPv4 or IPv6 address")
-    flags: list[Literal["subflow", "signal", "backup", "fullmesh"]] = Field(min_length=1)
+    flags: list[EndpointFlag] = Field(min_length=1)
     id: int | None = Field(default=None, ge=1, le=255)
     port: int | None = Field(default=None, ge=1024, le=65535,
                              description="announce address:port (signal only): the kernel listens on that port "
                                          "too, so one address can take several subflows of one connection")
+
+    _flags = field_validator("flags")(classmethod(lambda cls, v: check_endpoint_flags(v)))
 
     @model_validator(mode="after")
     def _port_signal(self) -> MptcpEndpoint:
