@@ -17,6 +17,7 @@ and a second computation, and once its families are imported a declaration witho
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -129,6 +130,11 @@ COUNTERS = ("MPCapableSYNRX", "MPCapableSYNTX", "MPCapableSYNACKRX", "MPCapableA
             "MPRstTx", "MPRstRx", "RcvPruned", "AddAddr", "AddAddrTx", "EchoAdd", "MPFallbackTokenInit",
             "MPCapableSYNTXDrop", "MPCapableSYNTXDisabled", "MPCapableEndpAttempt", "DssFallback")
 SIDES = ("client", "server")
+#: the MIB counter families a finding's counter check may name by their full name
+#: (mptcplab/checks/counter.py; the nstat probe keeps them, probes/nstat.py); the preflight checks
+#: a name against this kernel's list (/proc/net/netstat)
+COUNTER_FAMILIES = ("MPTcpExt", "TcpExt")
+COUNTER_NAME = re.compile(r"^(?:MPTcpExt|TcpExt)[A-Za-z0-9]+$")
 
 # The generic declarations: a section per module of mptcplab/metrics/, the one that computes
 # them. A traffic kind declares the metrics of its own numbers in its result module

@@ -26,15 +26,19 @@ from pathlib import Path
 
 from .cc import BPF_CCS
 from .errors import HostNotReady, LabInputError
-from .lab.loader import EXPERIMENT
+from .kernelreq import in_range
+from .lab.loader import EXPERIMENT, PUBLISHED
 from .lab.model import Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
+from .metrics.counters import PROBE as COUNTER_PROBE
 from .middlebox import rewrite
 from .probes.registry import REGISTRY as PROBES
 from .probes.registry import enabled as enabled_probes
 from .traffic.kinds import KINDS
 
 PROC_SYS = Path("/proc/sys")
+#: the kernel's extended MIB counters (TcpExt, MPTcpExt, IpExt, ...), read by nstat
+PROC_NETSTAT = Path("/proc/net/netstat")
 #: tools every run executes, with the Debian package that has them
 TOOLS = {"ip": "iproute2", "tc": "iproute2", "sysctl": "procps", "ping": "iputils-ping", "iperf3": "iperf3",
          "tcpdump": "tcpdump", "tshark": "tshark", "nft": "nftables", "iptables": "iptables", "ethtool": "ethtool"}
@@ -82,6 +86,11 @@ class HostFacts:
     #: the engine's own congestion controls (cc/), each with why it cannot be registered
     #: here (None: it can, or it is registered already); a name not in it is not checked
     engine_ccs: dict[str, str | None] = field(default_factory=dict)
+    #: the kernel's MPTcpExt*/TcpExt* MIB counter names (/proc/net/netstat, what nstat lists);
+    #: None: could not be read, not checked
+    counters: frozenset[str] | None = None
+    #: the kernel release (``uname -r``), for findings that require a kernel range
+    release: str = ""
 
     @classmethod
     def read(cls) -> HostFacts:
@@ -99,7 +108,25 @@ class HostFacts:
             tracepoints=_tracepoints(),
             # root is checked on its own below (a dry run needs none)
             engine_ccs={name: cc.problem(euid=0) for name, cc in BPF_CCS.items()},
+            counters=counter_names(PROC_NETSTAT),
+            release=os.uname().release,
         )
+
+
+def counter_names(path: Path) -> frozenset[str] | None:
+    """The MIB counters a kernel has, named as nstat names them (``MPTcpExtRmAddr``): each
+    ``Family: name name ...`` header line of /proc/net/netstat, prefix joined to each name."""
+    try:
+        text = path.read_text()
+    except OSError:
+        return None
+    out: set[str] = set()
+    lines = text.splitlines()
+    # header and values alternate; the header is the line whose words are not numbers
+    for line in lines[0::2]:
+        family, _, names = line.partition(":")
+        out.update(f"{family.strip()}{n}" for n in names.split())
+    return frozenset(out) or None
 
 
 def _tracepoints() -> frozenset[str] | None:
@@ -197,6 +224,7 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
             if key not in seen:
                 seen.add(key)
                 problems.append(p)
+    problems += counter_problems(lab, scenarios, facts)
     if facts.sysctls is not None:
         for key in sorted({*BASE_SYSCTLS, *ROUTER_SYSCTLS}):
             if sysctl_lookup_name(key) not in facts.sysctls:
@@ -225,6 +253,44 @@ def preflight(lab: Lab, scenarios: Sequence[ScenarioRun], *, results_root: Path 
             if bad:
                 problems.append(bad)
     return problems
+
+
+def counter_problems(lab: Lab, scenarios: Sequence[ScenarioRun], facts: HostFacts) -> list[LabInputError]:
+    """published.yml's counter checks against this host and lab: the counter is one this
+    kernel has (a finding that requires another kernel range is left out), the node is one
+    of the lab's, and every scenario to run that the check reads records the counters
+    (``probes: {nstat: true}``). One problem per check, naming the file and field."""
+    if lab.published is None:
+        return []
+    file = str(lab.path / PUBLISHED)
+    running = {sc.name: sc for sc in scenarios}
+    nodes = set(lab.topology.topology.nodes)
+    out: list[LabInputError] = []
+    for place, finding in lab.published.located_findings():
+        req = finding.requires
+        if req is not None and req.kernel and facts.release and in_range(facts.release, req.kernel) is False:
+            continue  # judged "not measurable" on this kernel: its counters need not exist here
+        for where, check in finding.located():
+            for use in check.counter_uses():
+                fld = f"{place}.{where}"
+                if use.node not in nodes:
+                    out.append(LabInputError(file, f"{fld}.node", f"no node {use.node!r} in the topology "
+                                             f"(nodes: {', '.join(sorted(nodes))})"))
+                elif facts.counters is not None and use.counter not in facts.counters:
+                    fam = use.counter.split("Ext", 1)[0] + "Ext"
+                    known = sum(1 for c in facts.counters if c.startswith(fam))
+                    out.append(LabInputError(file, f"{fld}{use.field}", f"this kernel ({facts.release or '?'}) "
+                                             f"has no counter {use.counter} ({PROC_NETSTAT} lists {known} {fam}* "
+                                             "counters; nstat -az shows them)"))
+                else:
+                    for name in check.scenarios(finding.scenario):
+                        sc = running.get(name)
+                        if sc is not None and COUNTER_PROBE not in {p.name for p in enabled_probes(sc.body)}:
+                            out.append(LabInputError(file, f"{fld}{use.field}", f"{use.counter} is read from the "
+                                                     f"{COUNTER_PROBE} probe, which scenario {name} does not run "
+                                                     f"(experiment.yml: probes: {{{COUNTER_PROBE}: true}})"))
+                            break
+    return out
 
 
 def _probe_problems(scenarios: Sequence[ScenarioRun], facts: HostFacts) -> list[Problem]:

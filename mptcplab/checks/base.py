@@ -93,6 +93,16 @@ class FlowUse:
     flow: str | None
 
 
+@dataclass(frozen=True)
+class CounterUse:
+    """A kernel MIB counter a check reads on a node (``field`` after the check's place): the
+    preflight checks the name against this kernel's counters and the node against the lab."""
+
+    field: str
+    counter: str
+    node: str
+
+
 #: a metric's value per repetition (results/aggregate.per_rep_values): injected by the
 #: findings so a check module imports nothing of metrics/ (the lab schema imports the checks)
 PerRep = Callable[[Sequence[Repetition], str, Select], list[float | None]]
@@ -128,6 +138,10 @@ class CheckKind(Strict):
 
     def flow_uses(self) -> list[FlowUse]:
         """The flows it names, in the order their absence is reported."""
+        return []
+
+    def counter_uses(self) -> list[CounterUse]:
+        """The kernel counters it reads (checked by the preflight against this kernel)."""
         return []
 
     @abstractmethod

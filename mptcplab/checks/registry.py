@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Union
 
 from .base import CheckKind
+from .counter import CounterCheck
 from .fact import CaptureFact
 from .metric import Expectation
 
 #: every kind, in the order published.yml's ``expect`` union tries them (pydantic's smart
 #: union: an item is the kind whose fields it has)
-CHECKS: tuple[type[CheckKind], ...] = (Expectation, CaptureFact)
+CHECKS: tuple[type[CheckKind], ...] = (Expectation, CaptureFact, CounterCheck)
 
 if TYPE_CHECKING:
     #: any check, as the code sees it: the interface

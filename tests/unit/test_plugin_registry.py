@@ -50,7 +50,9 @@ NEVER = {"traffic/analyse.py", "lab/scale.py", "metricdecl.py", "steps/traffic.p
 LEFT: dict[str, set[str]] = {
     # "iperf3" as the program (version, link checks, calibration), not the kind
     "calibrate.py": {"iperf3"}, "doctor.py": {"iperf3"}, "emulation/testline.py": {"iperf3"},
-    "linkcheck.py": {"iperf3"}, "record/manifest.py": {"iperf3"}, "preflight.py": {"iperf3"},
+    "linkcheck.py": {"iperf3"},
+    # the protocol, not the kind (the trace check's iptables rule: -p udp)
+    "emulation/tracecheck.py": {"udp"}, "record/manifest.py": {"iperf3"}, "preflight.py": {"iperf3"},
     # the word, not the kind ("holds" / "hold" in a verdict's text)
     "reproductions/render.py": {"hold"},
     # the latency tool's own name for itself
@@ -363,13 +365,16 @@ def test_check_kinds_dispatch_through_the_registry() -> None:
     """An item of ``expect`` becomes its kind; each kind answers the lab's questions itself."""
     f = Finding.model_validate({"id": "x", "scenario": "a", "statement": "s", "where": "w", "expect": [
         {"metric": "goodput_mbps", "op": ">", "than": {"scenario": "b", "flow": "f2"}, "flow": "f1"},
-        {"fact": "established", "path": "A", "equals": True, "scenario": "c"}]})
-    metric, fact = f.expectations
+        {"fact": "established", "path": "A", "equals": True, "scenario": "c"},
+        {"counter": "MPTcpExtRmAddr", "node": "server", "op": "==", "value": 1}]})
+    metric, fact, counter = f.expectations
     assert [type(e) for e in f.expectations] == list(CHECKS)
     assert metric.scenarios("a") == ["a", "b"] and fact.scenarios("a") == ["c"]
     assert f.scenarios_referenced() == ["a", "b", "c"]
     assert [(u.field, u.flow) for u in metric.flow_uses()] == [(".flow", "f1"), (".than.flow", "f2")]
     assert fact.flow_uses() == [] and fact.metric_uses() == []
+    assert counter.scenarios("a") == ["a"] and counter.metric_uses() == [] and counter.flow_uses() == []
+    assert [(u.field, u.counter, u.node) for u in counter.counter_uses()] == [(".counter", "MPTcpExtRmAddr", "server")]
     assert [u.field for u in metric.metric_uses()] == [".metric", "", ""]
 
 
