@@ -5,6 +5,8 @@ aggregate.scenario_value, the findings' FindingRow verdicts).
 A run directory is one column; a campaign directory gives one column per target (its items
 merged by merge.py). A finding that holds in one column and does not hold in another is
 listed first and its changing cells are highlighted: that is what a kernel change did.
+``by="host"`` splits a campaign's columns by the host that measured each round (merge.py's
+``by_host``): every statistic of the report per host, so a host effect is not averaged away.
 """
 
 from __future__ import annotations
@@ -32,10 +34,10 @@ class Input:
     columns: list[Column]
 
 
-def columns_of(path: Path) -> list[Column]:
-    """The columns one command-line argument gives."""
+def columns_of(path: Path, by: str | None = None) -> list[Column]:
+    """The columns one command-line argument gives (``by="host"``: a campaign's per host)."""
     if (path / STATE).is_file():
-        cols = merge(path)
+        cols = merge(path, write=by is None, by_host=by == "host")
         if not cols:
             raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{path}: no finished work item yet")
         return cols
@@ -53,10 +55,10 @@ def columns_of(path: Path) -> list[Column]:
                         f"{path} is neither a run directory (summary.json) nor a campaign directory ({STATE})")
 
 
-def gather(paths: list[Path]) -> list[Column]:
+def gather(paths: list[Path], by: str | None = None) -> list[Column]:
     cols: list[Column] = []
     for p in paths:
-        for c in columns_of(p):
+        for c in columns_of(p, by):
             label, n = c.target, 2
             while any(x.target == label and x.lab == c.lab for x in cols):
                 label, n = f"{c.target} #{n}", n + 1
@@ -224,8 +226,8 @@ def goodput_figure(lab: str, cols: list[Column]) -> Figure:
     return fig
 
 
-def write_compare(paths: list[Path], out: Path, figures: bool = True) -> Path:
-    cols = gather(paths)
+def write_compare(paths: list[Path], out: Path, figures: bool = True, by: str | None = None) -> Path:
+    cols = gather(paths, by)
     out.mkdir(parents=True, exist_ok=True)
     labs = list(dict.fromkeys(c.lab for c in cols))
     body: list[str] = []
@@ -241,6 +243,8 @@ def write_compare(paths: list[Path], out: Path, figures: bool = True) -> Path:
             body += [f"![goodput of lab {lab} per column]({name})", ""]
     head = ["# Compare: " + ", ".join(f"lab {lab}" for lab in labs), "",
             "Inputs: " + ", ".join(f"`{p}`" for p in paths), "",
+            *([f"Split by {by}: a campaign's target is one column per {by} that measured its rounds, "
+               f"each merged from those rounds alone.", ""] if by else []),
             "## Verdicts that change between columns", ""]
     head += changes or ["none: every finding has the same verdict wherever it could be measured"]
     md = out / "compare.md"

@@ -202,6 +202,8 @@ class Attempt:
         argv = self.kind.argv(item, d)
         self.record: dict[str, Any] = {**item_record(item), "id": item.id, "argv": argv, "started": _now(),
                                        "finished": None, "exit": None}
+        if item.target.pool:  # the pool's host this attempt runs on (campaign.json's plan names none)
+            self.record["host"] = item.host
         prior = _read_json(d / "item.json").get("attempts")
         if prior:
             self.record["attempts"] = prior

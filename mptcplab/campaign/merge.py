@@ -6,10 +6,17 @@ every item's manifest: kernel, CPU, tool versions, calibration).
 
 Written to <campaign>/merged/<lab>/<target>/summary.json, manifest.json (the runs'
 manifests as one: what the report and the notebooks read of a run) and fingerprint.json.
+
+Split by host (``merge(..., by_host=True)``, `mptcplab compare --by host`): one column per
+lab, target and the host that measured the rounds (a pool's items land on any of its
+hosts), each merged from that host's rounds alone, so a host effect shows as a difference
+between columns rather than being averaged into one. Not written: the campaign's merged
+column stays the one of all its rounds.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -36,6 +43,9 @@ class ItemRun:
     run_dir: Path
     summary: Summary
     manifest: Manifest
+    #: the host that measured it: the inventory host of its item (item.json ``host``: a
+    #: pool's host), else the manifest's host name (a local or qemu target)
+    host: str | None = None
 
 
 @dataclass
@@ -68,9 +78,20 @@ def item_runs(out: Path) -> list[ItemRun]:
         # absolute: a merged repetition's dir is read from the merged column's directory, where a
         # path relative to the working directory (`compare results/campaigns/X`) leads nowhere
         d = done[0].resolve()
+        m = load_manifest(d)
+        host = _item_host(item_dir) or m.hostname
         runs.append(ItemRun(item_dir.name, rec["target"], rec["lab"], int(rec["round"]), d,
-                            load_summary(d), load_manifest(d)))
+                            load_summary(d), m, host))
     return runs
+
+
+def _item_host(item_dir: Path) -> str | None:
+    """The inventory host item.json names (the one that finished it), if any."""
+    try:
+        host = json.loads((item_dir / "item.json").read_text()).get("host")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return host if isinstance(host, str) and host else None
 
 
 def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) -> dict[str, Any]:
@@ -100,7 +121,8 @@ def fingerprint(target: str, target_rec: dict[str, Any], runs: list[ItemRun]) ->
         "git": seen(lambda m: m.git.commit),
         "calibration_ok_reps": sum(1 for r in runs for rep in r.summary.scenarios if rep.calibration_ok),
         "runs": [{"item": r.item_id, "round": r.round, "run_dir": str(r.run_dir), "run_id": r.summary.run_id,
-                  "wall_seconds": r.manifest.wall_seconds, "hostname": r.manifest.hostname} for r in runs],
+                  "wall_seconds": r.manifest.wall_seconds, "hostname": r.manifest.hostname, "host": r.host}
+                 for r in runs],
     }
 
 
@@ -197,19 +219,27 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
     return Column(lab, target, s, fp, notes, merged_manifest(s.run_id, runs))
 
 
-def merge(out: Path, write: bool = True) -> list[Column]:
-    """Every (lab, target) of the campaign with at least one finished item."""
+def merge(out: Path, write: bool = True, by_host: bool = False) -> list[Column]:
+    """Every (lab, target) of the campaign with at least one finished item; ``by_host``: every
+    (lab, target, host), named ``<target> @ <host>``, each judged on its own rounds (its
+    planned n is the rounds that host measured), and not written."""
     state = read_state(out) or {}
     lab_dirs = {rec["lab"]: rec.get("lab_dir") for rec in (state.get("items") or {}).values()}
-    groups: dict[tuple[str, str], list[ItemRun]] = {}
+    groups: dict[tuple[str, str, str], list[ItemRun]] = {}
     for r in item_runs(out):
-        groups.setdefault((r.lab, r.target), []).append(r)
+        groups.setdefault((r.lab, r.target, (r.host or "?") if by_host else ""), []).append(r)
     cols = []
     order = list((state.get("targets") or {}).keys())
-    for (lab, target), runs in sorted(groups.items(), key=lambda kv: (kv[0][0], _pos(order, kv[0][1]))):
+    for (lab, target, host), runs in sorted(groups.items(),
+                                            key=lambda kv: (kv[0][0], _pos(order, kv[0][1]), kv[0][2])):
         pub, cpu_bound = _lab_facts(runs, lab_dirs)
-        col = merge_runs(str(state.get("name", out.name)), lab, target,
-                         (state.get("targets") or {}).get(target, {}), runs, pub, cpu_bound,
+        rec = (state.get("targets") or {}).get(target, {})
+        if by_host:
+            col = merge_runs(str(state.get("name", out.name)), lab, f"{target} @ {host}", {**rec, "host": host},
+                             runs, pub, cpu_bound)
+            cols.append(col)
+            continue
+        col = merge_runs(str(state.get("name", out.name)), lab, target, rec, runs, pub, cpu_bound,
                          _int_or_none(state.get("repetitions")), int(state.get("remeasure") or 0))
         if write:
             d = out / MERGED / lab / target

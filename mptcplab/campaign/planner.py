@@ -40,8 +40,11 @@ class WorkItem:
 
     @property
     def host(self) -> str:
-        """The inventory host the item runs on: the one chosen from a pool, else the target's."""
-        return self.on_host or self.target.inventory_host
+        """The inventory host the item runs on: the one chosen from a pool, else the target's
+        (a pool run one item at a time, a pool of one host: its first host)."""
+        if self.on_host:
+            return self.on_host
+        return self.target.pool[0] if self.target.pool else self.target.inventory_host
 
     @property
     def key(self) -> str:

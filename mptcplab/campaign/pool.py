@@ -9,7 +9,8 @@ come last), the campaign order among equals. Ansible runs each item (its own pla
 
 Faults: a host whose item reports it unreachable (targets.TargetKind.host_lost), or whose
 result is not of the pool's declared class (schema.HostClass: a host of another kernel is
-not interchangeable), takes no more items; the item's attempt is kept under
+not interchangeable), takes no more items (a host lost after its item's complete result was
+fetched, while the playbook cleans up, keeps that result: the measurement ended there); the item's attempt is kept under
 ``items/<id>/attempts/<n>-<host>/`` (never merged: the merge reads ``results/`` only) and the
 item goes back to the queue for another host of its pool, at most ``max_attempts`` times. A
 host is given up on only by its own worker, after its attempt's process has exited, so a
@@ -268,8 +269,13 @@ def _worker(st: _State, host: str, out: Path, inventory: Path | None, log: Calla
         secs = time.monotonic() - t0
         run = finished(out, item)
         lost = attempt.kind.host_lost(rc, attempt.output()) if not attempt.stopped else None
-        if run is not None and lost is None:
-            lost = _not_of_class(item, run)
+        gone = None  # lost after its item's complete result came home: the result stands
+        if run is not None:
+            unlike = _not_of_class(item, run)
+            if unlike is not None:
+                lost = unlike
+            elif lost is not None:
+                gone, lost = lost, None
         with st.lock:
             del st.running[host]
             if lost is not None:
@@ -286,6 +292,10 @@ def _worker(st: _State, host: str, out: Path, inventory: Path | None, log: Calla
                     st.queue.append(q)
                     st.expected.setdefault(item.key, secs)
             else:
+                if gone is not None:
+                    st.alive[host] = False
+                    log(f"    {tag} lost ({gone}) after {item.id} came home: its result stands; "
+                        f"{host} takes no more items")
                 where = item_dir(out, item) / "log.txt"
                 log(f"    {tag} {'done' if run else f'NOT finished (exit {rc}; see {where})'} in {secs:.0f} s"
                     + (f": {run}" if run else ""))

@@ -33,6 +33,9 @@ PLAYBOOK = REPO / "ansible" / "campaign-item.yml"
 PROVISION_PLAYBOOK = REPO / "ansible" / "campaign-host.yml"
 #: ansible-playbook's recap line: "host : ok=5 changed=2 unreachable=1 failed=0 ..."
 RECAP_UNREACHABLE = re.compile(r"^\S+\s+:\s+ok=\d+\s+changed=\d+\s+unreachable=(\d+)", re.M)
+#: campaign-item.yml's rescue, when a task failed and the host no longer answers (a connection
+#: that reports a vanished host as a failed task rather than unreachable: docker exec)
+HOST_LOST = "mptcplab: host lost while the item ran"
 #: under each item directory: the engine's --results root (results/<lab>/<run-id>/)
 RESULTS = "results"
 #: what qemu-run.sh's guest mounts fresh (tmpfs): a lab under them is shared into the guest
@@ -151,6 +154,9 @@ class Ansible(TargetKind):
         if rc == 4 or any(unreachable):
             lines = [x.strip() for x in output.splitlines() if "UNREACHABLE!" in x]
             return "unreachable" + (f": {lines[-1][:300]}" if lines else f" (ansible-playbook exit {rc})")
+        lost = [x.strip() for x in output.splitlines() if HOST_LOST in x]
+        if lost:
+            return f"unreachable (lost while the item ran): {lost[-1][:300]}"
         return None
 
     def host_problem(self, items: list[WorkItem]) -> str | None:

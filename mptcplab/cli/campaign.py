@@ -42,6 +42,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     cm.add_argument("--out", type=Path, help="where compare.md and its figures go "
                                              "(default: <first campaign>/compare, else ./compare)")
     cm.add_argument("--no-figures", action="store_true", help="markdown only")
+    cm.add_argument("--by", choices=["host"], help="split each campaign target into one column per host "
+                                                   "that measured its rounds (host effects side by side)")
     cm.set_defaults(handler=cmd_compare)
 
 
@@ -185,5 +187,5 @@ def cmd_compare(a: argparse.Namespace) -> int:
             raise LabInputError("command line", "RUN_OR_CAMPAIGN", f"{p} does not exist")
     first_campaign = next((p for p in a.inputs if (p / STATE).is_file()), None)
     out = a.out or (first_campaign / "compare" if first_campaign else Path("compare"))
-    print(write_compare(list(a.inputs), out, figures=not a.no_figures))
+    print(write_compare(list(a.inputs), out, figures=not a.no_figures, by=a.by))
     return 0

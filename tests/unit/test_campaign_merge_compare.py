@@ -224,3 +224,64 @@ def test_the_merged_column_reads_as_one_run(campaign: Path) -> None:
     assert main(["report", str(col)]) == 0
     report = (col / "report.md").read_text()
     assert "campaign:synthetic:k61" in report and "has no manifest.json" not in report
+
+
+POOL_ITEMS = [
+    # one pool target whose rounds landed on two hosts that differ: m1's segments fit the 1500
+    # bottleneck (the finding holds), m2's do not; merged as one column the difference is averaged
+    {"target": "pool", "round": 1, "kernel": "6.18.0", "host": "m1", "goodput": 90.0, "seg": 1448},
+    {"target": "pool", "round": 2, "kernel": "6.18.0", "host": "m2", "goodput": 50.0, "seg": 8948},
+    {"target": "pool", "round": 3, "kernel": "6.18.0", "host": "m1", "goodput": 92.0, "seg": 1448},
+    {"target": "pool", "round": 4, "kernel": "6.18.0", "host": "m2", "goodput": 52.0, "seg": 8948},
+]
+
+
+def _pool_campaign(out: Path, item_json: bool = True) -> None:
+    write_campaign(out, POOL_ITEMS, {"pool": {"kind": "ansible", "host": "pool", "pool": ["m1", "m2"]}})
+    for n, i in enumerate(POOL_ITEMS):
+        d = out / "items" / f"mtu__pool__r{i['round']}__0000000{n}"
+        if item_json:  # the inventory host, which need not be the machine's host name
+            (d / "item.json").write_text(json.dumps({"host": f"inv-{i['host']}"}))
+
+
+@pytest.mark.parametrize("item_json", [True, False])
+def test_merge_by_host_splits_a_pool_target_per_host(tmp_path: Path, item_json: bool) -> None:
+    out = tmp_path / "camp"
+    _pool_campaign(out, item_json)
+    (whole,) = merge(out)
+    assert [r.rep for r in whole.summary.scenarios] == [1, 2, 3, 4]
+    hosts = [r["host"] for r in whole.fingerprint["runs"]]
+    pre = "inv-" if item_json else ""
+    assert hosts == [f"{pre}m1", f"{pre}m2", f"{pre}m1", f"{pre}m2"]
+
+    cols = merge(out, by_host=True)
+    assert [c.target for c in cols] == [f"pool @ {pre}m1", f"pool @ {pre}m2"]
+    m1, m2 = cols
+    assert [r.rep for r in m1.summary.scenarios] == [1, 3] and [r.rep for r in m2.summary.scenarios] == [2, 4]
+    assert m1.summary.aggregates[0].goodput_mean == pytest.approx(91.0)
+    assert m2.summary.aggregates[0].goodput_mean == pytest.approx(51.0)
+    # each host's column is judged on its own rounds: two planned, two measured
+    assert m1.summary.invalid_reasons == [] and m1.fingerprint["host"] == f"{pre}m1"
+    verdict = [next(f.verdict for f in c.summary.findings if f.id == "tcp-segments-fit-bottleneck") for c in cols]
+    assert verdict == ["holds", "does not hold"]
+    # the split is a view: the campaign's merged column stays the one of all its rounds
+    assert sorted(p.name for p in (out / "merged" / "mtu").iterdir()) == ["pool"]
+
+
+def test_compare_by_host_shows_the_host_effect(tmp_path: Path) -> None:
+    out = tmp_path / "camp"
+    _pool_campaign(out)
+    cmp = tmp_path / "cmp"
+    assert main(["compare", str(out), "--by", "host", "--out", str(cmp), "--no-figures"]) == 0
+    md = (cmp / "compare.md").read_text()
+    assert "Split by host" in md and "finding `tcp-segments-fit-bottleneck`" in md.partition("## lab mtu")[0]
+    body = md.partition("## lab mtu")[2]
+    gp = next(line for line in body.splitlines() if line.startswith("| tcp-b | 1070"))
+    assert "91 [90–92] (n=2)" in gp and "51 [50–52] (n=2)" in gp
+    # the column table: the inventory host in the label, the machine's host name beside it
+    row = next(line for line in body.splitlines() if line.startswith("| pool @ inv-m2"))
+    assert "| ansible | m2 |" in row, row
+    # without --by: one column of all four rounds
+    assert main(["compare", str(out), "--out", str(tmp_path / "one"), "--no-figures"]) == 0
+    one = (tmp_path / "one" / "compare.md").read_text()
+    assert "(n=4)" in one and "@" not in one.partition("## lab mtu")[2]

@@ -91,6 +91,10 @@ os.makedirs(d)
 for name in ("summary.json", "manifest.json"):
     text = open(os.path.join(tpl, name)).read().replace("RUNID", rid).replace("HOST", host)
     open(os.path.join(d, name), "w").write(text)
+if how == "late":  # the result came home, then the host went away during the clean-up
+    print("fatal: [%s]: FAILED! => {\"msg\": \"mptcplab: host lost while the item ran: %s\"}" % (host, host))
+    print("%s : ok=7 changed=3 unreachable=0 failed=1 skipped=0" % host)
+    sys.exit(2)
 print("%s : ok=9 changed=3 unreachable=0 failed=0 skipped=0" % host)
 with open(log, "a") as f:
     f.write(json.dumps({"host": host, "root": root, "end": time.time()}) + "\n")
@@ -172,6 +176,25 @@ def test_a_lost_hosts_item_completes_on_another_and_is_merged_once(tmp_path: Pat
     assert any("[h2] lost (unreachable" in x and "goes to another host" in x for x in lines)
     (col,) = merge(tmp_path / "out", write=False)
     assert col.summary.repetitions == 6 and len(col.fingerprint["runs"]) == 6
+
+
+def test_a_host_lost_after_its_result_came_home_keeps_the_result(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The host dies during the playbook's clean-up, after the complete result was fetched:
+    the measurement stands (not measured again), the host takes no more items."""
+    _, items = _campaign(tmp_path, 6, POOL)
+    events = _fake_hosts(monkeypatch, tmp_path, behaviour={"h2": ["late"]})
+    lines: list[str] = []
+    outcomes = pool.execute_pool(tmp_path / "out", items, (tmp_path / "hosts.ini").resolve(), log=lines.append)
+    assert [o.status for o in outcomes].count("done") == 6
+    starts = [json.loads(x) for x in events.read_text().splitlines() if '"start"' in x]
+    assert sum(1 for x in starts if x["host"] == "h2") == 1, "h2 ran one item, then no more"
+    assert not any((executor.item_dir(tmp_path / "out", i) / "attempts").exists() for i in items)
+    assert sum(1 for i in items if json.loads((executor.item_dir(tmp_path / "out", i) / "item.json")
+                                              .read_text())["host"] == "h2") == 1
+    assert any("[h2] lost (unreachable (lost while the item ran)" in x and "its result stands" in x for x in lines)
+    (col,) = merge(tmp_path / "out", write=False)
+    assert len(col.fingerprint["runs"]) == 6
 
 
 def test_the_merge_equals_the_sequential_campaigns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -294,3 +317,27 @@ def test_a_local_inventory_host_shares_this_machines_slot(tmp_path: Path) -> Non
     _, items = _campaign(tmp_path, 1, "  - {name: box-a, kind: ansible}\n  - {name: here}")
     assert pool.slots(items, local) == ["this machine"] and not pool.parallel(items, local)
     assert pool.parallel(items), "without the inventory's word they look like two machines"
+
+
+def test_a_host_gone_under_a_failed_task_is_lost_not_the_items_failure() -> None:
+    """A connection that reports a vanished host as a failed task (community.docker.docker
+    after `docker kill`): campaign-item.yml's rescue finds the host silent and says so."""
+    a = Ansible()
+    lost = ('fatal: [h2]: FAILED! => {"changed": false, "msg": "mptcplab: host lost while the item ran: h2 does '
+            'not answer (...)"}\nh2 : ok=6 changed=3 unreachable=0 failed=1 skipped=1 rescued=1 ignored=1\n')
+    why = a.host_lost(2, lost)
+    assert why is not None and why.startswith("unreachable (lost while the item ran): ")
+    # a task of the item that failed on a host that answers is the item's own failure
+    own = ('fatal: [h2]: FAILED! => {"msg": "rsync: connection unexpectedly closed"}\n'
+           'h2 : ok=2 changed=1 unreachable=0 failed=1\n')
+    assert a.host_lost(2, own) is None
+
+
+def test_a_pool_of_one_runs_on_its_host(tmp_path: Path) -> None:
+    """One host: the items run one after another (executor.execute) on that host, which
+    --limit and item.json name, not the pool's name."""
+    _, items = _campaign(tmp_path, 1, "  - {name: p, kind: ansible, pool: [h1]}")
+    (item,) = items
+    assert item.host == "h1" and not pool.parallel(items)
+    argv = Ansible(tmp_path / "hosts.ini").argv(item, tmp_path)
+    assert argv[argv.index("--limit") + 1] == "h1"

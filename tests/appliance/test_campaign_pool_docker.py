@@ -1,0 +1,278 @@
+"""A campaign on a pool of three hosts over a real Ansible transport (issue 36's acceptance).
+
+Three privileged Docker containers, each with its own network, mount and PID namespaces,
+are the pool's hosts, reached with ``ansible_connection=community.docker.docker``: every
+item goes through ansible/campaign-item.yml as on a remote machine (the checkout and the
+lab synced with rsync over ``docker exec``, the engine run there, the results pulled back).
+The engine inside a container builds its lab's network namespaces, qdiscs, nftables and
+MPTCP endpoints as on a machine (the kernel is this one: MPTCP and its sysctls are per
+network namespace). The hosts are built from tests/appliance/campaign-host.Dockerfile, once
+per content hash (kept as the warm cache, like the product images).
+
+The campaign: labs/mtu's ``mptcp-bottleneck`` (MPTCP over two paths, one with a 1500-byte
+bottleneck), quick (2 s of traffic), without calibration, 9 rounds = 9 items.
+- Pool: the items run 3 at a time (item.json's start and end times overlap three-fold,
+  on three hosts), never two at once on one host. One host is killed (``docker kill``)
+  while its item measures: that attempt is kept under items/<id>/attempts/1-<host>/, the
+  item completes on another host, and each item is merged exactly once.
+- Sequential: the same campaign on a pool of one (a surviving host): its merge has the
+  same items and the same verdict structure (scenarios, rounds used or dropped, findings).
+
+Wall time measured here (2 shared cores, other users; 2026-11-29): 177 s and 240 s in two
+runs (pool campaign 70 s / 120 s, the sequential one 101 s / 113 s; items of 13-40 s, the
+first ones longest: three checkouts synced at once). Three containers share this machine's
+2 cores, so the pool's speed-up here says nothing of three machines (bench/
+campaign_pool_bench.py measures the scheduler). The host image builds once in about 30 s.
+Two whole campaigns are what the acceptance asks for; it is an appliance test (make
+test-appliance), not part of make test.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import yaml
+from appliance_support import REPO, docker, privileged_args, run
+
+from mptcplab.campaign.executor import finished_items
+
+CLI = [sys.executable, "-m", "mptcplab.cli"]
+HOST_IMAGE = "mptcplab/host:latest"
+IMAGE_REPO = "mptcplab/campaign-host"
+TARGET = "pool"
+ROUNDS = 9
+SCENARIO = "mptcp-bottleneck"
+REMOTE_ROOT = "/var/tmp/mptcplab-campaign"
+ENV = {"ANSIBLE_NOCOLOR": "1", "ANSIBLE_HOST_KEY_CHECKING": "False", "ANSIBLE_RETRY_FILES_ENABLED": "0",
+       "ANSIBLE_LOCAL_TEMP": "/tmp/.ansible-mptcplab"}
+
+
+def campaign_host_image(work: Path) -> str:
+    """mptcplab/campaign-host:<hash of its build context and base>, built when missing."""
+    if docker("image", "inspect", HOST_IMAGE, check=False).returncode != 0:
+        run([str(REPO / "images/build.sh"), "--offline", "host"], timeout=1800)
+    ctx = work / "image"
+    (ctx / "ca").mkdir(parents=True)
+    shutil.copy(REPO / "tests/appliance/campaign-host.Dockerfile", ctx / "Dockerfile")
+    for crt in sorted(Path("/usr/local/share/ca-certificates").rglob("*.crt")):
+        shutil.copy(crt, ctx / "ca" / crt.name)
+    # the lock's versions as constraints: the engine's runtime dependencies pinned as in .venv
+    pins = [line.split()[0] for line in (REPO / "requirements.lock").read_text().splitlines()
+            if "==" in line and not line.startswith((" ", "#"))]
+    (ctx / "constraints.txt").write_text("\n".join(pins) + "\n")
+    h = hashlib.sha256()
+    for f in sorted(p for p in ctx.rglob("*") if p.is_file()):
+        h.update(f.relative_to(ctx).as_posix().encode() + b"\0" + f.read_bytes())
+    h.update(docker("image", "inspect", "-f", "{{.Id}}", HOST_IMAGE).stdout.strip().encode())
+    image = f"{IMAGE_REPO}:{h.hexdigest()[:16]}"
+    if docker("image", "inspect", image, check=False).returncode != 0:
+        docker("build", "-q", "--build-arg", f"BASE_IMAGE={HOST_IMAGE}", "--label", "org.mptcplab.image=campaign-host",
+               "-t", image, str(ctx), timeout=1800)
+    return image
+
+
+@pytest.fixture(scope="module")
+def pool(resources):
+    """Three running campaign hosts and an inventory naming them."""
+    work = resources.add_path(Path(tempfile.mkdtemp(prefix=resources.prefix + "-pool-")))
+    image = campaign_host_image(work)
+    hosts = []
+    for i in range(1, 4):
+        name = resources.add("container", resources.name(f"pool{i}"))
+        # the host name is the manifest's: which host measured what shows in the results
+        docker("run", "-d", "--name", name, "--hostname", name, *privileged_args(),
+               "--tmpfs", "/run", "--tmpfs", "/tmp", image)
+        hosts.append(name)
+    inventory = work / "hosts.ini"
+    inventory.write_text("".join(
+        f"{h} ansible_connection=community.docker.docker ansible_python_interpreter=/usr/bin/python3 "
+        f"mptcplab_python=/opt/mptcplab/venv/bin/python mptcplab_bootstrap=false\n" for h in hosts))
+    return {"hosts": hosts, "work": work, "inventory": inventory}
+
+
+def write_campaign(d: Path, inventory: Path, hosts: list[str]) -> Path:
+    d.mkdir(parents=True, exist_ok=True)
+    lab = d / "mtu"
+    if not lab.exists():
+        shutil.copytree(REPO / "labs" / "mtu", lab)
+        exp = yaml.safe_load((lab / "experiment.yml").read_text())
+        exp["quick"] = {"duration": "2s", "repetitions": 1}  # the shortest run that still measures
+        (lab / "experiment.yml").write_text(yaml.safe_dump(exp, sort_keys=False))
+    kernel = subprocess.run(["uname", "-r"], capture_output=True, text=True, check=True).stdout.strip()
+    f = d / f"pool-{len(hosts)}.yml"
+    f.write_text(yaml.safe_dump({
+        "name": TARGET, "labs": [{"lab": "mtu", "scenarios": [SCENARIO]}],
+        "targets": [{"name": TARGET, "kind": "ansible", "pool": hosts, "expect": {"kernel": kernel}}],
+        "inventory": str(inventory), "repetitions": ROUNDS, "shuffle": False,
+        "run": {"quick": True, "no_calibrate": True}}, sort_keys=False))
+    return f
+
+
+def items(out: Path) -> dict[str, dict]:
+    return {p.parent.name: json.loads(p.read_text()) for p in sorted((out / "items").glob("*/item.json"))}
+
+
+def stamp(t: str) -> float:
+    return time.mktime(time.strptime(t, "%Y-%m-%dT%H:%M:%SZ"))
+
+
+def most_at_once(spans: list[tuple[float, float, str]]) -> tuple[int, set[str]]:
+    """The most spans open at one instant (ends before starts at equal times: the second
+    resolution of item.json must not make back-to-back items count as overlapping), and the
+    hosts of the first such instant."""
+    events = sorted([(s, 1, h) for s, _, h in spans] + [(e, 0, h) for _, e, h in spans])
+    best, best_hosts, open_hosts = 0, set(), []
+    for _, kind, h in events:
+        if kind:
+            open_hosts.append(h)
+            if len(open_hosts) > best:
+                best, best_hosts = len(open_hosts), set(open_hosts)
+        else:
+            open_hosts.remove(h)
+    return best, best_hosts
+
+
+def measuring(host: str) -> bool:
+    """Whether the engine of an item is running on the host: its run directory exists and
+    is still owned (the engine removes .owner when the run ends)."""
+    p = docker("exec", host, "sh", "-c", f"ls {REMOTE_ROOT}/{TARGET}/items/*/results/mtu/2*/.owner 2>/dev/null",
+               check=False, timeout=60)
+    return p.returncode == 0 and bool(p.stdout.strip())
+
+
+def wait_for(cond: Callable[[], object], p: subprocess.Popen, timeout: float, console: Path) -> object:
+    t0 = time.monotonic()
+    while True:
+        got = cond()
+        if got:
+            return got
+        assert p.poll() is None, f"the campaign ended early (exit {p.returncode}):\n{console.read_text()[-6000:]}"
+        assert time.monotonic() - t0 < timeout, f"timed out:\n{console.read_text()[-6000:]}"
+        time.sleep(0.5)
+
+
+def merged(out: Path) -> tuple[dict, dict]:
+    d = out / "merged" / "mtu" / TARGET
+    return json.loads((d / "summary.json").read_text()), json.loads((d / "fingerprint.json").read_text())
+
+
+def structure(summary: dict) -> dict:
+    """What must not depend on how many hosts ran the campaign: the scenarios, the rounds
+    each one accounts for (used or dropped), the findings and the verdict vocabulary."""
+    rounds: dict[str, set[int]] = {}
+    for r in summary["scenarios"]:
+        rounds.setdefault(r["name"], set()).add(r["rep"])
+    for d in summary.get("dropped") or []:
+        rounds.setdefault(d["scenario"], set()).add(d["rep"])
+    return {"scenarios": {k: sorted(v) for k, v in rounds.items()},
+            "findings": sorted(f["id"] for f in summary.get("findings") or []),
+            "quick": summary.get("quick"),
+            "published": sorted((p.get("scenario") or "", p.get("metric") or "", p.get("path") or "")
+                                for p in summary.get("published") or [])}
+
+
+def test_pool_of_three_runs_three_at_once_survives_a_killed_host_and_merges_as_one(pool) -> None:
+    t_all = time.monotonic()
+    hosts, work = pool["hosts"], pool["work"]
+    f = write_campaign(work / "c", pool["inventory"], hosts)
+    out = work / "out-pool"
+    log = open(work / "pool.log", "w+")  # noqa: SIM115 - closed below
+    p = subprocess.Popen([*CLI, "campaign", str(f), "--out", str(out)], cwd=REPO, stdout=log,
+                         stderr=subprocess.STDOUT, env={**os.environ, **ENV})
+    try:
+        # once three items have finished, a host that finished one is killed while its next
+        # item measures
+        def victim_now() -> str | None:
+            done = finished_items(out)
+            if len(done) < 3:
+                return None
+            by = {json.loads((out / "items" / i / "item.json").read_text()).get("host") for i in done}
+            return next((h for h in hosts if h in by and measuring(h)), None)
+
+        victim = wait_for(victim_now, p, 900, work / "pool.log")
+        docker("kill", str(victim))
+        rc = p.wait(timeout=1800)
+    finally:
+        if p.poll() is None:
+            p.terminate()
+            p.wait(120)
+    log.seek(0)
+    console = log.read()
+    log.close()
+    t_pool = time.monotonic() - t_all
+    assert rc == 0, console[-6000:]
+    assert f"on 3 host(s) at once: {', '.join(hosts)}" in console, console[:2000]
+
+    recs = items(out)
+    assert len(recs) == ROUNDS and all(r["exit"] == 0 and r["finished"] for r in recs.values()), recs
+    # the killed host's attempt: kept apart, the item finished elsewhere
+    lost = {i: r for i, r in recs.items() if r.get("attempts")}
+    assert len(lost) == 1, {i: r.get("attempts") for i, r in recs.items()}
+    (lost_id, lost_rec), = lost.items()
+    (attempt,) = lost_rec["attempts"]
+    assert attempt["host"] == victim and attempt["lost"].startswith("unreachable"), attempt
+    assert lost_rec["host"] != victim and lost_rec["host"] in hosts
+    kept = out / "items" / lost_id / "attempts" / f"1-{victim}"
+    assert (kept / "why.txt").read_text().startswith("unreachable")
+    assert f"[{victim}] lost (unreachable" in console and "goes to another host" in console
+    # the victim took nothing after it was killed
+    assert all(r["host"] != victim or stamp(r["finished"]) <= stamp(attempt["started"]) for r in recs.values())
+
+    # three items at once on three hosts, never two at once on one host (the lost attempt included)
+    spans = [(stamp(r["started"]), stamp(r["finished"]), r["host"]) for r in recs.values()]
+    n, at_once = most_at_once(spans)
+    assert n == 3 and at_once == set(hosts), (n, at_once, {i: (r["host"], r["started"], r["finished"],
+                                                                r.get("attempts")) for i, r in recs.items()}, console)
+    spans.append((stamp(attempt["started"]), stamp(attempt["finished"]), victim))
+    for h in hosts:
+        assert most_at_once([s for s in spans if s[2] == h])[0] <= 1, f"two items at once on {h}"
+
+    # merged: every round once, each item's run from the host that finished it
+    summary, fp = merged(out)
+    runs = fp["runs"]
+    assert sorted(r["round"] for r in runs) == list(range(1, ROUNDS + 1))
+    assert len({r["item"] for r in runs}) == ROUNDS
+    assert {r["hostname"] for r in runs} <= set(hosts) and len({r["hostname"] for r in runs}) == 3
+    assert all(r["hostname"] == recs[r["item"]]["host"] for r in runs)
+    assert str(kept) not in json.dumps(summary)
+    # nothing of the items left on the live hosts (the playbook removes each item's results)
+    for h in hosts:
+        if h != victim:
+            left = docker("exec", h, "sh", "-c", f"ls {REMOTE_ROOT}/{TARGET}/items 2>/dev/null | wc -l").stdout
+            assert left.strip() == "0", f"{h}: {left}"
+
+    # the same campaign on one host, one item after another
+    t1 = time.monotonic()
+    alone = next(h for h in hosts if h != victim)
+    f1 = write_campaign(work / "c", pool["inventory"], [alone])
+    out1 = work / "out-one"
+    r1 = run([*CLI, "campaign", str(f1), "--out", str(out1)], env=ENV, timeout=3600, check=False)
+    t_one = time.monotonic() - t1
+    assert r1.returncode == 0, r1.stdout[-6000:] + r1.stderr[-3000:]
+    recs1 = items(out1)
+    assert set(recs1) == set(recs), "the same items (ids: target, lab, scenarios, settings, round)"
+    spans1 = sorted((stamp(r["started"]), stamp(r["finished"]), r["host"]) for r in recs1.values())
+    assert most_at_once(spans1)[0] == 1
+    summary1, fp1 = merged(out1)
+    assert {r["hostname"] for r in fp1["runs"]} == {alone}
+    assert structure(summary1) == structure(summary)
+    assert structure(summary)["scenarios"] == {SCENARIO: list(range(1, ROUNDS + 1))}
+    assert [f["id"] for f in summary1["findings"]] == [f["id"] for f in summary["findings"]]
+    # the report split by host: one column per host that finished rounds (the victim did, before)
+    run([*CLI, "compare", str(out), "--by", "host", "--no-figures", "--out", str(work / "cmp")], env=ENV)
+    md = (work / "cmp" / "compare.md").read_text()
+    assert all(f"{TARGET} @ {h}" in md for h in hosts), md
+    gp = next(line for line in md.splitlines() if line.startswith(f"| {SCENARIO} |"))
+    assert gp.count("(n=") == 3 and sum(int(x.split(")")[0]) for x in gp.split("(n=")[1:]) == ROUNDS, gp
+    print("\n" + console + "\n" + md)
+    print(f"\npool of 3 (one killed): {t_pool:.0f} s; one host: {t_one:.0f} s; "
+          f"whole test {time.monotonic() - t_all:.0f} s")
