@@ -133,7 +133,7 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
     subflows.csv, the tables of write_tables (tcp_seq.csv included), capture_connections.csv
     (every connection in the files, connlist.py). The figures are drawn above the analysis
-    (results/figures.capture_figures, called by ``mptcplab analyze``).
+    (results/figures.capture_figures, called by ``mptcplab analyze --figures``).
     ``same_clock``: the user says the files share one clock (one machine), so one-way delays
     between them mean something; files from elsewhere cannot show it, so it is never guessed.
     ``packets``: also packets.csv, the packet table itself (packets.py: one row per packet and

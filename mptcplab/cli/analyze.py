@@ -17,7 +17,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    an = sub.add_parser("analyze", help="analyse capture files made elsewhere: tables, figures, verdict")
+    an = sub.add_parser("analyze", help="analyse capture files made elsewhere: tables, verdict, figures on request",
+                        description="Analyse capture files made elsewhere: writes the tables (CSV) and summary.json "
+                                    "into --out and prints the summary; --figures also draws the PNG figures.")
     an.add_argument("pcap", nargs="+", type=Path, help="pcap/pcapng files of one connection, one per capture point")
     an.add_argument("--out", type=Path, help="output directory (default: <first file>-analysis/)")
     an.add_argument("--server-port", type=int, help="the server's port (default: guessed)")
@@ -27,6 +29,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     an.add_argument("--same-clock", action="store_true",
                     help="the files were captured on one host clock (one machine, e.g. network namespaces): "
                          "one-way delays between the capture points are measured; never for two machines")
+    an.add_argument("--figures", action="store_true",
+                    help="also draw the figures (dsn, tcp_seq, delivery, resends, throughput PNGs) into "
+                         "<out>/figures/, after the summary; off by default: importing and drawing them takes "
+                         "longer than the analysis itself on small captures")
     an.add_argument("--packets", action="store_true",
                     help="also write packets.csv: every packet's decoded TCP/MPTCP fields, one row per packet")
     an.add_argument("--clean", action="store_true",
@@ -36,13 +42,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     help="with --clean: print the tcpdump commands instead of running them")
     an.add_argument("--follow", type=float, metavar="SECONDS",
                     help="files still being written (tcpdump -U -w): analyse again every SECONDS while they "
-                         "grow, rewriting the tables and figures, until they stop growing or Ctrl-C")
+                         "grow, rewriting the tables (and with --figures the figures), until they stop growing "
+                         "or Ctrl-C")
     an.set_defaults(handler=cmd_analyze)
 
 
 def cmd_analyze(a: argparse.Namespace) -> int:
     from ..analysis.standalone import analyze_files, describe
-    from ..results.figures import capture_figures
 
     for f in a.pcap:
         if not f.is_file():
@@ -60,7 +66,8 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     def run() -> tuple[FlowAnalysis, Guess]:
         fa, g = analyze_files(a.pcap, out, a.server_port, paths, a.direction, same_clock=a.same_clock,
                               packets=a.packets)
-        capture_figures(fa, out / "figures")
+        if a.follow is not None and a.figures:     # each round's figures, as its tables
+            _figures(fa, out)
         return fa, g
 
     if a.follow is not None:
@@ -74,10 +81,26 @@ def cmd_analyze(a: argparse.Namespace) -> int:
     else:
         fa, g = run()
     print("\n".join(describe(fa, g)))
-    print(f"tables and figures: {out}")
+    print(f"tables: {out}", flush=True)
+    if a.figures:
+        if a.follow is None:        # after the summary: the numbers are on screen while they are drawn
+            _figures(fa, out)
+        print(f"figures: {out / 'figures'}")
+    elif (out / "figures").is_dir():
+        print(f"figures: not drawn (--figures draws them); {out / 'figures'} is from an earlier analysis")
+    else:
+        print("figures: not drawn (--figures draws them)")
     if a.clean:
         _clean(a.pcap, fa, out, a.dry_run)
     return 0
+
+
+def _figures(fa: FlowAnalysis, out: Path) -> None:
+    """The PNG figures into ``out``/figures; matplotlib imported only here (most of the
+    command's time on small captures when it was imported and drawn on every run)."""
+    from ..results.figures import capture_figures
+
+    capture_figures(fa, out / "figures")
 
 
 def _follow(files: list[Path], interval: float,

@@ -162,7 +162,7 @@ def test_analyze_command_measures_one_way_delay_only_when_told_one_clock(
     text = capsys.readouterr().out
     assert "one-way delay not available" in text and "25.0% of bytes out of order" in text
     assert (tmp_path / "a" / "hol.csv").is_file() and len((tmp_path / "a" / "owd.csv").read_text().splitlines()) == 1
-    assert main(["analyze", *files, "--same-clock", "--out", str(tmp_path / "b")]) == 0
+    assert main(["analyze", *files, "--same-clock", "--figures", "--out", str(tmp_path / "b")]) == 0
     text = capsys.readouterr().out
     assert "one-way delay 10.0.1.2:40000 client->server: median 12.5 ms" in text
     assert "not available" not in text and (tmp_path / "b" / "figures" / "delivery.png").stat().st_size > 1000

@@ -396,7 +396,7 @@ def test_checksum_presence(tmp_path: Path) -> None:
 def test_analyze_command_guesses_the_run_and_writes_tables(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     files = [DATA / "mptcp_pmtud_download__client_eth1.pcap", DATA / "mptcp_pmtud_download__client_eth2.pcap"]
     out = tmp_path / "out"
-    assert main(["analyze", *map(str, files), "--out", str(out)]) == 0
+    assert main(["analyze", *map(str, files), "--out", str(out), "--figures"]) == 0
     text = capsys.readouterr().out
     assert "server port 5201" in text and "direction download" in text and "paths: A=10.0.1.2, B=10.0.2.2" in text
     s = json.loads((out / "summary.json").read_text())
