@@ -16,7 +16,7 @@ from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.hostprobe import netem_available
 from mptcplab.emulation.select import select_emulator
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import bring_up, build_plan
+from mptcplab.net.plan import bring_up, build_plan
 from mptcplab.supervise import Supervisor
 
 

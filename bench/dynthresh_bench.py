@@ -23,6 +23,7 @@ import csv
 import json
 import re
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -31,10 +32,14 @@ from typing import Any
 import pandas as pd
 import yaml
 
+
+def _run_lab(argv: list[str]) -> int:
+    """``mptcplab run ...`` as a user types it, in its own process (the CLI's exit status)."""
+    return subprocess.run([sys.executable, "-m", "mptcplab.cli", "run", *argv], check=False).returncode
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mptcplab.cli import main as mptcplab  # noqa: E402
 
 TOPO = {
     "nodes": {n: {"kind": "linux", "image": f"mptcplab/{'router' if n.startswith('r') else 'host'}:latest"}
@@ -94,7 +99,7 @@ def main() -> int:
     lab.mkdir(parents=True, exist_ok=True)
     (lab / "topology.clab.yml").write_text(yaml.safe_dump({"name": lab.name, "topology": TOPO}, sort_keys=False))
     (lab / "experiment.yml").write_text(yaml.safe_dump(experiment(a.duration, a.reps), sort_keys=False))
-    rc = mptcplab(["run", str(lab), "--results", str(work / "results")])
+    rc = _run_lab([str(lab), "--results", str(work / "results")])
     run = (work / "results" / lab.name / "latest").resolve()
     summary = json.loads((run / "summary.json").read_text())
     print(f"\nrun {run} (exit {rc}; valid: {summary['valid']} {summary['invalid_reasons'] or ''})")

@@ -4,7 +4,7 @@ and say whether it is what was asked for (exit status 0 only within tolerance).
 The line is an ordinary in-memory lab (two hosts, one link), so it goes through
 the same validation, plan, backend and emulation as every lab run. A trace link
 (``--trace``) is measured as tests/integration/test_trace_link.py measures it
-(emulation/tracecheck.py: the bytes delivered per 100 ms window against the trace's
+(tracecheck.py: the bytes delivered per 100 ms window against the trace's
 capacity under a saturating UDP flood, on a two-namespace line).
 """
 
@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import backends
+from . import backends, tracecheck
 from .backends.base import Backend
 from .capture import capture_command, parse_tcpdump_stats
 from .commands import cmd
-from .emulation import tracecheck
 from .emulation.base import Emulator
 from .emulation.linkmodel import LinkShape, QueueLimit
 from .emulation.nfqueue import delayline_losses, max_lateness_p99_us
@@ -48,7 +47,7 @@ from .linkcheck import (
     tcp_timing,
     udp_payload,
 )
-from .plan import bring_up, build_plan
+from .net.plan import bring_up, build_plan
 from .supervise import Supervisor
 from .units import UnitError, parse_fraction, parse_rate, parse_time
 

@@ -127,7 +127,8 @@ def reachability(items: list[Item], lab: Lab | None = None, cpus: int | None = N
     """Whether this machine's link emulation carries the lab's links (or, without a lab,
     the papers' configurations), with the scale factor that would fit (emulation/capacity.py)."""
     from .lab.reachability import lab_estimate, paper_estimates
-    from .lab.scale import fmt_factor, nice_factor_at_most
+    from .lab.scale import nice_factor_at_most
+    from .units import fmt_factor
 
     emulator = next((i.detail for i in items if i.name == "link emulation backend"), "nfqueue")
     if emulator == "none":

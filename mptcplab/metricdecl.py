@@ -299,7 +299,7 @@ def extreme_reading(statistic: str, op: str) -> str:
     """What a claim on an extreme over repetitions says in words: ``max <= v`` is about every
     repetition, ``max >= v`` about some; the reverse for ``min``."""
     if statistic == "std":
-        return "standard deviation over repetitions, percentile-bootstrap interval (results/stats.py)"
+        return "standard deviation over repetitions, percentile-bootstrap interval (checks/stats.py)"
     upper = op in ("<", "<=")
     lower = op in (">", ">=")
     if (statistic == "max" and upper) or (statistic == "min" and lower):

@@ -30,10 +30,10 @@ from .kernelreq import in_range
 from .lab.loader import EXPERIMENT, PUBLISHED
 from .lab.model import Lab, ScenarioRun
 from .lab.network import BASE_SYSCTLS, ROUTER_SYSCTLS
-from .metrics.counters import PROBE as COUNTER_PROBE
 from .middlebox import rewrite
 from .probes.registry import REGISTRY as PROBES
 from .probes.registry import enabled as enabled_probes
+from .record.counters import PROBE as COUNTER_PROBE
 from .traffic.kinds import KINDS
 
 PROC_SYS = Path("/proc/sys")

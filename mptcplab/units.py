@@ -102,3 +102,13 @@ def fmt_rate(bps: float) -> str:
 def fmt_time_tc(seconds: float) -> str:
     """A time as tc and our tools accept it, in microseconds to keep precision."""
     return f"{int(round(seconds * 1e6))}us"
+
+
+def fmt_factor(factor: float) -> str:
+    """A scale factor as reports print it: '×0.5' (lab/scale.py says what scaling changes)."""
+    return f"×{factor:g}"
+
+
+def rate_unit(factor: float, unit: str = "Mbit/s") -> str:
+    """A rate's unit as every table prints it: 'Mbit/s (scaled ×0.1)' when the run is scaled."""
+    return unit if factor == 1 else f"{unit} (scaled {fmt_factor(factor)})"

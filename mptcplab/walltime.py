@@ -5,7 +5,7 @@ per repetition for set-up, link checks, captures' and daemons' stops and teardow
 The overhead is the lab's own when the results root has a complete run of it (its
 manifest's wall_seconds minus traffic_seconds over its repetitions: same host, same
 link checks), else DEFAULT_OVERHEAD_S. Analysis overlaps the next repetition
-(labrun/run.py), so it adds nothing but the last repetition's."""
+(run/lab.py), so it adds nothing but the last repetition's."""
 
 from __future__ import annotations
 
@@ -93,7 +93,7 @@ class PastRun:
 def latest_run(results_root: Path, lab_name: str) -> PastRun | None:
     """The lab's latest complete run under ``results_root``, None when there is none or it
     lacks the numbers (its manifest's traffic_seconds is what the flows measured)."""
-    from .results.read import load_manifest
+    from .record.model import load_manifest
 
     latest = results_root / lab_name / "latest"
     try:

@@ -45,8 +45,9 @@ try:
         ResultsFormatError,
         Summary,
         Warning,
+        load_manifest,
     )
-    from mptcplab.results.read import load_manifest, load_summary
+    from mptcplab.results.read import load_summary
 except ImportError as e:  # the system python3, without the venv
     print(f"check-vm-results: cannot import the result model ({e}); run it with .venv/bin/python "
           "(scripts/bootstrap.sh creates it)", file=sys.stderr)

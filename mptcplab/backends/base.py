@@ -3,7 +3,7 @@
 In the spirit of netlab's provider plugins: a backend declares what it supports
 (link emulators, capabilities), says whether this host can use it (``available``),
 builds itself for a run or a dry run, and gets no-op lifecycle hooks it may
-override. The order a repetition calls them in (runner/measure.py, plan.bring_up):
+override. The order a repetition calls them in (run/measure.py, plan.bring_up):
 
     begin(net)        record ownership (state file) before anything exists
     pre_start(net)    e.g. containerlab writes its topology copy
@@ -43,6 +43,7 @@ Log = Callable[[str], None]
 CAP_NODE_PIDS = "node-pids"            # spawned processes are host processes (signals, /proc)
 CAP_DELAY_LINE = "delay-line"          # the native NFQUEUE delay line can run in nodes
 CAP_PRECREATED = "pre-created-labs"    # can drive nodes someone else created
+CAP_MBOX = "rewriting-middleboxes"     # mptcplab-mbox (native/mbox) can run in nodes
 
 
 class CommandFailed(Exception):
@@ -108,7 +109,7 @@ class Backend(ABC):
     def choose_emulator(cls, force: str | None, scenarios: Sequence[ScenarioRun], dry_run: bool) -> Emulator:
         """The link emulator for a run. A dry run never probes the kernel (it creates
         nothing): it shows ``force`` or, without it, the preferred emulator that needs
-        no probe, and says which one a run would pick (labrun/dryrun.py)."""
+        no probe, and says which one a run would pick (run/dryrun.py)."""
         from ..emulation.hostprobe import netem_available
         from ..emulation.select import emulator_named, select_emulator
 

@@ -167,15 +167,11 @@ class ContainerlabBackend(Backend):
         is not in the lab images. Rate-only links are tbf alone, which needs no sch_netem."""
         from ..emulation import hostprobe
         from ..emulation.tc import NetemEmulator
-        from ..middlebox import rewrite
 
         if force == "nfqueue":
             raise HostNotReady("the nfqueue link emulation cannot run on the containerlab backend (the delay line "
                                "is not in the lab images); use netem (the appliance VM's kernel has it) or "
                                "--backend netns")
-        if any(rewrite.boxes(sc.body) for sc in scenarios):
-            raise HostNotReady(f"the rewriting middleboxes ({', '.join(rewrite.KINDS)}) run mptcplab-mbox, which is "
-                               "not in the lab images: use --backend netns")
         needs_netem = any(link.delay or link.jitter or link.loss for sc in scenarios for link in sc.body.links.values())
         if dry_run or not needs_netem or hostprobe.netem_available():
             return NetemEmulator()

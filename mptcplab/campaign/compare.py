@@ -18,10 +18,10 @@ from pathlib import Path
 from matplotlib.figure import Figure
 
 from ..errors import LabInputError
-from ..record.model import FindingRow, Summary
+from ..record.model import FindingRow, Summary, load_manifest
 from ..results.aggregate import scenario_value
 from ..results.fmt import fmt_num, md_table
-from ..results.read import load_manifest, load_summary
+from ..results.read import load_summary
 from .executor import STATE
 from .merge import Column, merge
 
@@ -164,7 +164,7 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         lines += ["### Findings: verdict per column", "",
                   f"`{CHANGED}` and **bold**: the verdict differs from the column to its left "
                   "(each cell: the verdict, then each check's estimate with its interval over the column's "
-                  "repetitions and the interval's coverage; mptcplab/results/stats.py).", "",
+                  "repetitions and the interval's coverage; mptcplab/checks/stats.py).", "",
                   md_table(["finding", *labels, "verdict"], rows), ""]
         lines += [f"- `{fid}`: {stmt[fid]}" for fid in ids if stmt[fid]] + [""]
     # goodput

@@ -39,8 +39,8 @@ from ..lab.loader import load_lab
 from ..progress import clock_text
 from ..record import store
 from ..record.manifest import git_state
-from ..record.model import ResultsFormatError
-from ..results.read import load_manifest, load_summary
+from ..record.model import ResultsFormatError, load_manifest
+from ..results.read import load_summary
 from . import repvalid
 from .debs import REPO
 from .planner import WorkItem

@@ -25,8 +25,8 @@ from typing import Any
 from ..lab.loader import load_lab
 from ..lab.schema import Published
 from ..record import store
-from ..record.model import Manifest, Repetition, Summary
-from ..results.read import load_manifest, load_summary
+from ..record.model import Manifest, Repetition, Summary, load_manifest
+from ..results.read import load_summary
 from ..results.summary import build_summary_model
 from . import repvalid
 from .executor import RESULTS, complete_runs, read_state

@@ -36,7 +36,7 @@ from types import FrameType
 
 from ..progress import clock_text
 from ..record import store
-from ..results.read import load_manifest
+from ..record.model import load_manifest
 from .executor import (
     Attempt,
     Outcome,

@@ -1,7 +1,7 @@
 """Per-repetition validity of a campaign's rounds: the one rule the merge (which repetitions
 the merged run uses) and the executor (whether a lab x target needs another round) share.
 
-A round's summary says what is wrong as "<scenario> rep <n>: <problem>" (labrun/verdicts.py),
+A round's summary says what is wrong as "<scenario> rep <n>: <problem>" (run/verdicts.py),
 so a problem belongs to one repetition: that repetition is dropped, the round's others are
 kept. A problem that names no repetition of the round voids the merged run, as before. Per
 scenario the first ``planned`` valid repetitions in round order are used; valid ones beyond

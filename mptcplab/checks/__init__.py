@@ -3,9 +3,8 @@
 registry.py. The lab schema, the loader, scenario selection, the metric check, the findings
 and the audit read the registry and name no check class.
 
-The lab schema (lab/schema/published.py) builds its ``expect`` union from the registry, and
-the check modules build on lab/schema/base.py: importing the schema package first lets
-``import mptcplab.checks...`` come before or after it without a partly initialized module.
+The checks build on the value types (mptcplab/values/), the record model and the metric
+declarations only, never on the lab schema: the lab schema (lab/schema/published.py) builds
+its ``expect`` union from this package's registry, so checks sit below it. stats.py: the
+intervals behind every verdict.
 """
-
-from ..lab import schema as _schema  # noqa: F401  (import order; see above)

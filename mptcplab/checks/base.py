@@ -10,12 +10,12 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import AfterValidator, BeforeValidator, Field
 
-from ..lab.schema.base import Strict
 from ..metricdecl import Select
 from ..record.model import CheckStat, Repetition
+from ..values.types import Strict
 
-if TYPE_CHECKING:  # the lab model loads nothing of results/: the evaluations import it when they run
-    from ..results import stats
+if TYPE_CHECKING:
+    from . import stats
 
 
 def _window(v: tuple[float, float] | None) -> tuple[float, float] | None:
@@ -58,7 +58,7 @@ def _source(v: object) -> object:
 
 SourceField = Annotated[Source, BeforeValidator(_source)]
 
-#: the statistic a check compares over the scenario's repetitions (results/stats.py):
+#: the statistic a check compares over the scenario's repetitions (checks/stats.py):
 #: ``median`` with a distribution-free interval; ``min``/``max`` are statements about
 #: every/some repetition (no interval). None: median, or the metric's own extreme.
 CheckStatistic = Literal["median", "min", "max"]

@@ -18,7 +18,9 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field
 
 from ..metricdecl import COUNTER_NAME
+from ..record.counters import counter_reading
 from ..record.model import CheckStat, Repetition
+from . import stats
 from .base import CheckKind, CounterUse, Judging, SourceField
 from .metric import OPS
 
@@ -61,9 +63,6 @@ class CounterCheck(CheckKind):
 
     def _value(self, r: Repetition) -> tuple[int | None, str | None]:
         """The counter summed over the check's nodes in one repetition, or why it has none."""
-        # imported here, not at the top: the lab schema imports this module, and the lab model
-        # loads nothing of metrics/ (tests/unit/test_metrics_registry.py)
-        from ..metrics.counters import counter_reading
         total = 0
         for n in self.nodes():
             got = counter_reading(r, n, self.counter)
@@ -75,9 +74,6 @@ class CounterCheck(CheckKind):
     def evaluate(self, default_scenario: str | None, on: Judging) -> tuple[CheckStat, str]:
         """Whether the counter satisfies the comparison in every repetition, with each
         repetition's value as the evidence ("expected == 2, got 2, 2, 1")."""
-        # imported here, not at the top: the lab schema imports this module, and the lab model
-        # loads nothing of results/ (tests/unit/test_metrics_registry.py)
-        from ..results import stats
         c = self
         target = f"{c.op} {c.value} in every repetition"
         name = c.scenario or default_scenario

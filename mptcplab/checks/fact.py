@@ -9,6 +9,7 @@ from typing import Literal
 from pydantic import model_validator
 
 from ..record.model import CheckStat, Repetition
+from . import stats
 from .base import CheckKind, Judging, SourceField
 
 
@@ -38,9 +39,6 @@ class CaptureFact(CheckKind):
 
     def evaluate(self, default_scenario: str | None, on: Judging) -> tuple[CheckStat, str]:
         """Whether the fact is seen in every repetition of the scenario, with its evidence."""
-        # imported here, not at the top: the lab schema imports this module, and the lab model
-        # loads nothing of results/ (tests/unit/test_metrics_registry.py)
-        from ..results import stats
         c = self
         name = c.scenario or default_scenario
         if name is None:

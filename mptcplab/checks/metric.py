@@ -2,7 +2,7 @@
 of one scenario's repetitions against a constant, another scenario's, or their difference or
 ratio against a constant (within a tolerance for ==).
 
-Its verdict comes from an interval of that statistic over the repetitions (results/stats.py):
+Its verdict comes from an interval of that statistic over the repetitions (checks/stats.py):
 *holds* when the whole interval satisfies the claim, *does not hold* when none of it does,
 *inconclusive* when it straddles the claim's boundary or the repetitions are too few for the
 required confidence. The statistic is the median (Hodges-Lehmann between two scenarios)
@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import operator
 import statistics
-from typing import TYPE_CHECKING, Literal
+from typing import Literal
 
 from pydantic import Field, model_validator
 
-from ..lab.scale import fmt_factor
 from ..metricdecl import DECLARED, Select, extreme_reading, metric_scales
 from ..record.model import CheckStat, Verdict
+from ..units import fmt_factor
+from . import stats
 from .base import (
     CheckKind,
     CheckStatistic,
@@ -33,9 +34,6 @@ from .base import (
     SourceField,
     interval_text,
 )
-
-if TYPE_CHECKING:
-    from ..results import stats
 
 OPS = {"==": operator.eq, "!=": operator.ne, "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge}
 _EPS = 1e-6  # aggregates are floats: 0.1 + 0.2 == 0.3 must hold
@@ -253,9 +251,6 @@ def _named(metric: str, sel: Select, scenario: str) -> str:
 
 
 def _why_inconclusive(v: Verdict, iv: stats.Interval) -> str:
-    # imported here, not at the top: the lab schema imports this module, and the lab model
-    # loads nothing of results/ (tests/unit/test_metrics_registry.py); so in the two below
-    from ..results import stats
     if v != stats.INCONCLUSIVE:
         return ""
     if not iv.enough:
@@ -267,7 +262,6 @@ def _why_inconclusive(v: Verdict, iv: stats.Interval) -> str:
 def _decided(e: Expectation, what: str, iv: stats.Interval, n: list[int], want: float, tol: float,
              target: str) -> tuple[CheckStat, str]:
     """The verdict of a claim on an interval, as a check's row and evidence."""
-    from ..results import stats
     v = stats.decide(iv, e.op, want, tol)
     row = CheckStat(verdict=v, statistic=what, estimate=iv.estimate, low=iv.low, high=iv.high,
                     confidence=iv.confidence, method=iv.method, n=n, target=target, source=e.source_text(),
@@ -277,7 +271,6 @@ def _decided(e: Expectation, what: str, iv: stats.Interval, n: list[int], want: 
 
 def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], value: float, tolerance: float,
                       target: str) -> tuple[CheckStat, str]:
-    from ..results import stats
     what = f"{stat} of {lname}"
     if stat == "std":
         try:
@@ -302,7 +295,6 @@ def _against_constant(e: Expectation, stat: str, lname: str, xs: list[float], va
 def _between(e: Expectation, stat: str, lname: str, xs: list[float], rname: str, ys: list[float],
              value: float | None, tolerance: float, target: str,
              paired: list[tuple[float, float]] | None = None) -> tuple[CheckStat, str]:
-    from ..results import stats
     how = e.by or "difference"
     # a direct comparison (no ``by``) is the difference against 0
     want, tol = (value, tolerance) if e.by is not None else (0.0, e.tolerance)

@@ -65,9 +65,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def cmd_run(a: argparse.Namespace) -> int:
     from ..doctor import checks, lab_needs
     from ..lab.loader import load_lab, unsupported
-    from ..labrun import RunOptions, dry_run, repetitions, run_lab, select_scenarios
+    from ..net.plan import refuse_unsupported
     from ..preflight import check as preflight
     from ..preflight import reachability
+    from ..run import RunOptions, dry_run, repetitions, run_lab, select_scenarios
     from ..timeline.actions import check_timelines
     from ..walltime import estimate
 
@@ -86,6 +87,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     backend = backends.resolve(a.backend, a.dry_run)
     opts.backend = backend.name
     repetitions(lab, opts)
+    refuse_unsupported(backend, scenarios)
     emulator = rate_in_tbf(backend.choose_emulator(a.emulation, scenarios, a.dry_run), a.rate_in_tbf)
     # before measuring: can this machine carry the links, and at which scale (preflight.py)
     reach = reachability(lab, [s.name for s in scenarios] if opts.scenarios else None, emulator.name, a.scale,

@@ -1,7 +1,7 @@
 """The controller interface: typed params, an interval, and ``step(view)``.
 
 Every ``interval`` during the traffic the runner (timeline/controller.py) samples
-the controller's node (``ss -tinM``, probes/ss.py) and calls ``step`` with what it
+the controller's node (``ss -tinM``, tools/ss.py) and calls ``step`` with what it
 saw; the actions it returns are the timeline's own (lab/events.py: endpoint_flags,
 link_change, sysctl, ...) and run at once, each recorded in events.csv with source
 ``controller:<name>``. A controller holds its own state between steps. It may wrap
@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict
 
 from ..lab.events import ControllerSpec, Event
-from ..probes.ss import SubflowSample
+from ..tools.ss import SubflowSample
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 al., ICTer 2024) as a controller on the sending node, without kernel patches.
 
 Every Δ (the controller's ``interval``) it reads each subflow's cwnd, MSS and
-smoothed RTT from ``ss -tinM`` (probes/ss.py) for the node's busiest MPTCP
+smoothed RTT from ``ss -tinM`` (tools/ss.py) for the node's busiest MPTCP
 connection, computes m = cwnd·MSS/RTT, keeps each subflow's maximum and the best
 single-path rate, and when the sum of the current rates falls below that best rate
 it demotes the bad path (the weakest subflow in use): ``ip mptcp endpoint change
@@ -40,8 +40,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..lab.events import EndpointFlags, Event
-from ..lab.fields import check_unit
 from ..units import parse_size, parse_time
+from ..values.fields import check_unit
 from . import _dynthresh as dt
 from .base import Controller, Decision, View
 

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from pydantic import Field, field_validator
 
-from ..lab.fields import check_unit
 from ..units import parse_time
+from ..values.fields import check_unit
 from . import _dynthresh as dt
 from .dynamic_threshold import DynamicThreshold
 from .dynamic_threshold import Params as Alg3Params

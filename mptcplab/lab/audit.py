@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from ..metricdecl import DECLARED
 from .schema import Finding, Published
 
-#: the confidence of every verdict's interval (results/stats.py CONFIDENCE); repeated here
+#: the confidence of every verdict's interval (checks/stats.py CONFIDENCE); repeated here
 #: because the lab layer does not import results/ (a test holds the two equal)
 CONFIDENCE = 0.90
 
@@ -82,7 +82,7 @@ def render(labs: Sequence[AuditedLab]) -> str:
            "(a test fails when this file and the lab files disagree).", "",
            "## How a verdict is reached", "",
            "Each check of a finding compares a statistic of the repetitions with the paper's claim "
-           "(mptcplab/results/stats.py):", "",
+           "(mptcplab/checks/stats.py):", "",
            "- one scenario against a constant: the **median**, with the distribution-free order-statistic "
            "interval (exact binomial coverage);",
            "- two scenarios: the **Hodges-Lehmann** difference or ratio (median of the pairwise differences or "

@@ -9,6 +9,8 @@ from collections.abc import Callable
 
 from pydantic import ValidationError
 
+from .. import plugins
+from ..values.fields import is_endpoint_ref
 from .events import (
     UPM_ACTIONS,
     EndpointAdd,
@@ -23,7 +25,6 @@ from .events import (
     UpmSubflowCreate,
     UpmSubflowDestroy,
 )
-from .fields import is_endpoint_ref
 from .schema import ExperimentBody
 
 Fail = Callable[[str, str], None]
@@ -85,15 +86,15 @@ def _check_upm(body: ExperimentBody, eps: set[str], ev: UpmEvent, where: str, fa
 
 
 def check_controllers(body: ExperimentBody, fail: Fail) -> None:
-    from ..controllers import ControllerNotFound, controller_class
-
+    # the controllers are plug-ins above the lab schema (mptcplab/plugins.py)
+    controllers = plugins.registry("controllers")
     for k, spec in enumerate(body.controllers):
         where = f"controllers[{k}]"
         if spec.node not in body.nodes:
             fail(f"{where}.node", f"no such node {spec.node!r}")
         try:
-            cls = controller_class(spec.name)
-        except ControllerNotFound as e:
+            cls = controllers.controller_class(spec.name)
+        except controllers.ControllerNotFound as e:
             fail(f"{where}.name", str(e))
             continue
         try:

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..units import parse_fraction, parse_rate, parse_time
-from .fields import (
+from ..values.fields import (
     NAME_RE,
     EndpointFlag,
     address_ref,

@@ -19,6 +19,7 @@ from ipaddress import ip_address
 from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
+from ..values.fields import is_endpoint_ref
 from .events import (
     EndpointAdd,
     EndpointDelete,
@@ -28,7 +29,6 @@ from .events import (
     UpmSubflowCreate,
     UpmSubflowDestroy,
 )
-from .fields import is_endpoint_ref
 from .network import Link, Network, Numbering
 from .schema import ExperimentBody
 from .stripe import stripe_of

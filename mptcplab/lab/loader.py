@@ -17,8 +17,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
+from ..values.fields import is_endpoint_ref
 from .eventcheck import check_controllers, check_events
-from .fields import is_endpoint_ref
 from .metriccheck import check_metrics
 from .model import Lab, ScenarioRun
 from .schema import ClabTopology, Experiment, ExperimentBody, Published

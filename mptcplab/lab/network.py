@@ -33,7 +33,7 @@ from pathlib import Path
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from ..emulation.trace import TraceError, trace_for
 from ..errors import LabInputError
-from .fields import is_endpoint_ref
+from ..values.fields import is_endpoint_ref
 from .schema import ClabTopology, Direction, ExperimentBody, LinkSpec
 
 DEFAULT_MTU = 1500

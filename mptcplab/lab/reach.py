@@ -11,7 +11,7 @@ from __future__ import annotations
 from ipaddress import ip_address
 
 from ..emulation.linkmodel import Endpoint
-from .fields import is_endpoint_ref
+from ..values.fields import is_endpoint_ref
 from .loader import EXPERIMENT
 from .model import Lab
 from .network import Network, build_network, path_reaches

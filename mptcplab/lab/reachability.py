@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from ..emulation.capacity import BEYOND, FITS, MARGINAL, NOT_ESTIMATED, Estimate, estimate
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
+from ..units import fmt_factor
 from .model import Lab, ScenarioRun
 from .network import build_network
-from .scale import fmt_factor, nice_factor_at_most
+from .scale import nice_factor_at_most
 
 #: warning codes in the results (docs/results-format.md)
 BEYOND_CODE = "emulation-beyond-host"

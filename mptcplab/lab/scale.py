@@ -28,7 +28,7 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 from ..errors import LabInputError
-from ..units import is_time, parse_rate, parse_size
+from ..units import fmt_factor, is_time, parse_rate, parse_size
 
 if TYPE_CHECKING:
     from .model import Lab
@@ -39,15 +39,6 @@ SOURCES = ("none", "lab", "command line", "auto")
 #: the factors `--scale auto` and the reachability estimate suggest: round numbers, so
 #: scaled rates stay readable (400 Mbit/s x 0.1 = 40 Mbit/s)
 NICE_FACTORS = (1.0, 0.5, 0.25, 0.2, 0.1, 0.05, 0.025, 0.02, 0.01, 0.005, 0.002, 0.001)
-
-
-def fmt_factor(factor: float) -> str:
-    return f"×{factor:g}"
-
-
-def rate_unit(factor: float, unit: str = "Mbit/s") -> str:
-    """A rate's unit as every table prints it: 'Mbit/s (scaled ×0.1)' when the run is scaled."""
-    return unit if factor == 1 else f"{unit} (scaled {fmt_factor(factor)})"
 
 
 def nice_factor_at_most(limit: float) -> float:

@@ -1,7 +1,7 @@
 """The balance-rr striping a host's ``balance_rr`` describes, resolved against the built
 network: the legs (interface, next hop, mark, routing table) each packet to the peer address
 takes in turn. Pure; the loader checks with it that every leg can reach the peer, and
-mptcplab/striping.py turns it into ip and nft commands."""
+mptcplab/net/bonding.py turns it into ip and nft commands."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def stripe_of(net: Network, body: ExperimentBody, name: str, file: str = "experi
         return None
     dst = net.address(rr.to)
     if not isinstance(dst, IPv4Address):
-        # its nftables rules (mptcplab/striping.py) match `ip daddr`: IPv4 only
+        # its nftables rules (mptcplab/net/bonding.py) match `ip daddr`: IPv4 only
         raise LabInputError(file, f"nodes.{name}.balance_rr.to", f"{dst}: striping is IPv4 only")
     legs = []
     for k, iface in enumerate(rr.via):

@@ -14,12 +14,12 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.sendbuffer import eq1_required_bytes
+from ..traffic.latency_result import LatencyMetrics
 from .base import Select, register
 from .core import subflow_sum
 
 if TYPE_CHECKING:
     from ..record.model import FlowResult, Repetition
-    from ..traffic.latency_result import LatencyMetrics
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:
@@ -56,7 +56,7 @@ def _flow(r: Repetition, name: str | None) -> FlowResult | None:
 
 def _latency(r: Repetition, sel: Select) -> LatencyMetrics | None:
     f = _flow(r, sel.flow)
-    return f.latency if f is not None else None
+    return f.metrics_of(LatencyMetrics) if f is not None else None
 
 
 def _eq1_ratio(r: Repetition, sel: Select) -> float | None:

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..metricdecl import COUNTERS, SIDES
+from ..traffic.transfer_result import TransferMetrics
 from .base import Select, register
 from .flows import selected_flow
 
@@ -33,16 +34,20 @@ if TYPE_CHECKING:
     from ..record.model import Repetition
 
 
-def _intact(r: Repetition, sel: Select) -> float | None:
+def _transfer_metrics(r: Repetition, sel: Select) -> TransferMetrics | None:
     f = selected_flow(r, sel)
-    if f is None or f.transfer is None or f.transfer.verdict is None:
+    return None if f is None else f.metrics_of(TransferMetrics)
+
+
+def _intact(r: Repetition, sel: Select) -> float | None:
+    t = _transfer_metrics(r, sel)
+    if t is None or t.verdict is None:
         return None
-    return 1.0 if f.transfer.verdict == "equal" else 0.0
+    return 1.0 if t.verdict == "equal" else 0.0
 
 
 def _received_fraction(r: Repetition, sel: Select) -> float | None:
-    f = selected_flow(r, sel)
-    t = None if f is None else f.transfer
+    t = _transfer_metrics(r, sel)
     if t is None or not t.size or t.received_bytes is None:
         return None
     return t.received_bytes / t.size
@@ -50,8 +55,8 @@ def _received_fraction(r: Repetition, sel: Select) -> float | None:
 
 def _transfer(field: str) -> Callable[[Repetition, Select], float | None]:
     def per_rep(r: Repetition, sel: Select) -> float | None:
-        f = selected_flow(r, sel)
-        v = None if f is None or f.transfer is None else getattr(f.transfer, field)
+        t = _transfer_metrics(r, sel)
+        v = None if t is None else getattr(t, field)
         return None if v is None else float(v)
     return per_rep
 

@@ -61,7 +61,7 @@ def _mid_rule(after: int) -> tuple[str, ...]:
 
 def middlebox_cmds(body: ExperimentBody, name: str) -> list[Cmd]:
     """The node's middleboxes as nftables rules in their own table."""
-    # the rewriting kinds are a daemon and its queue rule (middlebox/rewrite.py, plan.py)
+    # the rewriting kinds are a daemon and its queue rule (middlebox/rewrite.py, net/plan.py)
     boxes = [b for b in body.nodes[name].middlebox if b.kind not in REWRITING_KINDS]
     if not boxes:
         return []

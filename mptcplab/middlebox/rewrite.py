@@ -13,7 +13,7 @@ xt_NFQUEUE but not the native queue expression (``nft add rule ... queue num 7``
 table's FORWARD hook: after the delay lines (raw PREROUTING) and the routing decision,
 so the box sees what the router forwards, in both directions.
 
-Queue numbers continue after the links' delay lines (plan.py's counter), so they never
+Queue numbers continue after the links' delay lines (net/plan.py's counter), so they never
 collide with a delay line of the same router.
 """
 

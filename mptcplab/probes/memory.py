@@ -29,12 +29,12 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar
 import pandas as pd
 from pydantic import AfterValidator
 
-from ..lab.fields import check_unit
 from ..steps.base import Planned, Rep
+from ..tools.ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_cmd
 from ..units import parse_time
+from ..values.fields import check_unit
 from ..warncodes import PROBE_DEGRADED
 from .base import Joined, Probe, Setting, probes_dir
-from .ss import SKMEM_FIELDS, SS_MEM_ARGV, SocketMem, parse_ss_sockets, ss_mem_cmd
 
 if TYPE_CHECKING:
     from ..lab.network import Network

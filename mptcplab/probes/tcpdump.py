@@ -63,7 +63,7 @@ class TcpdumpCapture(Probe):
     """tcpdump per capture point (``capture:`` of experiment.yml): started in the background
     and waited for until it is listening; stopped with SIGINT (it flushes and prints its
     counters). A tcpdump that ended before the stop (killed, crashed) holds part of the run
-    only: ``capture_stats`` says ``died`` and the repetition warns, and labrun/verdicts.run_summary
+    only: ``capture_stats`` says ``died`` and the repetition warns, and run/verdicts.run_summary
     judges the run invalid (issue 12: tests/faults found it passed as evidence)."""
 
     name = "capture"

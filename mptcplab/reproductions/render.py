@@ -6,9 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..checks.stats import median_interval
 from ..record.model import VERDICTS, CheckStat, FindingRow, FlowResult, Repetition, Summary
 from ..results.fmt import DASH, md_table
-from ..results.stats import median_interval
+from ..traffic.http_result import HttpMetrics
 from .collect import Reproduction
 
 NO_RUN = "no full run on record yet"
@@ -107,8 +108,9 @@ FINDINGS_HEADER = ["finding", "verdict", "statistic", "estimate [interval]", "co
 def _headline(goodput: float | None, f: FlowResult | None) -> tuple[float | None, str]:
     """A flow's one number for the table: its goodput, or for a web flow (no goodput of its
     own) the requests it served per second."""
-    if goodput is None and f is not None and f.http is not None and f.http.requests_per_s is not None:
-        return f.http.requests_per_s, "requests/s"
+    http = None if f is None else f.metrics_of(HttpMetrics)
+    if goodput is None and http is not None and http.requests_per_s is not None:
+        return http.requests_per_s, "requests/s"
     return goodput, "Mbit/s"
 
 
@@ -125,7 +127,7 @@ def _measured_flows(rep: Repetition) -> list[tuple[str, float | None, str, bool 
 def measured_rows(s: Summary) -> list[list[str]]:
     """Per scenario and measured flow, over the repetitions the findings use: n, the median
     of its number (goodput, or requests/s for a web flow) with its order-statistics interval
-    (results/stats.py; coverage below 90 % with fewer than 5 repetitions, and said so), the
+    (checks/stats.py; coverage below 90 % with fewer than 5 repetitions, and said so), the
     range, how many repetitions the capture proved (MPTCP negotiated with every expected
     subflow carrying data, or the TCP connection on its path) and how many fell back to TCP."""
     rows: list[list[str]] = []

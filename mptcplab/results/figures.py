@@ -25,8 +25,8 @@ from matplotlib.figure import Figure
 from ..analysis.cwnd_events import implausible
 from ..analysis.model import FlowAnalysis
 from ..analysis.stats import too_big
-from ..lab.scale import rate_unit
 from ..record.model import Summary
+from ..units import rate_unit
 from .fmt import missing
 from .tables import aggregates_frame, path_stats, published_for, reps_frame
 

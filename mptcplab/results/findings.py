@@ -2,7 +2,7 @@
 
 A finding's checks are plug-ins (mptcplab/checks/: one module per kind, listed in its
 registry): a metric comparison decides on an interval of a statistic over the repetitions
-(results/stats.py), a capture fact on how many repetitions show it. This module judges each
+(checks/stats.py), a capture fact on how many repetitions show it. This module judges each
 check through its kind's own evaluation and combines the verdicts; it names no kind.
 
 A finding that needs what this lab cannot provide says so with its reason; one whose checks

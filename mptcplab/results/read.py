@@ -22,7 +22,6 @@ from ..record.model import (
     FORMAT_VERSION,
     ICMP_COLUMNS,
     TIMESERIES_COLUMNS,
-    Manifest,
     Repetition,
     ResultsFormatError,
     Summary,
@@ -79,20 +78,6 @@ def load_summary(run_dir: str | Path) -> Summary:
     for r in summary.scenarios:
         r.at_run_dir(run_dir)
     return summary
-
-
-def load_manifest(run_dir: str | Path) -> Manifest:
-    """manifest.json; an empty Manifest with ``present`` False when the run has none."""
-    path = Path(run_dir) / "manifest.json"
-    if not path.is_file():
-        return Manifest(present=False)
-    try:
-        return Manifest.model_validate(json.loads(path.read_text()))
-    except json.JSONDecodeError as e:
-        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
-    except ValidationError as e:
-        raise ResultsFormatError(str(path), validation_where(e),
-                                 f"not a readable manifest: {e.errors()[0]['msg']}") from None
 
 
 def flow_file(r: Repetition, flow: str | None, filename: str) -> str:

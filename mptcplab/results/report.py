@@ -17,15 +17,15 @@ from typing import Any
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..lab.scale import fmt_factor, rate_unit
-from ..record.model import FindingRow, Manifest, Summary, Warning
+from ..checks.stats import CONFIDENCE
+from ..record.model import FindingRow, Manifest, Summary, Warning, load_manifest
+from ..units import fmt_factor, rate_unit
 from . import figures as F
 from .crossover import CROSSOVER_COLUMNS, crossover_rows
 from .fmt import DASH, df_to_md, fmt_num, md_table, show, yes_no
 from .handshake import load_syn_synack, plot_syn_synack_cdf
 from .policy import collect_warnings, functional_check_reason
-from .read import as_summary, load_events, load_icmp, load_manifest, load_subflow_series, load_summary, load_timeseries
-from .stats import CONFIDENCE
+from .read import as_summary, load_events, load_icmp, load_subflow_series, load_summary, load_timeseries
 from .tables import (
     CPU_BOUND_IDLE,
     aggregates_frame,
@@ -273,7 +273,7 @@ def _findings_section(summary: Summary) -> list[str]:
               "Each check compares a statistic of the repetitions with the paper's claim (lab file: `expect`, "
               "with the claim's source: the paper, a derivation or the project's convention). The verdict "
               f"comes from the statistic's {CONFIDENCE:.0%} interval over the repetitions "
-              "(mptcplab/results/stats.py): the median's order-statistic interval, or between two scenarios "
+              "(mptcplab/checks/stats.py): the median's order-statistic interval, or between two scenarios "
               "the Hodges-Lehmann difference or ratio with Moses' interval. *holds*: the whole interval "
               "satisfies the claim; *does not hold*: none of it does; *inconclusive*: it straddles the "
               "claim, or the repetitions are too few for the interval's coverage (shown beside it) to "

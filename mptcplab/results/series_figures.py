@@ -16,7 +16,7 @@ from collections.abc import Sequence
 import pandas as pd
 from matplotlib.figure import Figure
 
-from ..lab.scale import rate_unit
+from ..units import rate_unit
 from .figures import _empty, events_of, mark_events, path_color, throughput_by_path
 
 #: line styles for the scenarios of one comparison, in order (TCP first: the reference)

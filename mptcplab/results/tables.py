@@ -12,9 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from ..lab.scale import fmt_factor, rate_unit
 from ..metrics import Select
 from ..record.model import VERDICTS, CheckStat, FindingRow, Summary
+from ..units import fmt_factor, rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .policy import functional_check_reason
 

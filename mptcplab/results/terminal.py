@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ..lab.scale import rate_unit
 from ..record.model import Summary
+from ..units import rate_unit
 from .fmt import DASH, fmt_mean_std, fmt_num, missing, text
 from .policy import FUNCTIONAL, collect_warnings, functional_check_reason
 from .read import as_summary

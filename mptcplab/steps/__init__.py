@@ -8,6 +8,6 @@ base.py is the framework (RunContext, Rep, Planned, Step); one module per engine
 deploy, links (the link check), sysctls (read-back), traffic (with flows.py, the flows'
 timing), daemons (stopping the link-emulation daemons), counters (firewall and middlebox
 counters). The congestion-control, probe and timeline steps build on base.py in their own
-packages; sequence.py (above them all) puts every step in its order. Why that order:
+packages; run/sequence.py (above them all) puts every step in its order. Why that order:
 docs/architecture.md.
 """

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from ..lab.model import Lab, ScenarioRun
     from ..lab.schema import ExperimentBody
     from ..linkcheck import Check
-    from ..plan import Plan
+    from ..net.plan import Plan
     from ..progress import TrafficProgress
     from ..supervise import Supervisor
     from ..traffic.control import FlowControl

@@ -7,7 +7,7 @@ import json
 
 from ..commands import Cmd
 from ..middlebox.nft import counter_cmd as mb_counter_cmd
-from ..netconfig import firewall_counter_cmd
+from ..net.config import firewall_counter_cmd
 from .base import Planned, Rep, Step
 
 

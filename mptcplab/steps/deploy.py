@@ -1,10 +1,10 @@
 """The deploy step: the plan's configuration stages, the link-emulation daemons between
-them (plan.py orders them; plan.bring_up runs them)."""
+them (net/plan.py orders them; plan.bring_up runs them)."""
 
 from __future__ import annotations
 
 from ..commands import Cmd
-from ..plan import bring_up
+from ..net.plan import bring_up
 from .base import Planned, Rep, Step
 
 

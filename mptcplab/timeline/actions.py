@@ -34,9 +34,10 @@ from ..lab.events import (
     UpmSubflowCreate,
     UpmSubflowDestroy,
 )
-from ..lab.fields import is_endpoint_ref
 from ..lab.network import Link, Network, Route, build_network
+from ..net.config import route_argv
 from ..units import parse_fraction, parse_rate, parse_time
+from ..values.fields import is_endpoint_ref
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
@@ -116,13 +117,7 @@ class ActionEnv:
 
 
 def _route_replace(r: Route, node: str) -> Cmd:
-    argv = ["ip", "route", "replace", str(r.dst) if r.dst else ("default" if r.version == 4 else "::/0")]
-    if r.via:
-        argv += ["via", str(r.via)]
-    argv += ["dev", r.dev]
-    if r.table is not None:
-        argv += ["table", str(r.table)]
-    return Cmd(tuple(argv), node=node, check=False, why="put back a route the link down removed")
+    return Cmd(tuple(route_argv(r, "replace")), node=node, check=False, why="put back a route the link down removed")
 
 
 def _ends(link: Link, end: str, direction: str) -> list[Endpoint]:
@@ -252,7 +247,7 @@ def endpoint_lookup(env: ActionEnv, ev: EndpointDelete) -> Lookup | None:
     """An endpoint deleted by address alone: its id from ``ip mptcp endpoint show``."""
     if ev.id is not None or ev.address is None:
         return None
-    from ..mptcp import endpoint_id_of, endpoint_show_cmd
+    from ..net.mptcp import endpoint_id_of, endpoint_show_cmd
 
     addr = str(env.net.address(ev.address))
     return Lookup(endpoint_show_cmd(ev.node), lambda out: {EP_ID: str(endpoint_id_of(out, addr))},

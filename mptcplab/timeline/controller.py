@@ -17,8 +17,8 @@ from dataclasses import replace
 
 from ..controllers.base import Controller, Decision, View
 from ..lab.events import Event
-from ..probes.ss import SsSampler, busiest_connection
 from ..record import model as results
+from ..tools.ss import SsSampler, busiest_connection
 from .actions import ActionEnv, Resolved, resolve
 from .scheduler import Scheduler
 

@@ -1,4 +1,4 @@
-"""The timeline and the controllers as steps of a repetition (sequence.py orders them).
+"""The timeline and the controllers as steps of a repetition (run/sequence.py orders them).
 
 ``Timeline`` runs before the traffic: it resolves every event into commands, starts
 the scheduler thread and the controller threads, which all wait for the measured
@@ -15,10 +15,10 @@ from pathlib import Path
 
 from ..controllers import controller_class
 from ..lab.events import FlowStart, FlowStop
-from ..probes.ss import SsSampler, ss_cmd
 from ..record.model import Event
 from ..steps.base import Planned, Rep, Step
 from ..steps.traffic import Traffic
+from ..tools.ss import SsSampler, ss_cmd
 from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN
 from .actions import ActionEnv, Resolved, resolve_timeline
 from .controller import ControllerThread

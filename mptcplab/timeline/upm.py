@@ -25,7 +25,7 @@ from ..commands import Cmd
 from ..lab.events import UpmAnnounce, UpmEvent, UpmRemove, UpmSubflowCreate, UpmSubflowDestroy
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody
-from ..probes.ss import SubflowSample, parse_ss, ss_cmd
+from ..tools.ss import SubflowSample, parse_ss, ss_cmd
 
 TOOL = Path(__file__).with_name("upm_tool.py")
 #: placeholders, filled when the event runs

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class ChurnMetrics(_Model):
+class ChurnMetrics(Lenient):
     """The churn client's report (the application's view)."""
 
     attempted: int | None = None

@@ -38,7 +38,7 @@ class Connection:
     established: bool
     joins: int             # MP_JOIN subflows matched to it by token
     #: capture points where the initial subflow carried data segments: 2+ when its packets
-    #: were striped over several links (the balance-rr emulation, mptcplab/striping.py)
+    #: were striped over several links (the balance-rr emulation, mptcplab/net/bonding.py)
     points_with_data: int
     syn_synack_ms: float | None  # its first SYN -> the first SYN/ACK acking it, at ``point``
 

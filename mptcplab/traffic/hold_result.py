@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class HoldMetrics(_Model):
+class HoldMetrics(Lenient):
     """The hold client's report (traffic/hold.py): connections asked for, established and
     held until the run stopped it, and how long opening them took."""
 

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from ..lab.schema.flowbase import FlowBase
+from ..values.flowbase import FlowBase
 
 #: connections a hold flow may keep open (the tool raises its open-files limit to fit)
 HOLD_MAX_CONNECTIONS = 20000

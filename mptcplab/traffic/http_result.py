@@ -4,10 +4,10 @@ the metrics a finding may name on them (computed in metrics/http.py)."""
 from __future__ import annotations
 
 from ..metricdecl import FLOW, declare
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class HttpMetrics(_Model):
+class HttpMetrics(Lenient):
     """wrk's report: requests, their rate and latency distribution."""
 
     requests: int | None = None

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..lab.fields import check_unit
-from ..lab.schema.base import IPERF3_MAX_LENGTH, IPERF3_MAX_WINDOW, KernelName
-from ..lab.schema.flowbase import FlowBase, iperf3_size
 from ..units import parse_size
+from ..values.fields import check_unit
+from ..values.flowbase import FlowBase, iperf3_size
+from ..values.types import IPERF3_MAX_LENGTH, IPERF3_MAX_WINDOW, KernelName
 
 
 class IperfFlow(FlowBase):

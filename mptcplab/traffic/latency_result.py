@@ -5,10 +5,10 @@ metrics/cc_depth.py)."""
 from __future__ import annotations
 
 from ..metricdecl import FLOW, declare
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class LatencyMetrics(_Model):
+class LatencyMetrics(Lenient):
     """The latency tool's flow (traffic/latency.py): per-block delay (receive time minus the
     sender's write time, one clock) over the received blocks, in ms; the buffers as
     getsockopt read them back at the end (a locked buffer holds twice the request: the kind

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..lab.fields import check_unit
-from ..lab.schema.base import KernelName
-from ..lab.schema.flowbase import FlowBase
 from ..units import parse_rate, parse_size
+from ..values.fields import check_unit
+from ..values.flowbase import FlowBase
+from ..values.types import KernelName
 
 #: the latency tool's block size range, header included (native/latency: --block 32..64 MiB)
 LATENCY_MIN_BLOCK = 32

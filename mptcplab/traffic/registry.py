@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import get_args
 
-from ..lab.schema.flowbase import FlowBase
+from ..values.flowbase import FlowBase
 from .churn_schema import ChurnFlow
 from .hold_schema import HoldFlow
 from .http_schema import HttpFlow

@@ -4,10 +4,10 @@ them) and the metrics a finding may name on them (computed in metrics/middlebox.
 from __future__ import annotations
 
 from ..metricdecl import FLOW, declare
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class TransferDifference(_Model):
+class TransferDifference(Lenient):
     """A range of a transfer where what arrived differs from what was sent."""
 
     offset: int
@@ -22,7 +22,7 @@ class TransferDifference(_Model):
     misplaced: int = 0
 
 
-class TransferMetrics(_Model):
+class TransferMetrics(Lenient):
     """The verified transfer's report (traffic/transfer.py): what was sent and received."""
 
     bytes: int | None = None

@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..lab.fields import check_unit
-from ..lab.schema.flowbase import FlowBase
 from ..units import parse_size
+from ..values.fields import check_unit
+from ..values.flowbase import FlowBase
 
 
 class TransferFlow(FlowBase):

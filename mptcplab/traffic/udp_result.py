@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ..record.model.base import _Model
+from ..values.types import Lenient
 
 
-class UdpMetrics(_Model):
+class UdpMetrics(Lenient):
     """iperf3's UDP report, as the receiver counted it."""
 
     packets: int | None = None

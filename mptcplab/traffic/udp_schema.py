@@ -6,9 +6,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
-from ..lab.fields import check_unit
-from ..lab.schema.flowbase import FlowBase, iperf3_size
 from ..units import parse_rate, parse_size
+from ..values.fields import check_unit
+from ..values.flowbase import FlowBase, iperf3_size
 
 
 class UdpFlow(FlowBase):

@@ -32,9 +32,10 @@ from mptcplab.backends import containerlab as clab
 from mptcplab.backends.containerlab import LAB_LABEL, ContainerlabBackend, container_name
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import TOPOLOGY, load_lab
-from mptcplab.plan import network_for
-from mptcplab.runner import RunContext, analyse, measure_repetition
-from mptcplab.runner.retry import REPETITION_RETRIED
+from mptcplab.net.plan import network_for
+from mptcplab.run import analyse, measure_repetition
+from mptcplab.run.retry import REPETITION_RETRIED
+from mptcplab.steps.base import RunContext
 
 pytestmark = [pytest.mark.appliance, pytest.mark.docker]
 

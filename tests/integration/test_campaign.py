@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from mptcplab.campaign.executor import complete_runs
-from mptcplab.results.read import load_manifest
+from mptcplab.record.model import load_manifest
 
 from .labkit import created_namespaces, netns
 

@@ -1,6 +1,6 @@
 """The dry run prints exactly the commands a run executes: a real quick run's
 commands.log against the dry run of the same scenario (names and the run id
-normalised). Both walk the same steps (mptcplab/sequence.py, mptcplab/steps/); this holds them to it."""
+normalised). Both walk the same steps (mptcplab/run/sequence.py, mptcplab/steps/); this holds them to it."""
 
 from __future__ import annotations
 

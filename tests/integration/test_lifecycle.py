@@ -108,7 +108,7 @@ def test_unexpected_failure_is_one_line_and_keeps_the_run(tmp_path: Path, monkey
     """A failure nobody anticipated (here: a readiness timeout) ends the run with one
     line naming the kept run directory, not a traceback; the traceback is kept beside it."""
     from mptcplab import cli
-    from mptcplab.labrun import run as labrun
+    from mptcplab.run import lab as labrun
 
     class FailingRep:
         def __init__(self, *args: object) -> None:

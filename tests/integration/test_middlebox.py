@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import network_for
-from mptcplab.runner import AnalysisJob, analyse
+from mptcplab.net.plan import network_for
+from mptcplab.run import AnalysisJob, analyse
 
 from .labkit import by_name, codes, on_path, run_quick, write_lab
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from mptcplab.record.model import FORMAT_VERSION
-from mptcplab.results.read import load_manifest, load_summary
+from mptcplab.record.model import FORMAT_VERSION, load_manifest
+from mptcplab.results.read import load_summary
 
 from .labkit import run_notebook, run_repo_lab
 

@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from mptcplab.metrics import METRICS, Select
-from mptcplab.record.model import Repetition, Summary
-from mptcplab.results.read import load_manifest, load_summary
+from mptcplab.record.model import Repetition, Summary, load_manifest
+from mptcplab.results.read import load_summary
+from mptcplab.traffic.latency_result import LatencyMetrics
 
 from .labkit import measured, run_notebook, run_repo_lab
 
@@ -113,7 +114,7 @@ def test_capture_proves_the_dss_checksum_variant(summary: Summary) -> None:
 
 
 def test_latency_flows(summary: Summary) -> None:
-    lat = {n: one(summary, n).flows[0].latency for n in ("fig7-mptcp", "fig7-tcp-wifi-sndbuf200k",
+    lat = {n: one(summary, n).flows[0].metrics_of(LatencyMetrics) for n in ("fig7-mptcp", "fig7-tcp-wifi-sndbuf200k",
                                                         "fig7-tcp-wifi-sndbuf40k")}
     for name, m in lat.items():
         assert m is not None and m.blocks > 0 and m.block_bytes == 8192, name

@@ -47,8 +47,9 @@ def rep(summary: Summary, name: str) -> Repetition:
 def latency(summary: Summary, name: str) -> LatencyMetrics:
     r = rep(summary, name)
     flows = [f for f in r.flows if f.role == "measured"]
-    assert flows and flows[0].kind == "latency" and flows[0].latency is not None, name
-    return flows[0].latency
+    lm = flows[0].metrics_of(LatencyMetrics) if flows else None
+    assert flows and flows[0].kind == "latency" and lm is not None, name
+    return lm
 
 
 def value(summary: Summary, name: str, metric: str, path: str | None = None) -> float | None:

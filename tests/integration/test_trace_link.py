@@ -10,7 +10,7 @@
 
 Where the releases are seen: a capture on the receiving interface sees a packet before the
 delay line (packet taps run before PREROUTING, emulation/nfqueue.py). The UDP test measures as
-`mptcplab calibrate --trace` does (emulation/tracecheck.py: NFLOG on b's INPUT, one message per
+`mptcplab calibrate --trace` does (tracecheck.py: NFLOG on b's INPUT, one message per
 packet, and the tolerance's derivation); the lab captures one hop further, on the server
 behind the router (the lab's capture filter keeps TCP and ICMP only, hence two set-ups).
 """
@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from mptcplab.emulation import tracecheck
+from mptcplab import tracecheck
 from mptcplab.emulation.trace import trace_for
 
 from .labkit import assert_status, by_name, run_quick, write_lab

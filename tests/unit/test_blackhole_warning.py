@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from mptcplab.probes.nstat import BlackHole, NstatProbe, blackholes
-from mptcplab.runner.record import MPTCP_BLACKHOLE, blackhole_warnings
+from mptcplab.run.record import MPTCP_BLACKHOLE, blackhole_warnings
 
 
 def _nstat(d: Path, node: str, phase: str, **counters: int) -> None:

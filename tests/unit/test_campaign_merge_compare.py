@@ -14,8 +14,8 @@ from mptcplab.campaign.merge import merge
 from mptcplab.cli import main
 from mptcplab.lab.loader import load_lab
 from mptcplab.record import store
-from mptcplab.record.model import MptcpVerdict, Repetition, Subflow
-from mptcplab.results.read import load_manifest, load_summary
+from mptcplab.record.model import MptcpVerdict, Repetition, Subflow, load_manifest
+from mptcplab.results.read import load_summary
 from mptcplab.results.summary import build_summary_model
 
 REPO = Path(__file__).resolve().parents[2]

@@ -109,7 +109,7 @@ repetitions: 2
 
 def test_subset_entry_runs_the_labs_subset(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     from mptcplab.lab.loader import load_lab
-    from mptcplab.labrun import RunOptions, select_scenarios
+    from mptcplab.run import RunOptions, select_scenarios
 
     f = tmp_path / "c.yml"
     f.write_text(SUBSET_CAMPAIGN)

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from mptcplab import backends, cli, doctor, labrun, preflight
+from mptcplab import backends, cli, doctor, preflight
+from mptcplab import run as labrun
 from mptcplab.results import report
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
@@ -24,7 +25,7 @@ def _run(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, summary: dict[str, Any
     monkeypatch.setattr(doctor, "checks", lambda: [])
     monkeypatch.setattr(doctor, "lab_needs", lambda lab, c: [])
     monkeypatch.setattr(backends, "resolve", lambda *a: SimpleNamespace(
-        name="netns", choose_emulator=lambda *a: emulator))
+        name="netns", capabilities=backends.get("netns").capabilities, choose_emulator=lambda *a: emulator))
     monkeypatch.setattr(labrun, "run_lab", lambda *a: (tmp_path / "run", summary))
 
     def interrupted(_summary: dict[str, Any]) -> str:

@@ -21,7 +21,7 @@ from mptcplab.backends.containerlab import PID_WRAPPER, ContainerlabBackend
 from mptcplab.commands import cmd
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import Plan, build_plan
+from mptcplab.net.plan import Plan, build_plan
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 TOPO = LABS / "mtu" / "topology.clab.yml"
@@ -177,7 +177,7 @@ def test_frr_route_forms() -> None:
     from ipaddress import IPv4Address, IPv4Network
 
     from mptcplab.lab.network import Node, Route
-    from mptcplab.netconfig import frr_route_cmds
+    from mptcplab.net.config import frr_route_cmds
 
     n = Node("r", "router", routes=[Route(None, IPv4Address("10.0.0.1"), "eth1"),
                                     Route(IPv4Network("10.0.9.0/24"), None, "eth2", table=7)])

@@ -1,5 +1,5 @@
 """Any kernel MIB counter by name in findings (mptcplab/checks/counter.py,
-mptcplab/metrics/counters.py): the check's schema, its verdict per repetition from the nstat
+mptcplab/record/counters.py): the check's schema, its verdict per repetition from the nstat
 probe's table (or rep.json's summary), and the preflight's check of the names against this
 kernel's list (/proc/net/netstat) and of the lab (node, nstat probe)."""
 
@@ -18,8 +18,8 @@ from mptcplab.checks.registry import AnyCheck
 from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Published
-from mptcplab.metrics.counters import TABLE, counter_reading
 from mptcplab.preflight import TOOLS, HostFacts, counter_names, counter_problems
+from mptcplab.record.counters import TABLE, counter_reading
 from mptcplab.record.model import Repetition
 from mptcplab.results.findings import check
 

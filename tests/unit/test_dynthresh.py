@@ -24,11 +24,11 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.events import ControllerSpec, EndpointFlags
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.probes.ss import SubflowSample, busiest_connection, parse_ss
 from mptcplab.timeline.actions import ActionEnv, Resolved
 from mptcplab.timeline.controller import ControllerThread
 from mptcplab.timeline.record import COLUMNS, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
+from mptcplab.tools.ss import SubflowSample, busiest_connection, parse_ss
 
 M = 1e6
 DATA = Path(__file__).resolve().parents[1] / "data" / "ss"

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from mptcplab.checks import stats
 from mptcplab.cli import main
 from mptcplab.lab import audit
 from mptcplab.lab.schema import Finding
-from mptcplab.results import stats
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -24,10 +24,10 @@ from mptcplab.analysis.labspec import join_ports
 from mptcplab.analysis.standalone import analyze_files
 from mptcplab.capture import capture_file_name
 from mptcplab.lab.loader import load_lab
-from mptcplab.plan import network_for
+from mptcplab.net.plan import network_for
 from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.read import load_dsn, load_timeseries
-from mptcplab.runner import AnalysisJob, analyse
+from mptcplab.run import AnalysisJob, analyse
 from mptcplab.traffic.connections import check_connections
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,6 +1,6 @@
 """The host's CPU accounting over a repetition's traffic (probes/procstat.py, probes/hostcpu.py):
 /proc/stat and PSI parsed and differenced, the record's ``host_cpu``, and the steal it states
-beside a delay line that did not keep time (labrun/verdicts.daemon_problems)."""
+beside a delay line that did not keep time (run/verdicts.daemon_problems)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from typing import Any, cast
 
 import pytest
 
-from mptcplab.labrun import daemon_problems
 from mptcplab.probes import procstat
 from mptcplab.probes.hostcpu import HostCpuProbe
 from mptcplab.record.model import HostCpu, Repetition
+from mptcplab.run import daemon_problems
 from mptcplab.steps.base import Rep
 
 #: this VM's /proc/stat (6.18, 2 vCPUs), then 4 s later with 80 + 40 ticks of steal

@@ -26,7 +26,7 @@ from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import LAB_FILES, load_lab, unsupported
 from mptcplab.lab.reach import join_warnings
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 from mptcplab.preflight import HostFacts, preflight
 
 LABS = Path(__file__).resolve().parents[2] / "labs"

@@ -114,7 +114,7 @@ def test_impossible_cli_parameter(tmp_path, capsys):
 
 
 def test_scenario_patterns_select_in_lab_order(tmp_path, capsys):
-    from mptcplab.labrun import select_scenarios
+    from mptcplab.run import select_scenarios
 
     lab = load_lab(LABS / "rcvbuf")
     picked = [s.name for s in select_scenarios(lab, ["fig7-*", "emu1-*-rmem200k", "emu1-mptcp-rmem200k"])]

@@ -18,12 +18,13 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Flow
 from mptcplab.metrics import METRICS
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 from mptcplab.record.model import FlowResult, Repetition
 from mptcplab.results.aggregate import scenario_value
 from mptcplab.traffic.base import KindContext
 from mptcplab.traffic.kinds import KINDS, kind_of
 from mptcplab.traffic.latency import BLOCK_COLUMNS, LatencyKind, files, table_path
+from mptcplab.traffic.latency_result import LatencyMetrics
 from mptcplab.traffic.latency_schema import LatencyFlow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -110,7 +111,8 @@ def test_read_real_output(tmp_path: Path) -> None:
     assert table["delay_ms"].median() == pytest.approx(m["p50_ms"], abs=1e-3)
     # the record block the runner stores validates in the result model
     fr = FlowResult.model_validate({"name": "lat", "kind": "latency", "latency": m})
-    assert fr.latency is not None and fr.latency.p99_ms == m["p99_ms"]
+    lm = fr.metrics_of(LatencyMetrics)
+    assert lm is not None and lm.p99_ms == m["p99_ms"]
 
 
 def test_read_without_output_is_an_error_not_a_traceback(tmp_path: Path) -> None:

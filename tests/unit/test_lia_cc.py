@@ -24,8 +24,8 @@ from mptcplab.emulation.base import repo_root
 from mptcplab.emulation.select import emulator_named
 from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
-from mptcplab.labrun import RunOptions, dry_run
 from mptcplab.preflight import TOOLS, HostFacts, preflight
+from mptcplab.run import RunOptions, dry_run
 
 NATIVE = repo_root() / "native"
 HOST = HostFacts(euid=0, congestion_controls=frozenset({"reno", "cubic", "bbr"}), schedulers=frozenset({"default"}),

@@ -21,7 +21,7 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Link, build_network
 from mptcplab.linkcheck import expected_rtt_s, rtt_checks
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 from mptcplab.steps.base import Rep, RunContext
 from mptcplab.steps.links import LinkCheck
 

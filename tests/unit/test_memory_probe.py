@@ -19,9 +19,9 @@ import pytest
 from mptcplab.metrics import METRICS
 from mptcplab.probes.memory import COLUMNS, FlowEnds, SsMemoryProbe, attribute, connection_totals, rows, summary
 from mptcplab.probes.registry import REGISTRY
-from mptcplab.probes.ss import parse_skmem, parse_ss, parse_ss_sockets
 from mptcplab.record.model import Repetition
 from mptcplab.results.aggregate import scenario_value
+from mptcplab.tools.ss import parse_skmem, parse_ss, parse_ss_sockets
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ss"
 SERVER_ADDRS = frozenset({"10.77.1.2", "10.77.2.2"})

@@ -10,7 +10,7 @@ from pydantic import ValidationError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import NodeSpec
 from mptcplab.middlebox.nft import MB_TABLE, middlebox_cmds
-from mptcplab.netconfig import firewall_cmds
+from mptcplab.net.config import firewall_cmds
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -8,6 +8,7 @@ import pytest
 from mptcplab.analysis import FlowSpec, analyze_packets, packets
 from mptcplab.metrics import METRICS, Select
 from mptcplab.record.model import Repetition
+from mptcplab.traffic.transfer_result import TransferMetrics
 
 SYN, ACK = 0x02, 0x10
 SRV, CLI = "10.0.3.2", "10.0.1.2"
@@ -40,12 +41,13 @@ def test_counters_per_end() -> None:
 def test_transfer_intact_and_the_rest() -> None:
     assert value("transfer_intact", REP) == 1.0
     differs = REP.model_copy(deep=True)
-    assert differs.flows[0].transfer is not None
-    differs.flows[0].transfer.verdict = "differs"
+    t = differs.flows[0].metrics_of(TransferMetrics)
+    assert t is not None
+    t.verdict = "differs"
     assert value("transfer_intact", differs) == 0.0
     assert value("transfer_intact", BARE) is None
     assert value("transfer_differing_bytes", REP) is None  # a server that did not compare
-    differs.flows[0].transfer.differing_bytes, differs.flows[0].transfer.foreign_bytes = 674, 0
+    t.differing_bytes, t.foreign_bytes = 674, 0
     assert value("transfer_differing_bytes", differs) == 674 and value("transfer_foreign_bytes", differs) == 0
     assert value("syn_fallback_s", REP) == pytest.approx(3.06) and value("syn_fallback_s", BARE) is None
     assert value("middlebox_packets", REP) == 3 and value("middlebox_packets", BARE) is None

@@ -22,7 +22,8 @@ from mptcplab.notebook.catalog import (
     verdict_table,
 )
 from mptcplab.notebook.gaps import run_gaps
-from mptcplab.results.read import load_icmp, load_manifest, load_summary, load_timeseries
+from mptcplab.record.model import load_manifest
+from mptcplab.results.read import load_icmp, load_summary, load_timeseries
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -7,12 +7,12 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.linkcheck import parse_rate_mbps, rate_check_cmds
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 from mptcplab.probes.hostcpu import HostCpuProbe
 from mptcplab.probes.registry import REGISTRY
 from mptcplab.probes.step import StartProbes, StopProbes, probes_of
 from mptcplab.probes.tcpdump import TcpdumpCapture
-from mptcplab.sequence import Teardown, measurement_steps
+from mptcplab.run.sequence import Teardown, measurement_steps
 from mptcplab.steps.base import Rep, RunContext, Step, render
 from mptcplab.steps.counters import FirewallCounters
 from mptcplab.steps.flows import StartOffsets

@@ -15,11 +15,11 @@ import pandas as pd
 import pytest
 
 from mptcplab.lab.schema import Published
-from mptcplab.record.model import ICMP_COLUMNS, TIMESERIES_COLUMNS, Summary
+from mptcplab.record.model import ICMP_COLUMNS, TIMESERIES_COLUMNS, Summary, load_manifest
 from mptcplab.results import figures as F
 from mptcplab.results.fmt import DASH
 from mptcplab.results.policy import collect_warnings
-from mptcplab.results.read import load_icmp, load_manifest, load_summary, load_timeseries
+from mptcplab.results.read import load_icmp, load_summary, load_timeseries
 from mptcplab.results.report import print_table, render_report, write_report
 from mptcplab.results.summary import build_summary_model
 from mptcplab.results.tables import calibration_rows
@@ -119,7 +119,7 @@ def make_run_dir(root: Path, *, quick: bool = False, run_kind: str | None = None
     model.run_kind_reason = (None if run_kind is None else TCG_REASON if run_kind == "functional-check"
                              else "CPU not software-emulated (systemd-detect-virt: kvm)")
     summary = model.to_json()
-    # The shape the runner writes (mptcplab/labrun/run.py): calibration and sysctls per scenario.
+    # The shape the runner writes (mptcplab/run/lab.py): calibration and sysctls per scenario.
     def check(q: str, conf: float, meas: float, ok: bool) -> dict[str, Any]:
         return {"quantity": q, "configured": conf, "measured": meas, "tolerance": "±10%",
                 "ok": ok}

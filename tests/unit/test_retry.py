@@ -11,8 +11,8 @@ from typing import Any, cast
 
 import pytest
 
-from mptcplab.labrun import run as labrun
-from mptcplab.runner import retry
+from mptcplab.run import lab as labrun
+from mptcplab.run import retry
 from mptcplab.traffic.base import Outcome
 from mptcplab.traffic.iperf3 import Iperf3Kind
 from mptcplab.traffic.udp import UdpKind

@@ -14,9 +14,9 @@ from pydantic import ValidationError
 
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import ExperimentBody, ModifyPayload, NodeSpec
-from mptcplab.labrun import daemon_problems
 from mptcplab.middlebox import rewrite
-from mptcplab.netconfig import middlebox_cmds
+from mptcplab.net.config import middlebox_cmds
+from mptcplab.run import daemon_problems
 from mptcplab.steps.base import Rep
 from mptcplab.steps.daemons import StopDaemons
 from mptcplab.supervise import Daemon, Supervisor
@@ -101,7 +101,7 @@ def test_bad_boxes_are_refused(spec: dict[str, Any]) -> None:
 def test_plan_queues_follow_the_delay_lines(tmp_path: Path) -> None:
     from mptcplab.backends import get
     from mptcplab.emulation.nfqueue import NfqueueEmulator
-    from mptcplab.plan import build_plan
+    from mptcplab.net.plan import build_plan
 
     lab = MTU
     sc = lab.scenarios[0]
@@ -164,12 +164,15 @@ def test_each_daemon_kind_is_judged_by_its_own_rules() -> None:
 
 
 def test_containerlab_refuses_rewriting_boxes() -> None:
-    """mptcplab-mbox is not in the lab images: refused before anything is deployed."""
+    """mptcplab-mbox is not in the lab images (the containerlab backend lacks the capability):
+    refused before anything is deployed; the netns backend has it."""
     from mptcplab.backends import get
     from mptcplab.errors import HostNotReady
+    from mptcplab.net.plan import refuse_unsupported
 
     sc = dataclasses.replace(MTU.scenarios[0], body=body_with("rb1", {"role": "router",
                                                                       "middlebox": [{"kind": "rewrite-isn"}]}))
-    with pytest.raises(HostNotReady, match="mptcplab-mbox"):
-        get("containerlab").choose_emulator(None, [sc], dry_run=True)
-    get("containerlab").choose_emulator(None, [MTU.scenarios[0]], dry_run=True)  # without one: fine
+    with pytest.raises(HostNotReady, match="mptcplab-mbox.*containerlab backend"):
+        refuse_unsupported(get("containerlab"), [sc])
+    refuse_unsupported(get("containerlab"), [MTU.scenarios[0]])  # without one: fine
+    refuse_unsupported(get("netns"), [sc])

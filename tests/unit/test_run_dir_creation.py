@@ -13,8 +13,8 @@ import pytest
 
 from mptcplab import backends
 from mptcplab.lab.loader import load_lab
-from mptcplab.labrun import RunOptions, run_lab
-from mptcplab.labrun import run as labrun
+from mptcplab.run import RunOptions, run_lab
+from mptcplab.run import lab as labrun
 
 LABS = Path(__file__).resolve().parents[2] / "labs"
 

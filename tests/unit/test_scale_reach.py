@@ -17,7 +17,7 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import build_network
 from mptcplab.lab.reachability import BEYOND_CODE, paper_estimates
-from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg, rate_unit
+from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg
 from mptcplab.lab.schema import Expectation, Finding, Published, PublishedSource, PublishedValue
 from mptcplab.metrics import paper_target
 from mptcplab.preflight import reachability
@@ -27,6 +27,7 @@ from mptcplab.results.policy import collect_warnings
 from mptcplab.results.summary import build_summary_model
 from mptcplab.results.tables import published_table, scenario_table
 from mptcplab.results.terminal import print_table
+from mptcplab.units import rate_unit
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
 A, B = Endpoint("a", "eth0"), Endpoint("b", "eth0")

@@ -11,8 +11,8 @@ import pytest
 from mptcplab.analysis.cwnd_events import Socket, count_without_loss, reductions, socket_samples
 from mptcplab.analysis.sendbuffer import eq1_required_bytes, parse_wmem, upstream_unlocked_sndbuf
 from mptcplab.errors import LabInputError
-from mptcplab.labrun import RunOptions, repetitions, uniform_repetitions
 from mptcplab.record.model import Repetition
+from mptcplab.run import RunOptions, repetitions, uniform_repetitions
 from mptcplab.tools.latency import LatencyFiles, LatencyParams, client_argv
 
 

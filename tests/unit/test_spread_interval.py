@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from mptcplab.results import stats
+from mptcplab.checks import stats
 
 
 def test_a_clear_difference_of_spreads_decides() -> None:

@@ -1,4 +1,4 @@
-"""probes/ss.py on real `ss -tinM` output (tests/data/ss/, captured here with iproute2
+"""tools/ss.py on real `ss -tinM` output (tests/data/ss/, captured here with iproute2
 6.1 on kernel 6.18: one MPTCP upload over two tbf-shaped veth paths, 20 and 10 Mbit/s,
 plus iperf3's control connection; the second capture after `ip mptcp endpoint change
 10.9.2.1 backup`), and the backup_slowest controller on those samples."""
@@ -12,7 +12,7 @@ import pytest
 from mptcplab.commands import Cmd
 from mptcplab.controllers import ControllerNotFound, View, available, controller_class
 from mptcplab.lab.events import ControllerSpec, EndpointFlags
-from mptcplab.probes.ss import SS_ARGV, SsSampler, busiest_connection, parse_ss, ss_cmd
+from mptcplab.tools.ss import SS_ARGV, SsSampler, busiest_connection, parse_ss, ss_cmd
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "ss"
 

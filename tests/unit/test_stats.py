@@ -1,4 +1,4 @@
-"""The intervals behind every verdict (mptcplab/results/stats.py), against their exact
+"""The intervals behind every verdict (mptcplab/checks/stats.py), against their exact
 coverages and a brute-force count."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import random
 
 import pytest
 
-from mptcplab.results.stats import (
+from mptcplab.checks.stats import (
     agreement_verdict,
     decide,
     median_interval,

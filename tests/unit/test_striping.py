@@ -1,4 +1,4 @@
-"""The balance-rr emulation (mptcplab/striping.py): schema, load-time checks, the commands of
+"""The balance-rr emulation (mptcplab/net/bonding.py): schema, load-time checks, the commands of
 each leg, and the MPTCP signal endpoint with a port (labs/http's 8-subflow scenario)."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.lab.schema import MptcpEndpoint, NodeSpec
 from mptcplab.lab.stripe import RR_MARK_BASE, RR_TABLE_BASE, stripe_of
-from mptcplab.mptcp import mptcp_cmds
-from mptcplab.striping import RR_TABLE, balance_rr_cmds
+from mptcplab.net.bonding import RR_TABLE, balance_rr_cmds
+from mptcplab.net.mptcp import mptcp_cmds
 
 REPO = Path(__file__).resolve().parents[2]
 HTTP = load_lab(REPO / "labs" / "http")

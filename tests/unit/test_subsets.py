@@ -12,10 +12,10 @@ from mptcplab.cli import main
 from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.selection import finding_coverage
-from mptcplab.labrun import RunOptions, repetitions, select_scenarios
 from mptcplab.record.model import Manifest
 from mptcplab.results.read import as_summary
 from mptcplab.results.report import _header
+from mptcplab.run import RunOptions, repetitions, select_scenarios
 from mptcplab.walltime import DEFAULT_OVERHEAD_S, estimate, measured_overhead, traffic_seconds
 
 LABS = Path(__file__).resolve().parents[2] / "labs"

@@ -167,7 +167,7 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
     functional check lists them; iperf3 errors and capture drops invalidate both."""
     from types import SimpleNamespace
 
-    from mptcplab.labrun import run_summary as _summary
+    from mptcplab.run import run_summary as _summary
 
     bad_links = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": False, "cpu": {"client": 97.0}}
     dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
@@ -198,7 +198,7 @@ def test_a_server_that_died_by_itself_invalidates_the_run():
     look whole, but the server's side of the record is lost (servers_died)."""
     from types import SimpleNamespace
 
-    from mptcplab.labrun import run_summary as _summary
+    from mptcplab.run import run_summary as _summary
 
     died = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": True, "servers_died": {"main": -9}}
     lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0, scenarios=[])

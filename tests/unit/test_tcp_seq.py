@@ -82,7 +82,8 @@ def test_the_figure_draws_segments_acks_and_the_window(tmp_path: Path) -> None:
     fig = plot_tcp_seq(table(upload(tmp_path / "u.pcap")))
     top, bottom = fig.axes[:2]
     # the segments are one line broken between bars (figures._bars), the ACKs a step line
-    assert [str(ln.get_label()).rsplit(": ", 1)[-1] for ln in top.lines] == ["segments", "ACK"] and len(bottom.lines) == 1
+    assert [str(ln.get_label()).rsplit(": ", 1)[-1] for ln in top.lines] == ["segments", "ACK"]
+    assert len(bottom.lines) == 1
     assert plot_tcp_seq(pd.DataFrame(columns=COLUMNS)).axes[0].texts     # the empty figure says why
 
 

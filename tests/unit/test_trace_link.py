@@ -22,7 +22,7 @@ from mptcplab.errors import HostNotReady, LabInputError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Link, build_network
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
 CLIENT_ETH1 = Endpoint("client", "eth1")

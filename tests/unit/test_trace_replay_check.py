@@ -1,4 +1,4 @@
-"""The trace replay check (mptcplab/emulation/tracecheck.py) without namespaces: how a
+"""The trace replay check (mptcplab/tracecheck.py) without namespaces: how a
 captured release is put back at its opportunity and window, each window's bounds, the
 verdict on synthetic captures (a faithful replay, a stall, a batching capture), the flood
 and queue sizing, the capture's set-up (the defect of issue 37 was a batching NFLOG), and
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from mptcplab import tracecheck as tc
 from mptcplab.calibrate import TraceCalibrateRequest, check_trace_request
-from mptcplab.emulation import tracecheck as tc
 from mptcplab.emulation.trace import OPPORTUNITY_BYTES, Trace, load_trace, trace_for
 from mptcplab.errors import LabInputError
 

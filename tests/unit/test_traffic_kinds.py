@@ -17,7 +17,7 @@ from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import Flow
-from mptcplab.plan import build_plan
+from mptcplab.net.plan import build_plan
 from mptcplab.steps.base import Rep, RunContext
 from mptcplab.steps.flows import event_started_flows, flow_duration, measured_flows
 from mptcplab.steps.traffic import Traffic

@@ -24,7 +24,7 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.events import Event as LabEvent
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.mptcp import endpoint_id_of, parse_endpoints
+from mptcplab.net.mptcp import endpoint_id_of, parse_endpoints
 from mptcplab.timeline import upm_tool
 from mptcplab.timeline.actions import ActionEnv, fill, resolve, subject
 from mptcplab.timeline.scheduler import backend_executor

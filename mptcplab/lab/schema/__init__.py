@@ -17,7 +17,8 @@ imports ``from mptcplab.lab.schema import ...`` without knowing which module hol
 - published.py: published.yml.
 """
 
-from .base import (
+from ...values.flowbase import FlowBase
+from ...values.types import (
     IPERF3_MAX_LENGTH,
     IPERF3_MAX_SECONDS,
     IPERF3_MAX_WINDOW,
@@ -32,7 +33,6 @@ from .base import (
     SysctlValue,
 )
 from .experiment import Calibration, CapturePoint, Experiment, ExperimentBody, Probes, Quick, Scenario, Subset, Sweep
-from .flowbase import FlowBase
 from .flows import Flow, Traffic
 from .links import SHAPE_FIELDS, Direction, DirectionSpec, LinkSpec
 from .middleboxes import (

@@ -8,12 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import Field, ValidationInfo, create_model, field_validator, model_validator
 
-from ...probes.base import Probe
-from ...probes.registry import REGISTRY as PROBES
+from ... import plugins
 from ...units import parse_time
+from ...values.fields import check_unit
+from ...values.types import IPERF3_MAX_SECONDS, EndpointRef, Name, Strict, Sysctls
 from ..events import ControllerSpec
-from ..fields import check_unit
-from .base import IPERF3_MAX_SECONDS, EndpointRef, Name, Strict, Sysctls
 from .flows import Traffic
 from .links import LinkSpec
 from .nodes import Addressing, NodeSpec
@@ -26,9 +25,10 @@ class CapturePoint(Strict):
     timestamps: Literal["micro", "nano"] = "micro"
 
 
-def probes_model(probes: Mapping[str, type[Probe]]) -> type[Strict]:
-    """The ``probes:`` model: one field per probe a lab can choose, as the probe declares it
-    (type with validators, default, description), in the registry's order."""
+def probes_model(probes: Mapping[str, Any]) -> type[Strict]:
+    """The ``probes:`` model: one field per probe a lab can choose, as the probe class declares
+    it in its ``setting`` (type with validators, default, description; probes/base.py), in the
+    registry's order."""
     fields: dict[str, Any] = {name: (cls.setting.type, Field(default=cls.setting.default,
                                                               description=cls.setting.description))
                               for name, cls in probes.items()}
@@ -38,12 +38,13 @@ def probes_model(probes: Mapping[str, type[Probe]]) -> type[Strict]:
     return model
 
 
-# The probes are plug-ins (mptcplab/probes/registry.py), so this module names none of them.
-# mypy sees the base class (a probe reads its field with Probe.value); pydantic, the built model.
+# The probes are plug-ins (mptcplab/probes/registry.py, found by name: mptcplab/plugins.py),
+# so this module names none of them. mypy sees the base class (a probe reads its field with
+# Probe.value); pydantic, the built model.
 if TYPE_CHECKING:
     Probes = Strict
 else:
-    Probes = probes_model(PROBES)
+    Probes = probes_model(plugins.registry("probes").REGISTRY)
 
 
 class Sweep(Strict):

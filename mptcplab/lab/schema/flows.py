@@ -1,6 +1,7 @@
 """Traffic: the ``Flow`` union of the kinds' schema classes (each in its kind's module,
 mptcplab/traffic/<kind>_schema.py, listed once in mptcplab/traffic/registry.py), chosen by
-``kind``, and the timeline of events."""
+``kind``, and the timeline of events. The registry is found by name (mptcplab/plugins.py):
+the kinds build on this package, not it on them; the code sees any flow as a FlowBase."""
 
 from __future__ import annotations
 
@@ -8,9 +9,15 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
 
 from pydantic import Discriminator, Field, Tag
 
-from ...traffic.registry import DEFAULT_KIND, FLOW_CLASSES, FLOW_KINDS, AnyFlow, kind_name
+from ... import plugins
+from ...values.flowbase import FlowBase
+from ...values.types import Name, Strict
 from ..events import Event
-from .base import Name, Strict
+
+_KINDS = plugins.registry("traffic")
+FLOW_CLASSES: tuple[type[FlowBase], ...] = _KINDS.FLOW_CLASSES
+FLOW_KINDS: tuple[str, ...] = _KINDS.FLOW_KINDS
+DEFAULT_KIND: str = _KINDS.DEFAULT_KIND
 
 
 def _kind_of(v: Any) -> str:
@@ -20,10 +27,10 @@ def _kind_of(v: Any) -> str:
 
 
 if TYPE_CHECKING:
-    Flow: TypeAlias = AnyFlow
+    Flow: TypeAlias = FlowBase
 else:
     #: A flow of any kind; ``kind`` picks the class (default: the registry's first).
-    Flow = Annotated[Union[tuple(Annotated[c, Tag(kind_name(c))] for c in FLOW_CLASSES)],  # noqa: UP007
+    Flow = Annotated[Union[tuple(Annotated[c, Tag(k)] for c, k in zip(FLOW_CLASSES, FLOW_KINDS, strict=True))],  # noqa: UP007
                      Discriminator(_kind_of, custom_error_type="flow_kind",
                                    custom_error_message=f"kind must be one of {', '.join(FLOW_KINDS)}")]
 

@@ -7,8 +7,8 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from ...units import parse_fraction, parse_rate, parse_time
-from ..fields import check_unit
-from .base import MAX_DELAY_SECONDS, Strict
+from ...values.fields import check_unit
+from ...values.types import MAX_DELAY_SECONDS, Strict
 
 
 class _ShapeFields(Strict):

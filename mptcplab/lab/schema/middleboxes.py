@@ -7,8 +7,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from ..fields import IFACE_RE
-from .base import Strict
+from ...values.fields import IFACE_RE
+from ...values.types import Strict
 
 
 class _MiddleboxBase(Strict):

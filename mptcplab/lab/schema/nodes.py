@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ..fields import IFACE_RE, EndpointFlag, check_endpoint_flags
-from .base import AddressRef, EndpointRef, KernelName, Strict, Sysctls
+from ...values.fields import IFACE_RE, EndpointFlag, check_endpoint_flags
+from ...values.types import AddressRef, EndpointRef, KernelName, Strict, Sysctls
 from .middleboxes import REWRITING_KINDS, Middlebox
 
 
@@ -48,7 +48,7 @@ class MptcpNode(Strict):
 class BalanceRr(Strict):
     """Bonding's balance-rr, emulated (this kernel has no bonding driver): every packet this
     host sends to ``to`` leaves by the next interface of ``via`` in turn (nftables numgen ->
-    fwmark -> a routing table per interface, mptcplab/striping.py). One address, reachable
+    fwmark -> a routing table per interface, mptcplab/net/bonding.py). One address, reachable
     over every interface; no bond device and no shared MAC."""
 
     to: AddressRef = Field(description="the peer address whose packets are striped ('node:iface' or IPv4)")

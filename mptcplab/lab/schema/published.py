@@ -10,7 +10,7 @@ from ...checks.fact import CaptureFact
 from ...checks.metric import Expectation, Operand
 from ...checks.registry import AnyCheck
 from ...kernelreq import PATCHES, parse_range
-from .base import Strict
+from ...values.types import Strict
 
 #: the kinds' classes (CaptureFact, Expectation, Operand) are only re-exported, for the schema
 #: package's face (lab/schema/__init__.py); this module uses the registry's AnyCheck

@@ -8,8 +8,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..fields import IFACE_RE, NAME_RE
-from .base import Name
+from ...values.fields import IFACE_RE, NAME_RE
+from ...values.types import Name
 
 
 class ClabNode(BaseModel):

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import ValidationError, model_validator
 
 from ...errors import LabInputError
+from ...values.types import Lenient
 
 #: Bump on any change a reader of the previous version would misread (docs/results-format.md).
 FORMAT_VERSION = 2
@@ -29,13 +30,7 @@ def validation_where(e: ValidationError) -> str:
     return ".".join(str(x) for x in e.errors()[0]["loc"])
 
 
-class _Model(BaseModel):
-    # Readers ignore what they do not know (a newer minor addition); the runner's extra
-    # per-repetition facts (firewall counters, capture stats) are kept, see Repetition.
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-
-class Warning(_Model):  # noqa: A001 - the model's name in docs/results-format.md
+class Warning(Lenient):  # noqa: A001 - the model's name in docs/results-format.md
     """One problem, one line. ``code`` is stable and machine-readable (policy decides on it),
     ``message`` is for people and carries the reason; ``path`` names the path it concerns."""
 

@@ -3,10 +3,10 @@ many (traffic/connections.py checks them): FlowResult.connections."""
 
 from __future__ import annotations
 
-from .base import _Model
+from ...values.types import Lenient
 
 
-class ConnectionsCheck(_Model):
+class ConnectionsCheck(Lenient):
     """Every connection to the flow's server port in the capture (http, churn): how many
     completed their handshake (``seen``; ``unfinished`` never did and carry nothing), how
     many of those were MPTCP (MP_CAPABLE in SYN, SYN/ACK and third ACK), SYN -> SYN/ACK times."""

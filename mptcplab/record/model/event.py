@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pydantic import ConfigDict
 
-from .base import _Model
+from ...values.types import Lenient
 
 
-class Event(_Model):
+class Event(Lenient):
     """One action a repetition executed, or planned and did not run: a row of events.csv
     (timeline/record.py writes it; record/events.read_events reads it, older files too).
 

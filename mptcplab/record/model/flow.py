@@ -3,12 +3,16 @@ receiver's head-of-line numbers."""
 
 from __future__ import annotations
 
-from pydantic import Field
+from typing import TypeVar
 
-from .base import _Model
+from pydantic import BaseModel, Field
+
+from ...values.types import Lenient
+
+M = TypeVar("M", bound=BaseModel)
 
 
-class HolNumbers(_Model):
+class HolNumbers(Lenient):
     """Data segments at the receiver points (analysis/delivery.py): count, share of bytes out
     of data-sequence order, holes never filled, head-of-line delay percentiles (ms); of the
     connection (MptcpVerdict) or of one subflow (Subflow)."""
@@ -126,7 +130,7 @@ class MptcpVerdict(HolNumbers):
     checksum_required: bool | None = None
 
 
-class Flow(_Model):
+class Flow(Lenient):
     """The measured flow of a repetition: iperf3's numbers and the capture's verdict."""
 
     goodput_mbps: float | None = None
@@ -162,3 +166,9 @@ class FlowOutcome(Flow):
     #: (analysis/aggregation.py; None: undefined, e.g. one path or a rate unknown)
     path_capacity_mbps: dict[str, float | None] | None = None
     aggregation_benefit: float | None = None
+
+    def metrics_of(self, model: type[M]) -> M | None:
+        """The kind's own numbers if this flow has them as ``model`` (a kind's result model,
+        traffic/<kind>_result.py), else None: how code that knows the kind reads them, since
+        the kinds' fields are added by the kinds' registry (traffic/results.py)."""
+        return next((v for name in type(self).model_fields if isinstance(v := getattr(self, name), model)), None)

@@ -3,20 +3,23 @@ calibration."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict, Field, TypeAdapter, ValidationError
 
-from .base import ResultsFormatError, _Model
+from ...values.types import Lenient
+from .base import ResultsFormatError, validation_where
 from .summary import KernelPatch
 
 
-class Git(_Model):
+class Git(Lenient):
     commit: str | None = None
     dirty: bool | None = None
 
 
-class CalibrationCheck(_Model):
+class CalibrationCheck(Lenient):
     """One measured quantity of a link against its configured value (linkcheck.Check)."""
 
     quantity: str
@@ -28,7 +31,7 @@ class CalibrationCheck(_Model):
     direction: str | None = None
 
 
-class LinkCalibration(_Model):
+class LinkCalibration(Lenient):
     """One emulated link's checks in one repetition (manifest.json ``calibration``)."""
 
     link: str
@@ -42,7 +45,7 @@ class LinkCalibration(_Model):
 _LINK_CALIBRATIONS = TypeAdapter(list[LinkCalibration])
 
 
-class Manifest(_Model):
+class Manifest(Lenient):
     """manifest.json: what makes the run self-describing. Written by labrun at the start and
     the end of a run; host facts (record/manifest.py host_facts) are at the top level."""
 
@@ -109,3 +112,17 @@ class Manifest(_Model):
         """{node: {sysctl: value}} as read back in the scenario's first repetition ({}: none)."""
         return {str(n): {str(k): str(v) for k, v in (vals or {}).items()}
                 for n, vals in (self.sysctls.get(scenario) or {}).items()}
+
+
+def load_manifest(run_dir: str | Path) -> Manifest:
+    """manifest.json; an empty Manifest with ``present`` False when the run has none."""
+    path = Path(run_dir) / "manifest.json"
+    if not path.is_file():
+        return Manifest(present=False)
+    try:
+        return Manifest.model_validate(json.loads(path.read_text()))
+    except json.JSONDecodeError as e:
+        raise ResultsFormatError(str(path), "", f"not JSON: {e}") from None
+    except ValidationError as e:
+        raise ResultsFormatError(str(path), validation_where(e),
+                                 f"not a readable manifest: {e.errors()[0]['msg']}") from None

@@ -3,17 +3,26 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ConfigDict, Field, PrivateAttr
 
-from ...traffic.results import KindResults
-from .base import Warning, _Model
+from ... import plugins
+from ...values.types import Lenient
+from .base import Warning
 from .connections import ConnectionsCheck
-from .flow import Flow, Subflow
+from .flow import Flow, FlowOutcome, Subflow
+
+# the kinds' result models are plug-ins (mptcplab/plugins.py): the code sees the outcome every
+# kind has and reads a kind's own numbers with FlowOutcome.metrics_of(ItsModel)
+if TYPE_CHECKING:
+    _Outcome = FlowOutcome
+else:
+    class _Outcome(plugins.registry("traffic results").KindResults, FlowOutcome):
+        """The outcome, then the kinds' numbers (fields follow the bases, the last first)."""
 
 
-class FlowResult(KindResults):
+class FlowResult(_Outcome):
     """One flow of a repetition, analysed on its own (``flows`` of a Repetition): its outcome
     (FlowOutcome), its kind's own numbers (traffic/results.py) and, for the kinds that open
     many connections, the capture's check of them."""
@@ -21,7 +30,7 @@ class FlowResult(KindResults):
     connections: ConnectionsCheck | None = None
 
 
-class Fairness(_Model):
+class Fairness(Lenient):
     """Across the measured flows of one repetition (traffic/fairness.py)."""
 
     flows: int = 0
@@ -29,7 +38,7 @@ class Fairness(_Model):
     shares: dict[str, float | None] = Field(default_factory=dict)
 
 
-class CaptureStats(_Model):
+class CaptureStats(Lenient):
     """One capture point's tcpdump counters (capture.parse_tcpdump_stats); ``died``: the exit
     status of a capture that did not end as the run stopped it (the capture is incomplete)."""
 
@@ -39,7 +48,7 @@ class CaptureStats(_Model):
     died: int | None = None
 
 
-class CpuTime(_Model):
+class CpuTime(Lenient):
     """Milliseconds one CPU (or all CPUs, summed) spent in each of /proc/stat's states over an
     interval; the kernel counts in ticks (1/USER_HZ s: 10 ms at USER_HZ 100), so each is a
     multiple of ``HostCpu.tick_ms``."""
@@ -55,7 +64,7 @@ class CpuTime(_Model):
     steal_ms: float = 0.0
 
 
-class HostCpu(_Model):
+class HostCpu(Lenient):
     """The host's CPU accounting over a repetition's traffic (probes/hostcpu.py): /proc/stat
     and /proc/pressure/cpu read right before and right after it, so a delay line's stall can
     be set against what the hypervisor took (steal) and what the kernel did meanwhile."""

@@ -7,11 +7,12 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from .base import FORMAT_VERSION, Warning, _Model
+from ...values.types import Lenient
+from .base import FORMAT_VERSION, Warning
 from .repetition import Repetition
 
 
-class PathAggregate(_Model):
+class PathAggregate(Lenient):
     """Per scenario and path, over the repetitions; definitions in mptcplab/results/aggregate.py."""
 
     reps: int
@@ -24,7 +25,7 @@ class PathAggregate(_Model):
     icmp_frag_needed_per_rep: list[int | None] = Field(default_factory=list)
 
 
-class ScenarioAggregate(_Model):
+class ScenarioAggregate(Lenient):
     scenario: str
     n: int
     goodput_mean: float | None = None
@@ -43,13 +44,13 @@ class ScenarioAggregate(_Model):
     paths: dict[str, PathAggregate] = Field(default_factory=dict)
 
 
-class PublishedSource(_Model):
+class PublishedSource(Lenient):
     id: str | None = None
     title: str | None = None
     kernel: str | None = None
 
 
-class PublishedRow(_Model):
+class PublishedRow(Lenient):
     """One number of the paper next to the same aggregate on this run."""
 
     id: str
@@ -86,12 +87,12 @@ class PublishedRow(_Model):
         return data
 
 
-#: a finding's verdict (results/stats.py): decided from an interval over the repetitions
+#: a finding's verdict (checks/stats.py): decided from an interval over the repetitions
 Verdict = Literal["holds", "does not hold", "inconclusive", "not measurable"]
 VERDICTS: tuple[Verdict, ...] = ("holds", "does not hold", "inconclusive", "not measurable")
 
 
-class CheckStat(_Model):
+class CheckStat(Lenient):
     """One check of a finding as its verdict was reached: the statistic, its interval over
     the repetitions, the claim it was compared with and where that claim's value comes from."""
 
@@ -114,7 +115,7 @@ class CheckStat(_Model):
     leans: bool | None = None
 
 
-class FindingRow(_Model):
+class FindingRow(Lenient):
     id: str
     scenario: str | None = None
     statement: str | None = None
@@ -156,7 +157,7 @@ class FindingRow(_Model):
         return "inconclusive"
 
 
-class KernelPatch(_Model):
+class KernelPatch(Lenient):
     """One of the project's kernel patches (mptcplab/kernelreq.py PATCHES) and whether the
     run's kernel carries it, with what says so (manifest.json ``kernel_patches``)."""
 
@@ -165,7 +166,7 @@ class KernelPatch(_Model):
     evidence: str = ""
 
 
-class DroppedRepetition(_Model):
+class DroppedRepetition(Lenient):
     """A repetition a campaign's merged run leaves out (campaign/repvalid.py): invalid on its
     own (``reasons``: what its round's summary held against it), or valid but beyond the
     planned n (``surplus``: a re-measured round gave the scenario more than it needed)."""
@@ -177,7 +178,7 @@ class DroppedRepetition(_Model):
     surplus: bool = False
 
 
-class Summary(_Model):
+class Summary(Lenient):
     """summary.json: the run's repetitions, their aggregates and the paper comparison."""
 
     format_version: int = FORMAT_VERSION

@@ -17,17 +17,17 @@ the links, with the reordering that causes at the receiver. Unlike it: no bond d
 shared MAC (each leg keeps its interface and address; the socket's source address is the one
 the main table chooses for the first leg), ARP is per interface, and the striping is per
 destination address, set on each end separately (both directions need it: give both hosts a
-``balance_rr``). Pure command generation from lab/stripe.py's legs, like netconfig.py; a run proves the striping from
+``balance_rr``). Pure command generation from lab/stripe.py's legs, like config.py; a run proves the striping from
 the capture (traffic/connections.py: ``points_with_data``, the capture points where a
 connection's initial subflow carried data).
 """
 
 from __future__ import annotations
 
-from .commands import Cmd, cmd
-from .lab.network import Network
-from .lab.schema import ExperimentBody
-from .lab.stripe import Stripe, stripe_of
+from ..commands import Cmd, cmd
+from ..lab.network import Network
+from ..lab.schema import ExperimentBody
+from ..lab.stripe import Stripe, stripe_of
 
 RR_TABLE = "mptcplab_rr"
 #: priority of the legs' fwmark rules: below the per-source rules' (lab/network.py, POLICY_TABLE_BASE + k),

@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..capture import parse_tcpdump_stats
-from ..commands import Cmd, cmd
-from ..linkcheck import udp_payload
-from ..supervise import Supervisor
-from .linkmodel import LinkShape
-from .nfqueue import DEFAULT_RT_PRIO, NfqueueEmulator
-from .testline import TwoNodeLine
-from .trace import OPPORTUNITY_BYTES, PACKET_OVERHEAD, Trace
+from .capture import parse_tcpdump_stats
+from .commands import Cmd, cmd
+from .emulation.linkmodel import LinkShape
+from .emulation.nfqueue import DEFAULT_RT_PRIO, NfqueueEmulator
+from .emulation.testline import TwoNodeLine
+from .emulation.trace import OPPORTUNITY_BYTES, PACKET_OVERHEAD, Trace
+from .linkcheck import udp_payload
+from .supervise import Supervisor
 
 #: the series' window (the trace's capacity series and the link check use the same)
 WINDOW_MS = 100
@@ -81,7 +81,7 @@ NFLOG_GROUP = 37
 CAPTURE_RT_PRIO = DEFAULT_RT_PRIO - 1
 PORT = 5201
 #: stated with every verdict: where the tolerance comes from
-TOLERANCE_SOURCE = "mptcplab/emulation/tracecheck.py (LAG_MS, PARTIAL_OPP, MAX_BAD_SHARE, TOTAL_TOLERANCE)"
+TOLERANCE_SOURCE = "mptcplab/tracecheck.py (LAG_MS, PARTIAL_OPP, MAX_BAD_SHARE, TOTAL_TOLERANCE)"
 
 
 def flood_bps(trace: Trace) -> int:

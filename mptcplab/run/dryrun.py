@@ -8,19 +8,18 @@ from collections.abc import Callable, Sequence
 from .. import backends
 from ..emulation.base import Emulator
 from ..lab.model import Lab
-from ..plan import build_plan
-from ..runner import RunContext
-from ..sequence import Teardown, measurement_steps
-from ..steps.base import Rep
+from ..net.plan import build_plan
+from ..steps.base import Rep, RunContext
 from ..steps.base import render as render_steps
 from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
 from .rundir import run_dir_form
+from .sequence import Teardown, measurement_steps
 
 
 def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str], None] = print,
             emulation_forced: bool = True, notes: Sequence[str] = ()) -> None:
     """Print, for each scenario, the exact commands a repetition runs: the run's own
-    steps (sequence.py), asked for their commands instead of run. Runs none, creates
+    steps (run/sequence.py), asked for their commands instead of run. Runs none, creates
     nothing, needs no root. ``notes`` (the reachability estimate) follow the header
     line as comments."""
     backend_cls = backends.get(opts.backend)

@@ -7,13 +7,13 @@ the kinds, so the kinds may only depend on the leaves of lab/schema (base.py and
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from ...units import parse_size, parse_time
-from ..fields import check_unit
-from .base import IPERF3_MAX_SECONDS, AddressRef, EndpointRef, Name, Strict
+from ..units import parse_size, parse_time
+from .fields import check_unit
+from .types import IPERF3_MAX_SECONDS, AddressRef, EndpointRef, Name, Strict
 
 
 class FlowBase(Strict):
@@ -36,6 +36,10 @@ class FlowBase(Strict):
     #: (lab/scale.py, which asks this instead of naming kinds); a rate of connections or
     #: blocks per second is not one
     scaled_rates: ClassVar[tuple[str, ...]] = ()
+    if TYPE_CHECKING:
+        #: the kind's name: each kind's class declares it as a Literal (the union's tag), so
+        #: pydantic sees it there; the code that takes any flow reads it here
+        kind: str
 
     _dur = field_validator("duration", "start")(classmethod(lambda cls, v: check_unit(parse_time, v)))
 

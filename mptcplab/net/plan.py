@@ -13,18 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from .commands import Cmd
-
-if TYPE_CHECKING:
-    from .backends.base import Backend
-    from .supervise import Supervisor
-from .emulation.base import Daemon, Emulator
-from .lab.model import ScenarioRun
-from .lab.network import Network, build_network
-from .lab.schema import ClabTopology
-from .middlebox import rewrite
-from .mptcp import mptcp_cmds, mptcp_sysctls
-from .netconfig import (
+from ..backends.base import CAP_MBOX
+from ..commands import Cmd
+from ..emulation.base import Daemon, Emulator
+from ..errors import HostNotReady
+from ..lab.model import ScenarioRun
+from ..lab.network import Network, build_network
+from ..lab.schema import ClabTopology
+from ..middlebox import rewrite
+from .bonding import balance_rr_cmds
+from .config import (
     firewall_cmds,
     frr_route_cmds,
     interface_cmds,
@@ -32,7 +30,13 @@ from .netconfig import (
     route_cmds,
     sysctl_cmds,
 )
-from .striping import balance_rr_cmds
+from .mptcp import mptcp_cmds, mptcp_sysctls
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from ..backends.base import Backend
+    from ..supervise import Supervisor
 
 
 @dataclass
@@ -59,6 +63,15 @@ class Plan:
 #: "frr" (FRR static routes through vtysh: routers run FRR in the containerlab images)
 RouterRoutes = Literal["ip", "frr"]
 
+
+
+def refuse_unsupported(backend: type[Backend] | Backend, scenarios: Sequence[ScenarioRun]) -> None:
+    """What the scenarios need of the backend that it cannot do (its ``capabilities``), in one
+    line before anything is created."""
+    if CAP_MBOX not in backend.capabilities and any(rewrite.boxes(sc.body) for sc in scenarios):
+        raise HostNotReady(f"the rewriting middleboxes ({', '.join(rewrite.KINDS)}) run mptcplab-mbox, which "
+                           f"the {backend.name} backend cannot run in its nodes (not in the lab images): "
+                           "use --backend netns")
 
 
 def network_for(topo: ClabTopology, scenario: ScenarioRun, file: str) -> Network:

@@ -8,17 +8,17 @@ Why this order: docs/architecture.md.
 
 from __future__ import annotations
 
-from .cc.step import RegisterCongestionControls, release_all, release_commands
-from .probes.step import StartProbes, StopProbes, close_probes
-from .steps.base import Planned, Rep, Step
-from .steps.counters import FirewallCounters
-from .steps.daemons import StopDaemons
-from .steps.deploy import Deploy
-from .steps.links import LinkCheck
-from .steps.sysctls import SysctlReadback
-from .steps.traffic import Traffic
-from .timeline.step import Timeline, TimelineEnd
-from .warncodes import CLEANUP_FAILED
+from ..cc.step import RegisterCongestionControls, release_all, release_commands
+from ..probes.step import StartProbes, StopProbes, close_probes
+from ..steps.base import Planned, Rep, Step
+from ..steps.counters import FirewallCounters
+from ..steps.daemons import StopDaemons
+from ..steps.deploy import Deploy
+from ..steps.links import LinkCheck
+from ..steps.sysctls import SysctlReadback
+from ..steps.traffic import Traffic
+from ..timeline.step import Timeline, TimelineEnd
+from ..warncodes import CLEANUP_FAILED
 
 
 class Teardown(Step):

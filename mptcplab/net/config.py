@@ -8,10 +8,10 @@ namespace (netns) or a container (containerlab).
 
 from __future__ import annotations
 
-from .commands import Cmd, cmd
-from .lab.network import Network, Node, Route
-from .lab.schema import ExperimentBody
-from .middlebox.nft import middlebox_cmds
+from ..commands import Cmd, cmd
+from ..lab.network import Network, Node, Route
+from ..lab.schema import ExperimentBody
+from ..middlebox.nft import middlebox_cmds
 
 FW_TABLE = "mptcplab_fw"
 
@@ -23,10 +23,11 @@ def sysctl_cmds(node: Node) -> list[Cmd]:
                 why="kernel settings of this node (read back into the manifest)")]
 
 
-def _route_argv(r: Route) -> list[str]:
+def route_argv(r: Route, verb: str = "add") -> list[str]:
+    """``ip route add`` (or ``replace``) of one route."""
     # no `ip -6`: ip takes the family from the prefix and next hop, and a `-6` would not
     # pass `ip -batch` (it reads objects only); a v6 default route is written ::/0 for it
-    argv = ["ip", "route", "add", str(r.dst) if r.dst else ("default" if r.version == 4 else "::/0")]
+    argv = ["ip", "route", verb, str(r.dst) if r.dst else ("default" if r.version == 4 else "::/0")]
     if r.via:
         argv += ["via", str(r.via)]
     argv += ["dev", r.dev]
@@ -65,7 +66,7 @@ def _rule_cmds(node: Node) -> list[Cmd]:
 
 
 def route_cmds(node: Node) -> list[Cmd]:
-    return [Cmd(tuple(_route_argv(r)), node=node.name) for r in node.routes] + _rule_cmds(node)
+    return [Cmd(tuple(route_argv(r)), node=node.name) for r in node.routes] + _rule_cmds(node)
 
 
 # Fixed scripts (no lab input inside them: prefixes and tables arrive as positional

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..record.model import Repetition
+    from .model import Repetition
 
 #: the probe that records the counters (its `probes:` field), and its table of every counter
 #: (probes/analysis.py writes probes/<probe>.csv)

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
-from .commands import Cmd, cmd
-from .lab.fields import is_endpoint_ref
-from .lab.network import Network
-from .lab.schema import ExperimentBody
+from ..commands import Cmd, cmd
+from ..lab.network import Network
+from ..lab.schema import ExperimentBody
+from ..values.fields import is_endpoint_ref
 
 
 def mptcp_sysctls(body: ExperimentBody, name: str) -> dict[str, str]:

@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field
 
-from ..fields import NAME_RE, address_ref, endpoint_ref, sysctl_key, sysctl_value
+from .fields import NAME_RE, address_ref, endpoint_ref, sysctl_key, sysctl_value
 
 Name = Annotated[str, Field(pattern=NAME_RE)]
 
@@ -31,4 +31,14 @@ KernelName = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,14}$")]
 
 
 class Strict(BaseModel):
+    """A lab file's model: an unknown key is an error (a typo must not pass silently)."""
+
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Lenient(BaseModel):
+    """A record's model (rep.json, summary.json, a kind's numbers): readers ignore what they
+    do not know (a newer minor addition); the runner's extra per-repetition facts (firewall
+    counters, capture stats) are kept, see record/model/repetition.py."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)

@@ -30,19 +30,14 @@ from ..progress import Progress
 from ..record import store
 from ..record.manifest import git_state, host_facts, kernel_patches, tool_versions
 from ..results.summary import summary_rows
-from ..runner import (
-    DeferredSignals,
-    Interrupted,
-    Measured,
-    RepRunner,
-    RunContext,
-    analyse,
-    install_signal_handlers,
-    measure_repetition,
-    restore_signal_handlers,
-)
+from ..steps.base import RunContext
+from ..units import rate_unit
+from .measure import Measured, RepRunner
 from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
+from .record import analyse
+from .retry import measure_repetition
 from .rundir import clean_all, run_dir_form
+from .signals import DeferredSignals, Interrupted, install_signal_handlers, restore_signal_handlers
 from .verdicts import run_summary
 from .worker import analysis_worker_init
 
@@ -242,7 +237,7 @@ def log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds:
     mp = rec["mptcp"]
     verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
     flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
-    rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {scale.rate_unit(factor)}"
+    rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {rate_unit(factor)}"
     churn = (rec.get("flows") or [{}])[0].get("churn")     # the primary flow's: it has no goodput
     if churn and churn.get("attempted") is not None:
         rate = (f"{churn.get('completed') or 0:,} of {churn['attempted']:,} connections"

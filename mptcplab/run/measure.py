@@ -12,11 +12,11 @@ from typing import Any
 from ..lab.model import ScenarioRun
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody
-from ..plan import build_plan
-from ..sequence import Teardown, measurement_steps
+from ..net.plan import build_plan
 from ..steps.base import Rep, RunContext
 from ..steps.flows import measured_flows
 from ..supervise import Supervisor
+from .sequence import Teardown, measurement_steps
 
 
 @dataclass
@@ -51,7 +51,7 @@ class Measured:
 
 class RepRunner:
     """One repetition of one scenario, from deploy to teardown: the steps of
-    sequence.py in order, teardown on every exit path. Analysis comes after (analyse)."""
+    run/sequence.py in order, teardown on every exit path. Analysis comes after (analyse)."""
 
     def __init__(self, ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path) -> None:
         self.ctx = ctx
