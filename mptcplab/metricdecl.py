@@ -263,7 +263,8 @@ declare("syn_synack_within_6us", "mean",
         "the fraction of the flow's connections whose SYN was answered within 6 us at the server's capture",
         accepts=FLOW)
 
-# http.py: connection shares (the kinds that open many), client CPU, MP_JOINs
+# connections.py: connection shares (the kinds that open many), MP_JOINs; and the iperf3 kind's client CPU
+# (computed in traffic/iperf3_metrics.py: it reads FlowResult's own numbers, so it has no result module)
 declare("mptcp_connection_share", "min",
         "connections proven MPTCP from the capture / connections that completed their handshake", accepts=FLOW)
 declare("joined_connection_share", "median",

@@ -17,12 +17,13 @@ from importlib import import_module
 from types import ModuleType
 from typing import Literal
 
-Registry = Literal["traffic", "traffic results", "probes", "controllers"]
+Registry = Literal["traffic", "traffic results", "traffic metrics", "probes", "controllers"]
 
 #: each registry's module: the one place that lists its plug-ins
 REGISTRIES: dict[Registry, str] = {
     "traffic": "mptcplab.traffic.registry",
     "traffic results": "mptcplab.traffic.results",
+    "traffic metrics": "mptcplab.traffic.kind_metrics",
     "probes": "mptcplab.probes.registry",
     "controllers": "mptcplab.controllers",
 }

@@ -14,12 +14,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.sendbuffer import eq1_required_bytes
-from ..traffic.latency_result import LatencyMetrics
-from .base import Select, register
+from .base import METRICS, Select, register
 from .core import subflow_sum
 
 if TYPE_CHECKING:
-    from ..record.model import FlowResult, Repetition
+    from ..record.model import Repetition
 
 
 def _goodput(r: Repetition, _sel: Select) -> float | None:
@@ -47,32 +46,13 @@ def _eq1(r: Repetition, _sel: Select) -> float | None:
     return eq1_bytes(r)
 
 
-def _flow(r: Repetition, name: str | None) -> FlowResult | None:
-    """The named flow, or the measured one (the first measured flow is the record's top level)."""
-    if name is not None:
-        return next((f for f in r.flows if f.name == name), None)
-    return next((f for f in r.flows if f.role == "measured"), None)
-
-
-def _latency(r: Repetition, sel: Select) -> LatencyMetrics | None:
-    f = _flow(r, sel.flow)
-    return f.metrics_of(LatencyMetrics) if f is not None else None
-
-
 def _eq1_ratio(r: Repetition, sel: Select) -> float | None:
-    lat = _latency(r, sel)
+    # the flow's send buffer as its kind reports it (the latency kind: getsockopt's read-back)
+    buf = METRICS["sndbuf_effective_bytes"].per_rep(r, sel)
     need = eq1_bytes(r)
-    if lat is None or lat.sndbuf_effective is None or not need:
+    if buf is None or not need:
         return None
-    return lat.sndbuf_effective / need
-
-
-def _latency_field(field: str) -> Callable[[Repetition, Select], float | None]:
-    def per_rep(r: Repetition, sel: Select) -> float | None:
-        lat = _latency(r, sel)
-        v = getattr(lat, field) if lat is not None else None
-        return float(v) if v is not None else None
-    return per_rep
+    return buf / need
 
 
 def _probes(r: Repetition) -> dict[str, Any]:
@@ -108,8 +88,6 @@ register("goodput_max_mbps", _goodput)
 register("goodput_sd_mbps", _goodput)
 register("eq1_required_bytes", _eq1)
 register("eq1_buffer_ratio", _eq1_ratio)
-register("send_waits", _latency_field("blocked_blocks"))
-register("blocked_share", _latency_field("blocked_share"))
 register("mptcp_retransmissions", subflow_sum("mptcp_retransmissions"))
 register("nstat_mptcp_retrans", _nstat_retrans)
 register("tcp_retransmissions", subflow_sum("retransmissions"))

@@ -1,15 +1,7 @@
-"""Middlebox-lab metrics (labs/middlebox): whether the transfer arrived intact, the MPTCP MIB
-counters of each end, the client's time to give up on MP_CAPABLE SYNs and what the routers'
-middlebox rules matched.
+"""Middlebox-lab metrics (labs/middlebox): the MPTCP MIB counters of each end, the client's
+time to give up on MP_CAPABLE SYNs and what the routers' middlebox rules matched. (Whether
+the transfer arrived intact is the transfer kind's: traffic/transfer_metrics.py.)
 
-* ``transfer_intact``: 1 when the transfer kind's SHA-256 of what the server received equals
-  the client's of what it sent (same length), else 0 (traffic/transfer.py).
-* ``transfer_received_fraction``: bytes the server received over the bytes the flow was to
-  send: below 1 when the transfer stalled and the run stopped it at its duration limit.
-* ``transfer_differing_bytes``, ``transfer_foreign_bytes``: bytes where what arrived differs
-  from the sent stream, and of those the ones not shown to be the stream's own bytes from
-  another offset (the server's comparison, traffic/transfer_diff.py): 0 and 0 when intact;
-  a receiver that misplaces data has differing bytes but no foreign ones.
 * ``mib_<side>_<Counter>``: a counter's delta over the traffic on the measured flow's client
   or server, read from the nstat probe's record by node name: the lab's two hosts are named
   ``client`` and ``server``. A counter that did not move is 0; no probe, None.
@@ -26,39 +18,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..metricdecl import COUNTERS, SIDES
-from ..traffic.transfer_result import TransferMetrics
 from .base import Select, register
-from .flows import selected_flow
 
 if TYPE_CHECKING:
     from ..record.model import Repetition
-
-
-def _transfer_metrics(r: Repetition, sel: Select) -> TransferMetrics | None:
-    f = selected_flow(r, sel)
-    return None if f is None else f.metrics_of(TransferMetrics)
-
-
-def _intact(r: Repetition, sel: Select) -> float | None:
-    t = _transfer_metrics(r, sel)
-    if t is None or t.verdict is None:
-        return None
-    return 1.0 if t.verdict == "equal" else 0.0
-
-
-def _received_fraction(r: Repetition, sel: Select) -> float | None:
-    t = _transfer_metrics(r, sel)
-    if t is None or not t.size or t.received_bytes is None:
-        return None
-    return t.received_bytes / t.size
-
-
-def _transfer(field: str) -> Callable[[Repetition, Select], float | None]:
-    def per_rep(r: Repetition, sel: Select) -> float | None:
-        t = _transfer_metrics(r, sel)
-        v = None if t is None else getattr(t, field)
-        return None if v is None else float(v)
-    return per_rep
 
 
 def mib_delta(r: Repetition, node: str, counter: str) -> int | None:
@@ -101,10 +64,6 @@ def _mbox(counter: str) -> Callable[[Repetition, Select], float | None]:
     return per_rep
 
 
-register("transfer_intact", _intact)
-register("transfer_received_fraction", _received_fraction)
-register("transfer_differing_bytes", _transfer("differing_bytes"))
-register("transfer_foreign_bytes", _transfer("foreign_bytes"))
 register("mbox_split", _mbox("split"))
 register("mbox_merged", _mbox("merged"))
 register("syn_fallback_s", _syn_fallback)

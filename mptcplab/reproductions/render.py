@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from ..checks.stats import median_interval
 from ..record.model import VERDICTS, CheckStat, FindingRow, FlowResult, Repetition, Summary
 from ..results.fmt import DASH, md_table
-from ..traffic.http_result import HttpMetrics
+from ..traffic.results import headline
 from .collect import Reproduction
 
 NO_RUN = "no full run on record yet"
@@ -106,12 +106,10 @@ FINDINGS_HEADER = ["finding", "verdict", "statistic", "estimate [interval]", "co
 
 
 def _headline(goodput: float | None, f: FlowResult | None) -> tuple[float | None, str]:
-    """A flow's one number for the table: its goodput, or for a web flow (no goodput of its
-    own) the requests it served per second."""
-    http = None if f is None else f.metrics_of(HttpMetrics)
-    if goodput is None and http is not None and http.requests_per_s is not None:
-        return http.requests_per_s, "requests/s"
-    return goodput, "Mbit/s"
+    """A flow's one number for the table: its goodput, or for a flow without one the number
+    its kind names (a web flow: the requests it served per second)."""
+    own = None if goodput is not None or f is None else headline(f)
+    return own if own is not None else (goodput, "Mbit/s")
 
 
 def _measured_flows(rep: Repetition) -> list[tuple[str, float | None, str, bool | None, bool]]:

@@ -31,6 +31,7 @@ from ..record import store
 from ..record.manifest import git_state, host_facts, kernel_patches, tool_versions
 from ..results.summary import summary_rows
 from ..steps.base import RunContext
+from ..traffic.kinds import KINDS
 from ..units import rate_unit
 from .measure import Measured, RepRunner
 from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
@@ -238,10 +239,12 @@ def log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds:
     verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
     flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
     rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {rate_unit(factor)}"
-    churn = (rec.get("flows") or [{}])[0].get("churn")     # the primary flow's: it has no goodput
-    if churn and churn.get("attempted") is not None:
-        rate = (f"{churn.get('completed') or 0:,} of {churn['attempted']:,} connections"
-                + (f" ({churn['rate_per_s']:.0f}/s)" if churn.get("rate_per_s") else ""))
+    primary = (rec.get("flows") or [{}])[0]
+    for kind in KINDS.values():  # the primary flow's kind may say more than a goodput (churn: connections)
+        report = primary.get(kind.result_field) if kind.result_field else None
+        if report and (line := kind.progress(report)):
+            rate = line
+            break
     took = "" if rec["analysis_seconds"] is None else f", analysed in {rec['analysis_seconds']:.1f} s"
     log(f"{rec['name']} rep {rec['rep']}/{reps}: {rate}, {verdict}, measured in {seconds:.1f} s{took}{flag}")
     for w in rec["warnings"]:

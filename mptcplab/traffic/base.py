@@ -9,6 +9,7 @@ argv the run executes. Adding a kind: docs/architecture.md, "How to add a traffi
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Generic, Literal, TypeVar
@@ -103,6 +104,12 @@ class TrafficKind(ABC, Generic[F]):
     def host_problem(self) -> str | None:
         """What this host lacks to run the kind beyond ``tools`` (a program the project
         builds itself), as one line; None when nothing. Preflight asks it."""
+        return None
+
+    def progress(self, report: Mapping[str, Any]) -> str | None:
+        """The progress line's number for a repetition whose primary flow is of this kind,
+        from the kind's report as the record keeps it (the flow's ``result_field``), when
+        the goodput is not the flow's number (churn: connections made); None: the goodput."""
         return None
 
     @property

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
+from .churn_result import ChurnMetrics
 from .churn_schema import ChurnFlow
 
 TOOL = Path(__file__).with_name("churn_tool.py")
@@ -25,6 +28,14 @@ class ChurnKind(TrafficKind[ChurnFlow]):
     name = "churn"
     capture_analysis = "connections"
     result_field = "churn"
+
+    def progress(self, report: Mapping[str, Any]) -> str | None:
+        # a churn has no goodput: how many connections it made instead
+        m = ChurnMetrics.model_validate(report)
+        if m.attempted is None:
+            return None
+        return (f"{m.completed or 0:,} of {m.attempted:,} connections"
+                + (f" ({m.rate_per_s:.0f}/s)" if m.rate_per_s else ""))
 
     def server_argv(self, flow: ChurnFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         return (*_tool(), "server", "--address", str(ctx.net.address(flow.server_address)),

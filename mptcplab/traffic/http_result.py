@@ -1,7 +1,9 @@
 """The http kind's numbers in the record (FlowResult.http; traffic/http.py reads them) and
-the metrics a finding may name on them (computed in metrics/http.py)."""
+the metrics a finding may name on them (computed in http_metrics.py)."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 from ..metricdecl import FLOW, declare
 from ..values.types import Lenient
@@ -9,6 +11,10 @@ from ..values.types import Lenient
 
 class HttpMetrics(Lenient):
     """wrk's report: requests, their rate and latency distribution."""
+
+    #: a web flow's one number where a bulk flow has its goodput (traffic/results.headline):
+    #: this model's field and its unit
+    HEADLINE: ClassVar[tuple[str, str]] = ("requests_per_s", "requests/s")
 
     requests: int | None = None
     requests_per_s: float | None = None

@@ -1,6 +1,6 @@
 """The latency kind's numbers in the record (FlowResult.latency; traffic/latency.py reads
-them) and the metrics a finding may name on them (computed in metrics/latency.py and
-metrics/cc_depth.py)."""
+them) and the metrics a finding may name on them (computed in latency_metrics.py;
+eq1_buffer_ratio in metrics/cc_depth.py, from the flow's sndbuf_effective_bytes)."""
 
 from __future__ import annotations
 
@@ -40,7 +40,7 @@ class LatencyMetrics(Lenient):
     cc: str | None = None
 
 
-# metrics/cc_depth.py: the send-buffer lab's, read from a latency flow's buffers and waits
+# the send-buffer lab's, read from a latency flow's buffers and waits
 declare("eq1_buffer_ratio", "mean",
         "the MPTCP socket's send buffer as getsockopt read it back at the end (latency flows) / Eq (1)'s requirement:"
         " >= 1 meets it", accepts=FLOW)
@@ -49,7 +49,7 @@ declare("send_waits", "mean",
         "sk_stream_wait_memory calls)", accepts=FLOW)
 declare("blocked_share", "mean",
         "fraction of the sender's writing time spent waiting for send-buffer space (latency flows)", accepts=FLOW)
-# metrics/latency.py
+# the latency tool's own numbers
 declare("latency_p50_ms", "median",
         "the flow's median per-block delay (receive time minus the sender's write time)", unit="ms", accepts=FLOW)
 declare("latency_p95_ms", "median", "the 95th percentile of the flow's per-block delay", unit="ms", accepts=FLOW)

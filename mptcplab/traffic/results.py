@@ -10,6 +10,8 @@ there), so any of them can be imported first."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ..values.types import Lenient
 from .churn_result import ChurnMetrics
 from .hold_result import HoldMetrics
@@ -17,6 +19,9 @@ from .http_result import HttpMetrics
 from .latency_result import LatencyMetrics
 from .transfer_result import TransferMetrics
 from .udp_result import UdpMetrics
+
+if TYPE_CHECKING:
+    from ..record.model import FlowResult
 
 
 class KindResults(Lenient):
@@ -28,3 +33,15 @@ class KindResults(Lenient):
     latency: LatencyMetrics | None = None
     hold: HoldMetrics | None = None
     transfer: TransferMetrics | None = None
+
+
+def headline(flow: FlowResult) -> tuple[float, str] | None:
+    """A flow's one number and its unit when it has no goodput of its own: the field its
+    kind's result model names as ``HEADLINE`` (the http kind: requests/s); None when the
+    kind names none or the flow lacks the number."""
+    for name in KindResults.model_fields:
+        report = getattr(flow, name, None)
+        spec: tuple[str, str] | None = getattr(report, "HEADLINE", None)
+        if spec is not None and (value := getattr(report, spec[0])) is not None:
+            return value, spec[1]
+    return None

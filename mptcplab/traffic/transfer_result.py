@@ -1,5 +1,5 @@
 """The transfer kind's numbers in the record (FlowResult.transfer; traffic/transfer.py reads
-them) and the metrics a finding may name on them (computed in metrics/middlebox.py)."""
+them) and the metrics a finding may name on them (computed in transfer_metrics.py)."""
 
 from __future__ import annotations
 

@@ -53,21 +53,13 @@ LEFT: dict[str, set[str]] = {
     "linkcheck.py": {"iperf3"}, "record/manifest.py": {"iperf3"}, "preflight.py": {"iperf3"},
     # the protocol, not the kind (the trace check's iptables rule: -p udp)
     "tracecheck.py": {"udp"},
-    # the word, not the kind ("holds" / "hold" in a verdict's text); and a web flow's headline
-    # number (requests/s) read with metrics_of(HttpMetrics): it read ``f.http`` before, which
-    # this scan did not see
-    "reproductions/render.py": {"hold", "http"},
+    # the word, not the kind ("holds" / "hold" in a verdict's text)
+    "reproductions/render.py": {"hold"},
     # the latency tool's own name for itself
     "tools/latency/params.py": {"latency"},
     # the default kind of a flow record that names none (the record model is below the lab
     # schema's registry, which says the same)
     "record/model/flow.py": {"iperf3"},
-    # next step: the kinds' metrics computed in their modules
-    "metrics/cc_depth.py": {"latency"}, "metrics/http.py": {"iperf3", "http"}, "metrics/latency.py": {"latency"},
-    # (read ``f.transfer`` before, unseen by this scan; now metrics_of(TransferMetrics))
-    "metrics/middlebox.py": {"transfer"},
-    # the primary flow's churn numbers in the progress line: a per-kind progress hook
-    "run/lab.py": {"churn"},
 }
 
 
@@ -77,7 +69,7 @@ def _own(kind: str) -> set[str]:
              "latency": {"traffic/latency.py"}, "iperf3": set(), "udp": set(), "http": set(),
              # the hold client is a subcommand of the churn tool
              "hold": {"traffic/churn_tool.py"}}
-    return {f"traffic/{kind}.py", f"traffic/{kind}_schema.py", f"traffic/{kind}_result.py", *extra.get(kind, set())}
+    return {f"traffic/{kind}{part}.py" for part in ("", "_schema", "_result", "_metrics")} | extra.get(kind, set())
 
 
 def _classes(kind: str) -> set[str]:
@@ -185,6 +177,51 @@ def test_no_kind_named_outside_its_module() -> None:
     assert not new, f"kinds named outside their module and the registry (module -> kind -> lines): {new}"
     gone = {m: ks - set(found.get(m, {})) for m, ks in LEFT.items()}
     assert not {m: ks for m, ks in gone.items() if ks}, f"LEFT lists what no longer names a kind: {gone}"
+
+
+
+def test_kind_metrics_are_computed_in_the_kinds_modules() -> None:
+    """A kind's metrics are computed in traffic/<kind>_metrics.py and registered by metrics/
+    (metrics/kinds.py, which finds them by name): every one is declared, registered once,
+    reads only flows of its kind, and metrics/ imports no plug-in package."""
+    from mptcplab import plugins
+    from mptcplab.metricdecl import DECLARED, Select
+    from mptcplab.metrics import METRICS
+    from mptcplab.record.model import Repetition
+
+    kind_metrics = plugins.registry("traffic metrics")
+    assert {m.removesuffix("_metrics") for m in kind_metrics.MODULES} <= set(KINDS)
+    table = kind_metrics.flow_metrics()
+    assert table and set(table) <= set(DECLARED)
+    for name in table:
+        assert METRICS[name].per_rep.__module__ == "mptcplab.metrics.kinds", name
+    # a flow of another kind (a bulk iperf3 flow with goodput) has none of them except its own
+    rep = Repetition.model_validate({"name": "s", "rep": 1, "goodput_mbps": 100.0, "flows": [
+        {"name": "bulk", "kind": "udp", "goodput_mbps": 100.0, "cpu": {"client": 50.0}}]})
+    assert {n: METRICS[n].per_rep(rep, Select()) for n in table} == dict.fromkeys(table)
+    rep.flows[0].kind = "iperf3"
+    assert METRICS["client_cpu_per_gbit"].per_rep(rep, Select()) == 500.0
+    assert METRICS["client_cpu_per_gbit"].per_rep(rep, Select(flow="other")) is None
+    for path in (PKG / "metrics").glob("*.py"):
+        tree = ast.parse(path.read_text())
+        imported = {n.module or "" for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+        assert not {m for m in imported if "traffic" in m.split(".")}, f"{path.name} imports traffic/"
+
+
+def test_progress_line_and_headline_are_kind_hooks() -> None:
+    """The progress line and the reproductions' table ask the kind (TrafficKind.progress, the
+    result model's HEADLINE), so run/lab.py and reproductions/render.py name none."""
+    from mptcplab.traffic.results import headline
+
+    report = {"attempted": 20000, "completed": 19998, "rate_per_s": 1227.2}
+    lines = {name: k.progress(report) for name, k in KINDS.items() if k.result_field}
+    assert lines.pop("churn") == "19,998 of 20,000 connections (1227/s)"
+    assert set(lines.values()) == {None}
+    assert KINDS["churn"].progress({"attempted": None}) is None
+    web = FlowResult.model_validate({"name": "web", "kind": "http", "http": {"requests_per_s": 812.5}})
+    assert headline(web) == (812.5, "requests/s")
+    assert headline(FlowResult.model_validate({"name": "web", "http": {}})) is None
+    assert headline(FlowResult.model_validate({"name": "c", "churn": {"attempted": 3}})) is None
 
 
 # --- probes -------------------------------------------------------------------------------
