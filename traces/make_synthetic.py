@@ -50,6 +50,14 @@ TRACES: dict[str, list[tuple[float, float]]] = {
     "steps-6-12-24mbit": [(2.0, 6.016), (2.0, 12.032), (2.0, 24.064)],
     # a known pattern around a 2 s outage: 12 Mbit/s, 24 Mbit/s, nothing, 6 Mbit/s (8 s loop)
     "outage-2s": [(2.0, 12.032), (2.0, 24.064), (2.0, 0.0), (2.0, 6.016)],
+    # a WiFi-like path at rest: two opportunities per ms (a timeline switches it to the walk)
+    "const-24mbit": [(1.0, 24.064)],
+    # walking out of WiFi and back (labs/mobile: a link_change switches to it at the walk's
+    # start, trace_offset 0): 1 s at 24 Mbit/s, a fade over 3 s in 0.5 s steps (20, 16, 12,
+    # 8, 4, 1 Mbit/s), 3 s out of range (no opportunity), back over 1 s (8, 16 Mbit/s), then
+    # 24 Mbit/s to the 12 s loop: it starts and ends at rest, so the loop is seamless
+    "wifi-walk-12s": [(1.0, 24.064), (0.5, 20.0), (0.5, 16.0), (0.5, 12.0), (0.5, 8.0), (0.5, 4.0),
+                      (0.5, 1.0), (3.0, 0.0), (0.5, 8.0), (0.5, 16.0), (4.0, 24.064)],
 }
 
 

@@ -60,6 +60,12 @@ class Emulator(Protocol):
         why, for a change this emulator cannot make on a running link."""
         ...
 
+    def trace_switch_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        """Commands that switch the installed trace direction ``dl`` to ``new.trace`` from
+        ``new.trace_offset_s``, now (timeline link_change ``trace``: mobility). Raises
+        ValueError, saying why, when this emulator or this direction cannot."""
+        ...
+
 
 def repo_root() -> Path:
     """The source checkout this package lives in (mptcplab/emulation/base.py -> repo)."""

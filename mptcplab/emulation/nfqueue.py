@@ -207,6 +207,16 @@ def delay_change_cmd(dl: DirectedLink, new: LinkShape, control: Path, ctl_binary
                node=dl.dst.node, why=_why(dl, f"delay {new.delay_s * 1e3:g} ms, jitter {new.jitter_s * 1e3:g} ms"))
 
 
+def trace_switch_cmd(dl: DirectedLink, new: LinkShape, control: Path, ctl_binary: Path) -> Cmd:
+    """A running delay line's trace stage switched to ``new.trace`` from ``new.trace_offset_s``
+    now (dlcontrol.h: the control file's trace line); its delay and jitter are ``new``'s."""
+    assert new.trace is not None
+    return cmd(str(ctl_binary), str(control), round(new.delay_s * 1e6), round(new.jitter_s * 1e6),
+               str(new.trace.path), round(new.trace_offset_s * 1000), node=dl.dst.node,
+               why=_why(dl, f"trace -> {new.trace.name} from {new.trace_offset_s:g} s "
+                        f"(mean {new.trace.mean_rate_bps / 1e6:.3g} Mbit/s)"))
+
+
 #: SCHED_FIFO priority of the delay lines. Measured on the 2-core CI host while
 #: other jobs kept it busy (load 5): release lateness p99 went from 19.5 ms
 #: (normal scheduling) to 21 us. The two delay lines of a 100 Mbit/s link use
@@ -494,3 +504,13 @@ class NfqueueEmulator:
                 raise ValueError("loss changes at run time need the iptables rule layout (firewall=iptables)")
             out += iptables_loss_change_cmds(dl, new.loss)
         return out
+
+    def trace_switch_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        """The delay line's control (mptcplab-delayline-ctl with a trace): packets already
+        in the link's queue leave as the old trace scheduled them, the new trace's
+        opportunities follow (delaysched.h, dl_sched_switch_trace). Only a direction that
+        replays a trace from the start has a trace stage to switch."""
+        if dl.shape.trace is None or new.trace is None:
+            raise ValueError(f"{dl.src}->{dl.dst} replays no trace: only a trace link can switch traces")
+        control = self.controls.get((str(dl.src), str(dl.dst)), Path("<control file>"))
+        return [trace_switch_cmd(dl, new, control, ctl_binary(self._binary))]

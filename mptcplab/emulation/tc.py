@@ -165,3 +165,6 @@ class NetemEmulator:
 
     def change_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
         return netem_change_cmds(dl, new)
+
+    def trace_switch_cmds(self, dl: DirectedLink, new: LinkShape) -> list[Cmd]:
+        raise ValueError("netem replays no delivery trace: a trace switch needs the nfqueue emulation")

@@ -102,17 +102,37 @@ class LinkUp(_OnLink):
 
 class LinkChange(_OnLink):
     """New rate / delay / loss / queue limit on a link, through the emulator that
-    installed it (Emulator.change_cmds). Unnamed parameters keep their value."""
+    installed it (Emulator.change_cmds). Unnamed parameters keep their value.
+
+    ``trace`` / ``trace_offset`` switch a trace link's delivery trace now (mobility:
+    a path that fades, a handover), ``trace_offset`` into it (default 0); an offset
+    alone restarts the current trace there. Only a direction that replays a trace from
+    the start can switch (the delay line's trace stage: Emulator.trace_switch_cmds);
+    the name is resolved like a link's ``trace`` (lab/network.py loads it)."""
 
     action: Literal["link_change"]
     rate: str | int | None = None
     delay: str | float | None = None
     loss: str | float | None = None
     queue: str | int | None = Field(default=None, description="bytes ('150KB') or time at the link rate ('80ms')")
+    trace: str | None = Field(default=None, description="a shipped trace's name or a path, as a link's trace")
+    trace_offset: str | float | None = Field(default=None, description="where in the trace it starts ('0s')")
 
     _rate = field_validator("rate")(classmethod(lambda cls, v: _check(parse_rate, v)))
     _delay = field_validator("delay")(classmethod(lambda cls, v: _check(parse_time, v)))
     _loss = field_validator("loss")(classmethod(lambda cls, v: _check(parse_fraction, v)))
+    _offset = field_validator("trace_offset")(classmethod(lambda cls, v: _check(parse_time, v)))
+
+    @field_validator("trace")
+    @classmethod
+    def _trace(cls, v: str | None) -> str | None:
+        if v is not None and (not v.strip() or "\n" in v):
+            raise ValueError(f"{v!r}: a trace is a shipped trace's name or a path")
+        return v
+
+    @property
+    def switches_trace(self) -> bool:
+        return self.trace is not None or self.trace_offset is not None
 
     @field_validator("queue")
     @classmethod
@@ -123,8 +143,10 @@ class LinkChange(_OnLink):
 
     @model_validator(mode="after")
     def _something(self) -> LinkChange:
-        if all(getattr(self, f) is None for f in ("rate", "delay", "loss", "queue")):
-            raise ValueError("link_change needs at least one of rate, delay, loss, queue")
+        if all(getattr(self, f) is None for f in ("rate", "delay", "loss", "queue", "trace", "trace_offset")):
+            raise ValueError("link_change needs at least one of rate, delay, loss, queue, trace, trace_offset")
+        if self.switches_trace and (self.rate is not None or self.queue is not None):
+            raise ValueError("trace and trace_offset exclude rate and queue: a trace link's capacity is its trace")
         return self
 
 

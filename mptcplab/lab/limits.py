@@ -87,6 +87,13 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
             if bad:
                 raise LabInputError(file, _direction_field(body, link, dl.src, bad[0]), bad[1])
     for k, ev in enumerate(body.traffic.events):
+        if isinstance(ev, LinkChange) and ev.switches_trace:
+            link, end = net.link_of(ev.link), Endpoint.parse(ev.link)
+            for dl in link.directions():
+                if (ev.direction == "both" or dl.src == end) and dl.shape.trace is None:
+                    raise LabInputError(file, f"traffic.events[{k}].{'trace' if ev.trace else 'trace_offset'}",
+                                        f"{dl.src}->{dl.dst} replays no trace from the start: only a trace "
+                                        "direction can switch traces (give it a trace, or direction: one)")
         if isinstance(ev, LinkChange) and (ev.rate is not None or ev.queue is not None):
             link = net.link_of(ev.link)
             shape = link.shape_from(Endpoint.parse(ev.link))

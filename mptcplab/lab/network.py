@@ -31,7 +31,7 @@ from ipaddress import (
 from pathlib import Path
 
 from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
-from ..emulation.trace import TraceError, trace_for
+from ..emulation.trace import Trace, TraceError, trace_for
 from ..errors import LabInputError
 from ..values.fields import is_endpoint_ref
 from .schema import ClabTopology, Direction, ExperimentBody, LinkSpec
@@ -175,6 +175,8 @@ class Node:
 class Network:
     nodes: dict[str, Node]
     links: list[Link]
+    #: the traces the timeline switches to (link_change ``trace``), by the name the lab gives
+    event_traces: dict[str, Trace] = field(default_factory=dict)
 
     def link_of(self, ep: Endpoint | str) -> Link:
         e = Endpoint.parse(ep) if isinstance(ep, str) else ep
@@ -320,6 +322,20 @@ def _shape(spec: LinkSpec, which: Direction, key: Endpoint, file: str) -> LinkSh
     return LinkShape.parse(**fields, trace=trace)
 
 
+def _event_traces(body: ExperimentBody, file: str) -> dict[str, Trace]:
+    """The traces the timeline's link changes switch to, read and checked once, here."""
+    out: dict[str, Trace] = {}
+    for k, ev in enumerate(body.traffic.events):
+        ref = getattr(ev, "trace", None)
+        if ev.action != "link_change" or ref is None or ref in out:
+            continue
+        try:
+            out[ref] = trace_for(ref, Path(file).parent)
+        except TraceError as e:
+            raise LabInputError(file, f"traffic.events[{k}].trace", str(e)) from None
+    return out
+
+
 def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experiment.yml") -> Network:
     nodes = {name: Node(name, spec.role) for name, spec in body.nodes.items()}
     links: list[Link] = []
@@ -337,7 +353,7 @@ def build_network(topo: ClabTopology, body: ExperimentBody, file: str = "experim
                      if spec else (LinkShape(), LinkShape()))
         ab, ba = (out, back) if key == a else (back, out)
         links.append(Link(i, a, b, mtu, v4[i], v6[i], ab, ba))
-    netw = Network(nodes, links)
+    netw = Network(nodes, links, _event_traces(body, file))
     has6 = 6 in netw.versions
     for name, node in nodes.items():
         node_spec = body.nodes[name]

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..commands import Cmd, cmd
@@ -167,11 +167,18 @@ def link_up_cmds(env: ActionEnv, ev: LinkUp) -> list[Cmd]:
     return out
 
 
-def changed_shape(shape: LinkShape, ev: LinkChange) -> LinkShape:
-    """The shape after ``ev``: the parameters it names, the others as they were."""
-    from dataclasses import replace
-
+def changed_shape(shape: LinkShape, ev: LinkChange, net: Network | None = None) -> LinkShape:
+    """The shape after ``ev``: the parameters it names, the others as they were. A trace
+    switch takes the trace the network loaded for it (``net.event_traces``)."""
     new = shape
+    if ev.switches_trace:
+        trace = shape.trace
+        if ev.trace is not None:
+            if net is None or ev.trace not in net.event_traces:
+                raise ValueError(f"trace {ev.trace!r} was not loaded with the lab")
+            trace = net.event_traces[ev.trace]
+        offset = parse_time(ev.trace_offset) if ev.trace_offset is not None else 0.0
+        new = replace(new, trace=trace, trace_offset_s=offset)
     if ev.rate is not None:
         new = replace(new, rate_bps=parse_rate(ev.rate))
     if ev.delay is not None:
@@ -193,8 +200,12 @@ def link_change_cmds(env: ActionEnv, ev: LinkChange) -> list[Cmd]:
         for dl in dirs:
             key = (str(dl.src), str(dl.dst))
             now = env.shapes[key]
-            new = changed_shape(now, ev)
-            out += env.emulator.change_cmds(DirectedLink(dl.src, dl.dst, now, dl.mtu), new)
+            new = changed_shape(now, ev, env.net)
+            # the trace switch apart: the same trace again (a restart) is a change too
+            same_trace = replace(new, trace=now.trace, trace_offset_s=now.trace_offset_s)
+            out += env.emulator.change_cmds(DirectedLink(dl.src, dl.dst, now, dl.mtu), same_trace)
+            if ev.switches_trace:
+                out += env.emulator.trace_switch_cmds(DirectedLink(dl.src, dl.dst, same_trace, dl.mtu), new)
             env.shapes[key] = new
     return out
 

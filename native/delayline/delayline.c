@@ -170,6 +170,7 @@ struct ctx {
 	uint32_t max_batch;
 	uint64_t last_release_ns; /* when release_due last released something */
 	uint64_t trace_start_unix_ns; /* CLOCK_REALTIME of the trace stage's start */
+	char trace_now[DL_CONTROL_PATH_MAX]; /* the trace of the latest switch ("": none) */
 	/* CLOCK_REALTIME - CLOCK_MONOTONIC, refreshed per read: converts kernel
 	 * (realtime) packet timestamps to our monotonic timeline */
 	int64_t real_minus_mono;
@@ -686,6 +687,18 @@ static int read_kernel_drops(uint32_t queue, long long *queue_dropped, long long
 	return found ? 0 : -1;
 }
 
+/* a path as a JSON string, escaped as far as paths need */
+static void json_path(FILE *f, const char *path)
+{
+	fputc('"', f);
+	for (const char *p = path; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fputc('\\', f);
+		fputc((unsigned char)*p < 0x20 ? '?' : *p, f);
+	}
+	fputc('"', f);
+}
+
 static void write_stats(struct ctx *c)
 {
 	long long qd = -1, ud = -1;
@@ -740,14 +753,12 @@ static void write_stats(struct ctx *c)
 	struct dl_trace *t = c->sched.trace;
 	if (t) {
 		dl_trace_settle(t, mono_ns());
-		fprintf(f, " \"trace\": {\"file\": \"");
-		for (const char *p = c->o.trace; *p; p++) { /* JSON-escaped as far as paths need */
-			if (*p == '"' || *p == '\\')
-				fputc('\\', f);
-			fputc((unsigned char)*p < 0x20 ? '?' : *p, f);
-		}
+		fprintf(f, " \"trace\": {\"file\": ");
+		json_path(f, c->o.trace);
+		fprintf(f, ", \"switches\": %" PRIu64 ", \"current_file\": ", t->switches);
+		json_path(f, c->trace_now[0] ? c->trace_now : c->o.trace);
 		fprintf(f,
-			"\", \"lines\": %u, \"period_ms\": %" PRIu64 ", \"offset_ms\": %" PRIu64
+			", \"lines\": %u, \"period_ms\": %" PRIu64 ", \"offset_ms\": %" PRIu64
 			", \"start_unix_ns\": %" PRIu64 ", \"start_mono_ns\": %" PRIu64 ",\n"
 			"  \"limit_bytes\": %" PRIu64 ", \"limit_packets\": %" PRIu64 ", \"opportunities_used\": %" PRIu64
 			", \"opportunities_wasted\": %" PRIu64 ",\n  \"opportunities_wasted_between_drops\": %" PRIu64
@@ -812,8 +823,9 @@ static void setup_timing(struct ctx *c)
 static void apply_control(struct ctx *c)
 {
 	long pid;
-	uint64_t d, j;
-	if (dl_control_read(c->o.control, &pid, &d, &j) < 0) {
+	uint64_t d, j, off = 0;
+	static char trace[DL_CONTROL_PATH_MAX];
+	if (dl_control_read(c->o.control, &pid, &d, &j, trace, &off) < 0) {
 		fprintf(stderr, "mptcplab-delayline q%u: unreadable control file %s\n", c->o.queue, c->o.control);
 		return;
 	}
@@ -821,6 +833,21 @@ static void apply_control(struct ctx *c)
 	c->o.jitter_us = j;
 	c->sched.delay_ns = d * 1000;
 	c->sched.jitter_ns = j * 1000;
+	if (!trace[0])
+		return;
+	/* a trace switch: now, for the packets read from now on (the backlog keeps its departures) */
+	uint32_t *ms = NULL, n = 0;
+	char err[512];
+	if (!c->sched.trace) {
+		fprintf(stderr, "mptcplab-delayline q%u: trace switch refused: this line has no trace stage\n", c->o.queue);
+	} else if (dl_trace_load(trace, &ms, &n, err, sizeof(err)) < 0) {
+		fprintf(stderr, "mptcplab-delayline q%u: trace switch refused: %s\n", c->o.queue, err);
+	} else if (dl_sched_switch_trace(&c->sched, ms, n, off, mono_ns()) < 0) {
+		fprintf(stderr, "mptcplab-delayline q%u: trace switch to %s failed (memory)\n", c->o.queue, trace);
+	} else {
+		snprintf(c->trace_now, sizeof(c->trace_now), "%s", trace);
+	}
+	free(ms);
 }
 
 int main(int argc, char **argv)
@@ -904,7 +931,7 @@ int main(int argc, char **argv)
 	enable_rx_timestamps(&c);
 	if (setup_queue(&c) < 0)
 		return 1;
-	if (c.o.control && dl_control_write(c.o.control, (long)getpid(), c.o.delay_us, c.o.jitter_us) < 0) {
+	if (c.o.control && dl_control_write(c.o.control, (long)getpid(), c.o.delay_us, c.o.jitter_us, NULL, 0) < 0) {
 		fprintf(stderr, "mptcplab-delayline: cannot write --control %s: %s\n", c.o.control, strerror(errno));
 		return 1;
 	}

@@ -242,6 +242,41 @@ void dl_trace_settle(struct dl_trace *t, uint64_t now_ns)
 	t->left = DL_TRACE_OPP_BYTES;
 }
 
+int dl_sched_switch_trace(struct dl_sched *s, const uint32_t *ms, uint32_t n, uint64_t offset_ms, uint64_t now_ns)
+{
+	char why[160];
+	struct dl_trace *t = s->trace;
+	if (!t || dl_trace_check(ms, n, why, sizeof(why)) < 0)
+		return -1;
+	uint32_t *copy = malloc((size_t)n * sizeof(*ms));
+	if (!copy)
+		return -1;
+	memcpy(copy, ms, (size_t)n * sizeof(*ms));
+	/* the old trace's unused credit up to now is lost, as if its queue had emptied */
+	dl_trace_settle(t, now_ns);
+	/* the backlog keeps its departures: the new trace starts after the last of them */
+	uint64_t busy = now_ns;
+	if (t->qcount) {
+		uint32_t last = t->qhead + t->qcount - 1;
+		if (last >= t->qcap)
+			last -= t->qcap;
+		if (t->q[last].depart_ns > busy)
+			busy = t->q[last].depart_ns;
+	}
+	if (t->left < DL_TRACE_OPP_BYTES)
+		t->wasted_bytes += t->left; /* the rest of a part-used opportunity of the old trace */
+	free(t->ms);
+	t->ms = copy;
+	t->n = n;
+	t->period_ns = (uint64_t)ms[n - 1] * NS_PER_MS;
+	t->offset_ns = offset_ms * NS_PER_MS % t->period_ns;
+	t->start_ns = now_ns;
+	t->left = DL_TRACE_OPP_BYTES;
+	t->next = first_after(t, trace_time(t, busy));
+	t->switches++;
+	return 0;
+}
+
 /* The departure time of a packet of len bytes arriving at arrival_ns into *out:
  * 0, -1 when the stage's FIFO is full, -2 when the drop-tail limits refuse it. */
 static int trace_depart(struct dl_trace *t, uint32_t len, uint64_t arrival_ns, uint64_t *out)

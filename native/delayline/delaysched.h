@@ -99,6 +99,7 @@ struct dl_trace {
 	uint64_t wasted_bytes;  /* credit lost: idle opportunities and unused remainders */
 	uint64_t bytes;         /* bytes delivered (IP length + 4 per packet) */
 	uint64_t drops, drop_bytes; /* refused by the drop-tail limits */
+	uint64_t switches;          /* dl_sched_switch_trace calls that took effect */
 };
 
 /* Returns 0, or -1 when cap is 0 or memory is short. */
@@ -122,6 +123,16 @@ int dl_trace_load(const char *path, uint32_t **ms, uint32_t *n, char *err, size_
  * packets (0: none). Returns 0, or -1 (bad trace, rate stage set, no memory). */
 int dl_sched_set_trace(struct dl_sched *s, const uint32_t *ms, uint32_t n, uint64_t offset_ms,
 		       uint64_t start_ns, uint64_t limit_bytes, uint64_t limit_packets);
+
+/* Switches the trace stage to another trace at now_ns (a timeline trace switch:
+ * mobility): from then on the link's capacity is ms[0..n-1] (copied), at trace
+ * time offset_ms at now_ns, looped. Packets already accepted keep the departures
+ * the old trace gave them (at most the queue's content: the backlog drains as the
+ * old trace scheduled it); the new trace's first usable opportunity is the first
+ * strictly after both now_ns and the last of those departures. The drop-tail
+ * limits and the counters carry on. Returns 0, or -1 (no trace stage, bad trace,
+ * no memory; the old trace then stays). */
+int dl_sched_switch_trace(struct dl_sched *s, const uint32_t *ms, uint32_t n, uint64_t offset_ms, uint64_t now_ns);
 
 /* Absolute time of trace opportunity number a (see struct dl_trace). */
 uint64_t dl_trace_opp_ns(const struct dl_trace *t, uint64_t a);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "delaysched.h"
+#include "dlcontrol.h"
 #include "dlstats.h"
 
 static int failures, checks;
@@ -456,6 +457,48 @@ static void test_trace_limits(void)
 	dl_sched_free(&s);
 }
 
+/* a trace switch (mobility): the backlog keeps its departures, then the new trace's
+ * opportunities, from its offset at the switch; the counters carry on */
+static void test_trace_switch(void)
+{
+	struct dl_sched s;
+	uint32_t ids[32];
+	uint64_t rel[32];
+	uint32_t every2[] = {2, 4, 6, 8, 10}; /* one opportunity every 2 ms */
+	uint32_t every1[] = {1, 2, 3, 4};     /* one every ms */
+	uint32_t gap[] = {1, 2, 50};          /* 1, 2 ms, then nothing until 50 */
+	dl_sched_init(&s, 32, 1 * MS, 0, 1);
+	CHECK(dl_sched_switch_trace(&s, every1, 4, 0, 0) == -1, "no trace stage: refused");
+	dl_sched_set_trace(&s, every2, 5, 0, 0, 0, 0);
+	/* three packets at 0: they depart at 2, 4, 6 ms under the old trace */
+	for (uint32_t i = 0; i < 3; i++)
+		dl_sched_push(&s, i, OPP, 0);
+	CHECK(dl_sched_switch_trace(&s, gap, 0, 0, 3 * MS) == -1, "an empty trace is refused");
+	CHECK(s.trace->switches == 0, "a refused switch is not counted");
+	/* at 3 ms switch to one per ms: the backlog's last departure is 6 ms, so 7, 8 ms follow */
+	CHECK(dl_sched_switch_trace(&s, every1, 4, 0, 3 * MS) == 0, "switch");
+	dl_sched_push(&s, 3, OPP, 3 * MS);
+	dl_sched_push(&s, 4, OPP, 3 * MS);
+	unsigned n = drain_all(&s, ids, rel, 32);
+	uint64_t want[] = {2, 4, 6, 7, 8};
+	CHECK(n == 5, "five released, got %u", n);
+	for (unsigned i = 0; i < n && i < 5; i++)
+		CHECK(rel[i] == want[i] * MS + 1 * MS, "packet %u at %llu ms + 1 (got %llu ns)", i,
+		      (unsigned long long)want[i], (unsigned long long)rel[i]);
+	CHECK(s.trace->switches == 1 && s.trace->bytes == 5 * OPP, "counted across the switch");
+	/* at 20 ms to the gap trace, 1 ms in: its 2 ms opportunity is at 21 ms, then nothing until 69 ms */
+	CHECK(dl_sched_switch_trace(&s, gap, 3, 1, 20 * MS) == 0, "second switch, with an offset");
+	for (uint32_t i = 0; i < 3; i++)
+		dl_sched_push(&s, 10 + i, OPP, 20 * MS);
+	n = drain_all(&s, ids, rel, 32);
+	CHECK(n == 3 && rel[0] == 22 * MS && rel[1] == 70 * MS && rel[2] == 71 * MS,
+	      "offset 1 ms: 2 ms line at 21, the 50 ms line at 69, the loop's 1 ms at 70 (got %llu %llu %llu)",
+	      (unsigned long long)rel[0], (unsigned long long)rel[1], (unsigned long long)rel[2]);
+	/* the idle time of the first trace after the backlog was lost credit, not used */
+	CHECK(s.trace->opp_used == 8, "opportunities used %llu", (unsigned long long)s.trace->opp_used);
+	dl_sched_free(&s);
+}
+
 /* writes text to a temporary file and loads it */
 static int load_text(const char *text, uint32_t **ms, uint32_t *n, char *err, size_t errlen)
 {
@@ -488,6 +531,35 @@ static void test_trace_load(void)
 	      "missing file: %s", err);
 }
 
+/* the control file: the delay line's first line, a trace switch's second */
+static void test_control_file(void)
+{
+	char path[] = "/tmp/test_dlcontrolXXXXXX";
+	int fd = mkstemp(path);
+	CHECK(fd >= 0, "temp file");
+	close(fd);
+	long pid = 0;
+	uint64_t d = 0, j = 0, off = 7;
+	static char trace[DL_CONTROL_PATH_MAX];
+	CHECK(dl_control_write(path, 42, 10000, 500, NULL, 0) == 0, "write without a trace");
+	CHECK(dl_control_read(path, &pid, &d, &j, trace, &off) == 0 && pid == 42 && d == 10000 && j == 500 &&
+	      trace[0] == 0 && off == 7, "read back: no trace, offset untouched");
+	CHECK(dl_control_write(path, 42, 20000, 0, "/x/my walk.trace", 1500) == 0, "write with a trace");
+	CHECK(dl_control_read(path, &pid, &d, &j, trace, &off) == 0 && d == 20000 && j == 0 &&
+	      !strcmp(trace, "/x/my walk.trace") && off == 1500, "read back the trace, spaces kept: '%s' %llu", trace,
+	      (unsigned long long)off);
+	CHECK(dl_control_write(path, 42, 1, 0, "a\nb", 0) == -1, "a path with a newline is refused");
+	FILE *f = fopen(path, "w");
+	fputs("42 1 0\ntrace x\n", f);
+	fclose(f);
+	CHECK(dl_control_read(path, &pid, &d, &j, trace, &off) == -1, "a malformed trace line is refused");
+	f = fopen(path, "w");
+	fputs("42 1 0\ntrace 5 \n", f);
+	fclose(f);
+	CHECK(dl_control_read(path, &pid, &d, &j, trace, &off) == -1, "a trace line without a path is refused");
+	unlink(path);
+}
+
 int main(void)
 {
 	test_fixed_delay_fifo();
@@ -504,6 +576,8 @@ int main(void)
 	test_trace_wasted_between_drops();
 	test_trace_limits();
 	test_trace_load();
+	test_trace_switch();
+	test_control_file();
 	printf("test_delaysched: %d checks, %d failures\n", checks, failures);
 	return failures ? 1 : 0;
 }
