@@ -13,6 +13,11 @@ if TYPE_CHECKING:  # the probe registry, which the lab schema imports, lists the
 
 # TCP and ICMP only: ARP and IPv6 router chatter would only add noise
 CAPTURE_FILTER = ("tcp", "or", "icmp")
+# where the point carries IPv6, its ICMPv6 errors too (types below 128: unreachable, packet too
+# big, time exceeded, parameter problem); the informational types are neighbour discovery,
+# router advertisements and MLD, IPv6's ARP and router chatter. `icmp6` does not chase
+# extension headers, so ip6[40] is the ICMPv6 type
+CAPTURE_FILTER6 = (*CAPTURE_FILTER, "or", "(", "icmp6", "and", "ip6[40]", "<", "128", ")")
 
 
 @dataclass(frozen=True)
@@ -27,7 +32,9 @@ def capture_file_name(point: str) -> str:
     return "capture-" + point.replace(":", "-") + ".pcap"
 
 
-def capture_command(cp: CapturePoint, outdir: Path) -> CaptureCommand:
+def capture_command(cp: CapturePoint, outdir: Path, ipv6: bool = False) -> CaptureCommand:
+    """tcpdump at ``cp``; ``ipv6``: the point's interface has an IPv6 address (its filter then
+    keeps ICMPv6 errors, "packet too big" among them)."""
     node, iface = cp.point.split(":", 1)
     path = outdir / capture_file_name(cp.point)
     # -B: a 16 MiB kernel buffer so 2 x 100 Mbit/s with 1500-byte frames is not dropped;
@@ -37,7 +44,7 @@ def capture_command(cp: CapturePoint, outdir: Path) -> CaptureCommand:
     # native reader opens with (analysis/pcapread); the kernel stamps packets in ns anyway
     precision = ("--time-stamp-precision", "nano") if cp.timestamps == "nano" else ()
     argv = ("tcpdump", "-i", iface, "-n", "-s", str(cp.snaplen), "-B", "16384", "--immediate-mode", "-Z", "root",
-            *precision, "-w", str(path), *CAPTURE_FILTER)
+            *precision, "-w", str(path), *(CAPTURE_FILTER6 if ipv6 else CAPTURE_FILTER))
     return CaptureCommand(node, iface, path, argv)
 
 

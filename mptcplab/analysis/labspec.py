@@ -8,7 +8,7 @@ caller: the rule that uses them is in contribution.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from ipaddress import IPv4Network, IPv6Network
+from ipaddress import IPv4Network, IPv6Network, ip_address
 
 from ..emulation.linkmodel import Endpoint
 from ..lab.network import IPAddress, Link, Network
@@ -137,6 +137,27 @@ def _path_links(body: ExperimentBody, net: Network, server: str) -> dict[str, li
             for label, ep in body.paths.items()}
 
 
+def _paths_to(body: ExperimentBody, net: Network, flow: Flow, ip: str, initial: str,
+              bound: str | None) -> list[str]:
+    """The paths whose subflows end at the server address ``ip``: for its first address
+    (``initial``) the bound path and the paths of the client's subflow endpoints (they join
+    it); for another, the path whose client interface is on that address's link, else the
+    first path that reaches it (as signal_paths)."""
+    paths = list(body.paths.items())
+    if ip == initial:
+        spec = body.nodes[flow.client].mptcp
+        by_ep = {**{ep: label for label, ep in paths}, **path_of_address(body, net)}
+        subs = [by_ep[e.address] for e in (spec.endpoints if spec else [])
+                if e.address in by_ep and {"subflow", "fullmesh"} & set(e.flags)]
+        return sorted({*([bound] if bound else []), *subs})
+    dst = ip_address(ip)
+    direct = next((lb for lb, ep in paths if net.link_of(ep).contains(dst)), None)
+    if direct is not None:
+        return [direct]
+    first = next((lb for lb, ep in paths if path_links(net, Endpoint.parse(ep), dst)), None)
+    return [first] if first else []
+
+
 def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                   events: Sequence[Event]) -> tuple[dict[str, float], dict[str, str]]:
     """Paths the run took out of use and kept out to its end, from events.csv's records (the
@@ -145,12 +166,26 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
     while a link it crosses is down (link_down; link_up gives it back), its client endpoint
     is deleted (endpoint_delete by its address, or by the id the lab gave it; endpoint_flush
     deletes them all; endpoint_add of its address gives it back) or its endpoint is flagged
-    backup (endpoint_flags, a controller's demotion; nobackup gives it back). A path used
-    again later (a re-probe that stayed) is not retired."""
+    backup (endpoint_flags, a controller's demotion; nobackup gives it back). Removals on
+    purpose by either side retire a path too: the userspace path manager's
+    upm_subflow_destroy of the path's subflow (either end; upm_subflow_create from its address
+    gives it back), a REMOVE_ADDR of a server address (the server's upm_remove of an id,
+    endpoint_delete of a signal endpoint or of id 0, endpoint_flush: the paths whose subflows
+    end at that address, ``_paths_to``; announcing it again gives them back) or of a client
+    address (the client's upm_remove). A path used again later (a re-probe that stayed) is
+    not retired."""
     links = _path_links(body, net, flow.server)
     addr_path = path_of_address(body, net)
     spec = body.nodes[flow.client].mptcp
     ids = {e.id: str(net.address(e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
+    srv = body.nodes[flow.server].mptcp
+    srv_signal = [e for e in (srv.endpoints if srv else []) if "signal" in e.flags]
+    srv_ids = {e.id: str(net.address(e.address)) for e in srv_signal if e.id is not None}
+    initial = str(net.address(flow.server_address))
+    bound = addr_path.get(str(net.address(flow.bind))) if flow.bind else None
+    #: address ids each side's userspace path manager gave an address (upm_announce,
+    #: upm_subflow_create), so that a later upm_remove of the id names the address
+    upm_ids: dict[str, dict[int, str]] = {flow.client: {}, flow.server: {}}
     out_since: dict[str, float] = {}
     why: dict[str, dict[str, str]] = {p: {} for p in body.paths}  # path -> reason key -> words
 
@@ -187,6 +222,48 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                 key, text, on = "backup", f"demoted (endpoint flagged backup) by {e.source}", e.flags == "backup"
             else:
                 key, text, on = "endpoint", f"endpoint deleted by {e.source}", e.action == "endpoint_delete"
+        elif e.node == flow.server and e.action in ("endpoint_delete", "endpoint_add", "endpoint_flush"):
+            # the server's REMOVE_ADDR (a signal endpoint deleted, or id 0: its first address)
+            # closes the subflows to that address; announcing it again gives them back
+            if e.action == "endpoint_flush":
+                gone = [ip for x in srv_signal if (ip := ip_of(x.address))]
+            elif e.action == "endpoint_delete":
+                gone = [ip] if (ip := ip_of(e.address) if e.address else srv_ids.get(e.endpoint_id or 0)) else []
+            elif "signal" in (e.flags or "").split():
+                gone = [ip] if (ip := ip_of(e.address)) else []
+            else:
+                continue
+            hit = sorted({p for ip in set(gone) for p in _paths_to(body, net, flow, ip, initial, bound)})
+            key, text, on = "rm-addr", f"server address removed by {e.source}", e.action != "endpoint_add"
+        elif e.action in ("upm_announce", "upm_subflow_create", "upm_remove", "upm_subflow_destroy") \
+                and e.node in upm_ids:
+            side = "server" if e.node == flow.server else "client"
+            if e.action in ("upm_announce", "upm_subflow_create") and e.endpoint_id is not None \
+                    and (ip := ip_of(e.address)) is not None:
+                upm_ids[e.node][e.endpoint_id] = ip
+            if e.action == "upm_remove":
+                # a REMOVE_ADDR of the id (0: the side's first address) closes its subflows
+                known = upm_ids[e.node].get(e.endpoint_id or 0)
+                if side == "server":
+                    ip = initial if e.endpoint_id == 0 else known
+                    hit = _paths_to(body, net, flow, ip, initial, bound) if ip else []
+                else:
+                    p = bound if e.endpoint_id == 0 else addr_path.get(known or "")
+                    hit = [p] if p else []
+                key, text, on = f"upm-rm {side}", \
+                    f"address id {e.endpoint_id} removed by the {side}'s userspace PM ({e.source})", True
+            elif e.action == "upm_announce":
+                if side == "client":
+                    continue
+                hit = _paths_to(body, net, flow, ip_of(e.address) or "", initial, bound)
+                key, text, on = "upm-rm server", "", False
+            else:
+                # the subflow's client end: the local address on the client, the remote on the server
+                ref = e.address if side == "client" else (e.target.rpartition(" -> ")[2] or None)
+                p = addr_path.get(ip_of(ref) or "")
+                hit = [p] if p else []
+                key, text, on = "upm-sf", f"subflow destroyed by the {side}'s userspace PM ({e.source})", \
+                    e.action == "upm_subflow_destroy"
         t = e.epoch_s or 0.0
         for p in hit:
             was_out = bool(why[p])

@@ -74,7 +74,9 @@ class TcpdumpCapture(Probe):
 
     @staticmethod
     def _cmds(rep: Rep) -> list[CaptureCommand]:
-        return [capture_command(cp, rep.out) for cp in rep.body.capture]
+        net = rep.plan.net
+        return [capture_command(cp, rep.out, ipv6=any(a.version == 6 for a in net.addresses(cp.point)))
+                for cp in rep.body.capture]
 
     def commands(self, rep: Rep) -> list[Planned]:
         # SIGINT at stop: a signal, no command to list

@@ -6,6 +6,7 @@ Its place in every repetition and its dry-run lines: test_plan_commands.py."""
 from __future__ import annotations
 
 import signal
+from ipaddress import ip_address
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -56,7 +57,9 @@ class _Backend:
 def _rep(tmp_path: Path, backend: _Backend) -> Any:
     body = SimpleNamespace(capture=[CapturePoint(point="client:eth1"), CapturePoint(point="server:eth1")])
     warnings: list[Any] = []
-    return SimpleNamespace(out=tmp_path, body=body, backend=backend, warnings=warnings, extra={},
+    net = SimpleNamespace(addresses=lambda ref: [ip_address("10.0.1.2")])  # an IPv4 lab
+    return SimpleNamespace(out=tmp_path, body=body, plan=SimpleNamespace(net=net), backend=backend, warnings=warnings,
+                           extra={},
                            warn=lambda code, message, path=None: warnings.append(coded(code, message, path)))
 
 
