@@ -10,7 +10,7 @@
 #                                connection, the patch's kernel-log line (a minute, no VM)
 #   make appliance-lint          ansible-lint and the playbook's syntax check
 #   make appliance-validate      vagrant validate
-#   make appliance-clean         remove the appliance images and caches
+#   make appliance-clean         remove the appliance images (the campaign hosts' too) and caches
 VENV ?= .venv
 APPLIANCE_PYTEST_ARGS ?=
 APPLIANCE_CACHE ?= /var/cache/mptcplab
@@ -51,7 +51,10 @@ appliance-lint: appliance-deps
 appliance-validate: appliance-deps
 	d=$$(mktemp -d); VAGRANT_DOTFILE_PATH=$$d vagrant validate --ignore-provider; rc=$$?; rm -rf $$d; exit $$rc
 
+# the campaign pool test's hosts first (tests/appliance/test_campaign_pool_docker.py; one tag per content
+# hash, built FROM mptcplab/host)
 appliance-clean:
+	-docker image ls --format '{{.Repository}}:{{.Tag}}' mptcplab/campaign-host | xargs -r docker image rm
 	-docker image rm mptcplab/jupyter:latest mptcplab/router:latest mptcplab/host:latest mptcplab/debian-base:bookworm
 	-docker image prune -f --filter label=org.mptcplab.image
 	rm -rf $(APPLIANCE_CACHE)

@@ -54,6 +54,9 @@ PROGRESS = re.compile(rb"^\[\d+/\d+\] ")
 #: after the item exits, how long its output is still read: a process it left behind
 #: holding the pipe must not hold the campaign
 DRAIN_S = 2.0
+#: the longest a stopped item's clean-up (its kind's stop_argv) may take: the engine's
+#: teardown, `mptcplab clean` and the fetch of what the item left
+CLEAN_UP_S = 600.0
 
 
 def item_dir(out: Path, item: WorkItem) -> Path:
@@ -191,7 +194,8 @@ def _now() -> str:
 
 class Attempt:
     """One attempt at an item: its directory, item.json, log and process. ``stop`` may be
-    called from any thread (a campaign stopping every host's item at once)."""
+    called from any thread (a campaign stopping every host's item at once); ``clean_up``,
+    once the stopped process has exited, runs what leaves the item's host clean."""
 
     def __init__(self, out: Path, item: WorkItem, inventory: Path | None) -> None:
         self.item = item
@@ -211,6 +215,7 @@ class Attempt:
         self.log = open(d / "log.txt", "ab")  # noqa: SIM115 - closed by wait()
         self.log_start = self.log.tell()
         self.stopped: list[str] = []
+        self.stop_argv = self.kind.stop_argv(item, d)
         self.process = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                                         stdin=subprocess.DEVNULL, preexec_fn=_die_with_parent,
                                         start_new_session=True)
@@ -220,7 +225,44 @@ class Attempt:
         # once, then the campaign waits for its teardown
         if not self.stopped:
             self.stopped.append(why)
-            self.process.send_signal(signal.SIGTERM)
+            if self.stop_argv is None:
+                self.process.send_signal(signal.SIGTERM)
+                return
+            # a kind with a clean-up (ansible): its whole session goes (ansible-playbook's
+            # workers and connection processes too); the host is seen to by clean_up
+            try:
+                os.killpg(self.process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+
+    def clean_up(self, echo: Callable[[str], None]) -> int | None:
+        """After a stopped attempt's process exited: its kind's stop command (the engine on
+        the host stopped, `mptcplab clean` there, the item's directory removed), output to
+        the item's log, recorded in item.json under ``stop``. Its exit status; None when the
+        attempt was not stopped or its kind needs none. In a session of its own: a second
+        Ctrl-C does not cut it short."""
+        if not self.stopped or self.stop_argv is None:
+            return None
+        echo(f"stopped ({self.stopped[0]}): cleaning the host: {' '.join(self.stop_argv)}")
+        t0 = time.monotonic()
+        with open(self.dir / "log.txt", "ab") as log:
+            log.write(f"\n# stopped ({self.stopped[0]}): {' '.join(self.stop_argv)}\n".encode())
+            log.flush()
+            try:
+                rc = subprocess.run(self.stop_argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                    start_new_session=True, timeout=CLEAN_UP_S, check=False).returncode
+            except subprocess.TimeoutExpired:
+                rc = -1
+            except OSError as e:
+                log.write(f"cannot run: {e}\n".encode())
+                rc = -1
+        secs = time.monotonic() - t0
+        self.record["stop"] = {"why": self.stopped[0], "argv": self.stop_argv, "exit": rc,
+                               "seconds": round(secs, 1)}
+        store.write_json(self.dir / "item.json", self.record)
+        log_txt = self.dir / "log.txt"
+        echo(f"host {'clean' if rc == 0 else f'NOT cleaned (exit {rc}; see {log_txt})'} in {secs:.0f} s")
+        return rc
 
     def wait(self, echo: Callable[[str], None]) -> int:
         """Pump the output until the item exits; its exit status, recorded in item.json."""
@@ -261,6 +303,7 @@ def run_item(out: Path, item: WorkItem, inventory: Path | None,
         for s, h in old.items():
             signal.signal(s, h)
     if a.stopped:
+        a.clean_up(echo)
         raise Stopped(a.stopped[0])
     return rc, finished(out, item)
 

@@ -17,7 +17,9 @@ host is given up on only by its own worker, after its attempt's process has exit
 late result from a lost host cannot arrive after the item was handed on.
 
 Stopping (SIGINT or SIGTERM to the campaign): every running item is told to stop (the engine
-tears its run down, kept as incomplete), the campaign waits for all of them, then raises
+tears its run down, kept as incomplete); each host that had one is then cleaned by its kind's
+stop command (Attempt.clean_up: an ansible host's engine stopped, `mptcplab clean` there, the
+item's directory removed), all at once; the campaign waits for all of them, then raises
 executor.Stopped; a rerun picks up exactly what is left (an item is finished when its
 results root holds a complete run, as for one host).
 """
@@ -266,6 +268,7 @@ def _worker(st: _State, host: str, out: Path, inventory: Path | None, log: Calla
             log(label + line)
 
         rc = attempt.wait(echo)
+        attempt.clean_up(echo)  # a stopped item's host: nothing of the item left there
         secs = time.monotonic() - t0
         run = finished(out, item)
         lost = attempt.kind.host_lost(rc, attempt.output()) if not attempt.stopped else None

@@ -29,6 +29,8 @@ from .planner import WorkItem
 from .schema import Target
 
 PLAYBOOK = REPO / "ansible" / "campaign-item.yml"
+#: a stopped item's host made clean: its engine stopped, `mptcplab clean`, its directory removed
+STOP_PLAYBOOK = REPO / "ansible" / "campaign-stop.yml"
 #: `campaign --provision`: the roles a campaign host needs (packages, kernel, sysctls, the engine)
 PROVISION_PLAYBOOK = REPO / "ansible" / "campaign-host.yml"
 #: ansible-playbook's recap line: "host : ok=5 changed=2 unreachable=1 failed=0 ..."
@@ -95,6 +97,12 @@ class TargetKind(ABC):
         None when the host answered (a failed or incomplete run is the item's own)."""
         return None
 
+    def stop_argv(self, item: WorkItem, item_dir: Path) -> list[str] | None:
+        """What leaves the item's host clean after its command was stopped (run once that
+        command has exited); None when the command does it itself (local and qemu: the
+        engine, or the guest, is the command's own process and tears its run down)."""
+        return None
+
     def prepare(self, item: WorkItem, item_dir: Path) -> None:
         for name, data in self.files(item, item_dir).items():
             store.write_json(item_dir / name, data)
@@ -133,6 +141,12 @@ class Ansible(TargetKind):
     def argv(self, item: WorkItem, item_dir: Path) -> list[str]:
         assert self.inventory is not None  # the schema requires an inventory with ansible targets
         return ["ansible-playbook", "-i", str(self.inventory), str(PLAYBOOK), "--limit", item.host,
+                "-e", f"@{item_dir / 'ansible-vars.json'}"]
+
+    def stop_argv(self, item: WorkItem, item_dir: Path) -> list[str] | None:
+        # the item's own variables file: the same host, target, item and results paths
+        assert self.inventory is not None
+        return ["ansible-playbook", "-i", str(self.inventory), str(STOP_PLAYBOOK), "--limit", item.host,
                 "-e", f"@{item_dir / 'ansible-vars.json'}"]
 
     def provision_argv(self, t: Target) -> list[str]:

@@ -109,7 +109,8 @@ def cmd_campaign(a: argparse.Namespace) -> int:
             else:
                 outcomes = executor.execute(out, order, inventory, max_items=a.max_items, remeasure=remeasure)
         except executor.Stopped as e:
-            print(f"campaign stopped by {e}; the running item(s) were stopped (kept as incomplete); "
+            print(f"campaign stopped by {e}; the running item(s) were stopped (kept as incomplete, their "
+                  f"hosts cleaned); "
                   f"rerun the same command to continue", file=sys.stderr)
             return 130
         finally:
@@ -175,6 +176,9 @@ def _dry_run_item(n: int, i: WorkItem, out: Path, records: Path | None, inventor
     if about:
         lines.append("# target " + ", ".join(f"{k}: {v}" for k, v in about.items()))
     lines += [f"# {d / name}: {json.dumps(data, sort_keys=True)}" for name, data in kind.files(i, d).items()]
+    stop = kind.stop_argv(i, d)
+    if stop is not None:
+        lines.append(f"# if the campaign is stopped while it runs, then: {shlex.join(stop)}")
     return [*lines, shlex.join(kind.argv(i, d))]
 
 

@@ -118,7 +118,13 @@ def _fake_hosts(monkeypatch: pytest.MonkeyPatch, tmp: Path, secs: float = 0.6,
         return [sys.executable, str(prog), str(events), str(tpl), str(secs), how, item.host,
                 str(item_dir / "results")]
 
+    def stop_argv(self: Ansible, item: WorkItem, item_dir: Path) -> list[str]:
+        # the stopped item's clean-up (ansible/campaign-stop.yml): recorded, per host
+        line = json.dumps({"clean": item.host, "item": item.id})
+        return [sys.executable, "-c", f"open({str(events)!r}, 'a').write({line!r} + '\\n')"]
+
     monkeypatch.setattr(Ansible, "argv", argv)
+    monkeypatch.setattr(Ansible, "stop_argv", stop_argv)
     return events
 
 
@@ -256,6 +262,12 @@ def test_ctrl_c_stops_every_hosts_item_and_a_rerun_finishes_the_rest(tmp_path: P
             with pytest.raises(ProcessLookupError):
                 os.kill(pid, 0)  # every host's item process is gone
     assert all(executor.finished(tmp_path / "out", i) is None for i in items)
+    # each host that had an item running was cleaned, once, for that item; item.json says so
+    cleaned = [json.loads(x) for x in events.read_text().splitlines() if '"clean"' in x]
+    assert sorted(c["clean"] for c in cleaned) == list(HOSTS), cleaned
+    for c in cleaned:
+        stop = json.loads((tmp_path / "out" / "items" / c["item"] / "item.json").read_text())["stop"]
+        assert stop["why"] == "SIGINT" and stop["exit"] == 0 and "-c" in stop["argv"], stop
     _fake_hosts(monkeypatch, tmp_path, secs=0.1)
     again = pool.execute_pool(tmp_path / "out", items, (tmp_path / "hosts.ini").resolve(), log=lambda _: None)
     assert [o.status for o in again].count("done") == 6
@@ -296,6 +308,11 @@ def test_the_dry_run_names_the_pool(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "on 3 hosts at once (h1, h2, h3), longest expected item first" in out
     assert "# pool h1, h2, h3: runs on whichever host is free (the command shown for h1)" in out
     assert "--limit h1" in out
+    # the clean-up a stop runs on the item's host, with the item's own variables file
+    stop = [x for x in out.splitlines() if x.startswith("# if the campaign is stopped while it runs, then: ")]
+    assert len(stop) == 2 and all("ansible/campaign-stop.yml --limit h1 -e @" in x and x.endswith(
+        "/ansible-vars.json") for x in stop), stop
+    assert (REPO / "ansible" / "campaign-stop.yml").is_file()
 
 
 def test_provision_runs_the_host_playbook_on_every_host_of_the_pool(tmp_path: Path,
