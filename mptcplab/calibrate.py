@@ -32,7 +32,7 @@ from .errors import LabInputError
 from .lab.limits import tbf_problem
 from .lab.loader import _validate
 from .lab.model import ScenarioRun
-from .lab.schema import IPERF3_MAX_SECONDS, CapturePoint, ClabTopology, ExperimentBody
+from .lab.schema import CapturePoint, ClabTopology, ExperimentBody
 from .linkcheck import (
     CAPACITY_OFFER,
     Check,
@@ -50,6 +50,7 @@ from .linkcheck import (
 from .net.plan import bring_up, build_plan
 from .supervise import Supervisor
 from .units import UnitError, parse_fraction, parse_rate, parse_time
+from .values.types import IPERF3_MAX_SECONDS
 
 CLI = "command line"
 

@@ -31,8 +31,9 @@ from ..errors import LabInputError
 from ..units import fmt_factor, is_time, parse_rate, parse_size
 
 if TYPE_CHECKING:
+    from ..values.flowbase import FlowBase
     from .model import Lab
-    from .schema import ExperimentBody, FlowBase, LinkSpec
+    from .schema import ExperimentBody, LinkSpec
 
 #: where a run's factor came from
 SOURCES = ("none", "lab", "command line", "auto")

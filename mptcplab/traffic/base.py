@@ -16,7 +16,7 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network
-from ..lab.schema import FlowBase
+from ..values.flowbase import FlowBase
 
 F = TypeVar("F", bound=FlowBase)
 

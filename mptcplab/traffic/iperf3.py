@@ -13,8 +13,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..lab.schema import FlowBase
 from ..units import parse_size
+from ..values.flowbase import FlowBase
 from .base import KindContext, Outcome, TrafficKind
 from .iperf3_schema import IperfFlow
 

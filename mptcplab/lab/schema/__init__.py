@@ -17,21 +17,6 @@ imports ``from mptcplab.lab.schema import ...`` without knowing which module hol
 - published.py: published.yml.
 """
 
-from ...values.flowbase import FlowBase
-from ...values.types import (
-    IPERF3_MAX_LENGTH,
-    IPERF3_MAX_SECONDS,
-    IPERF3_MAX_WINDOW,
-    MAX_DELAY_SECONDS,
-    AddressRef,
-    EndpointRef,
-    KernelName,
-    Name,
-    Strict,
-    SysctlKey,
-    Sysctls,
-    SysctlValue,
-)
 from .experiment import Calibration, CapturePoint, Experiment, ExperimentBody, Probes, Quick, Scenario, Subset, Sweep
 from .flows import Flow, Traffic
 from .links import SHAPE_FIELDS, Direction, DirectionSpec, LinkSpec
@@ -71,18 +56,6 @@ from .published import (
 from .topology import ClabLink, ClabNode, ClabTopology, ClabTopologyBody
 
 __all__ = [
-    "IPERF3_MAX_LENGTH",
-    "IPERF3_MAX_SECONDS",
-    "IPERF3_MAX_WINDOW",
-    "MAX_DELAY_SECONDS",
-    "AddressRef",
-    "EndpointRef",
-    "KernelName",
-    "Name",
-    "Strict",
-    "SysctlKey",
-    "SysctlValue",
-    "Sysctls",
     "ClabLink",
     "ClabNode",
     "ClabTopology",
@@ -114,7 +87,6 @@ __all__ = [
     "MptcpNode",
     "NodeSpec",
     "Flow",
-    "FlowBase",
     "Traffic",
     "Calibration",
     "CapturePoint",
