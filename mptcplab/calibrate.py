@@ -67,15 +67,20 @@ class CalibrateRequest:
     capture: bool = False
 
 
-def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkShape]:
-    for opt, parse, val in (("--rate", parse_rate, req.rate), ("--delay", parse_time, req.delay),
-                            ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss),
-                            ("--buffer", QueueLimit.parse, req.buffer)):
+def _check_units(options: tuple[tuple[str, Callable[[Any], object], Any], ...]) -> None:
+    """Each given option's value parsed with its parser; a bad one: one line naming the option."""
+    for opt, parse, val in options:
         if val is not None:
             try:
                 parse(val)
             except UnitError as e:
                 raise LabInputError(CLI, opt, str(e)) from None
+
+
+def _line_lab(req: CalibrateRequest) -> tuple[ClabTopology, ScenarioRun, LinkShape]:
+    _check_units((("--rate", parse_rate, req.rate), ("--delay", parse_time, req.delay),
+                  ("--jitter", parse_time, req.jitter), ("--loss", parse_fraction, req.loss),
+                  ("--buffer", QueueLimit.parse, req.buffer)))
     if not 68 <= req.mtu <= 65535:
         raise LabInputError(CLI, "--mtu", f"must be between 68 and 65535, got {req.mtu}")
     if not 2 <= req.seconds <= IPERF3_MAX_SECONDS:
@@ -141,12 +146,7 @@ def check_trace_request(req: TraceCalibrateRequest, base: Path) -> TraceCalibrat
         trace = trace_for(req.trace, base)
     except TraceError as e:
         raise LabInputError(CLI, "--trace", str(e)) from None
-    for opt, parse, val in (("--delay", parse_time, req.delay), ("--buffer", QueueLimit.parse, req.buffer)):
-        if val is not None:
-            try:
-                parse(val)
-            except UnitError as e:
-                raise LabInputError(CLI, opt, str(e)) from None
+    _check_units((("--delay", parse_time, req.delay), ("--buffer", QueueLimit.parse, req.buffer)))
     if not 576 <= req.mtu <= 65535:
         raise LabInputError(CLI, "--mtu", f"must be between 576 and 65535, got {req.mtu}")
     seconds = req.seconds if req.seconds is not None else float(math.ceil(trace.period_ms / 1000 + 1))

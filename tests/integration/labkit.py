@@ -51,6 +51,15 @@ def run_quick(lab: Path, results: Path, *extra: str) -> tuple[int, dict[str, Any
 
 REPO = Path(__file__).resolve().parents[2]
 
+#: client - router - server, one link each side (the trace-link tests' line)
+LINE_TOPOLOGY = {
+    "nodes": {"client": {"kind": "linux", "image": "mptcplab/host:latest"},
+              "router": {"kind": "linux", "image": "mptcplab/router:latest"},
+              "server": {"kind": "linux", "image": "mptcplab/host:latest"}},
+    "links": [{"endpoints": ["client:eth1", "router:eth1"], "mtu": 1500},
+              {"endpoints": ["router:eth2", "server:eth1"], "mtu": 1500}],
+}
+
 
 def assert_status(rc: int, summary: dict[str, Any]) -> None:
     """The run's exit status agrees with its summary: 0 for a complete, valid run; 1 for a

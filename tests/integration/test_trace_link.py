@@ -25,7 +25,7 @@ import pytest
 from mptcplab import tracecheck
 from mptcplab.emulation.trace import trace_for
 
-from .labkit import assert_status, by_name, run_quick, write_lab
+from .labkit import LINE_TOPOLOGY, assert_status, by_name, run_quick, write_lab
 
 pytestmark = pytest.mark.netns
 
@@ -36,13 +36,7 @@ OUTAGE_MS = (4000, 6002)
 #: the UDP flood's length: 11 s of an 8 s loop hold its whole outage (and ~100 saturated windows)
 FLOOD_S = 11
 
-TOPOLOGY = {
-    "nodes": {"client": {"kind": "linux", "image": "mptcplab/host:latest"},
-              "router": {"kind": "linux", "image": "mptcplab/router:latest"},
-              "server": {"kind": "linux", "image": "mptcplab/host:latest"}},
-    "links": [{"endpoints": ["client:eth1", "router:eth1"], "mtu": 1500},
-              {"endpoints": ["router:eth2", "server:eth1"], "mtu": 1500}],
-}
+TOPOLOGY = LINE_TOPOLOGY
 
 #: the lab's flow: MPTCP with one subflow (one path), client -> server over the trace
 TCP = {"client": "client", "server": "server", "server_address": "server:eth1", "mptcp": True,

@@ -17,17 +17,11 @@ import pytest
 
 from mptcplab import tracecheck
 
-from .labkit import assert_status, by_name, run_quick, write_lab
+from .labkit import LINE_TOPOLOGY, assert_status, by_name, run_quick, write_lab
 
 pytestmark = pytest.mark.netns
 
-TOPOLOGY = {
-    "nodes": {"client": {"kind": "linux", "image": "mptcplab/host:latest"},
-              "router": {"kind": "linux", "image": "mptcplab/router:latest"},
-              "server": {"kind": "linux", "image": "mptcplab/host:latest"}},
-    "links": [{"endpoints": ["client:eth1", "router:eth1"], "mtu": 1500},
-              {"endpoints": ["router:eth2", "server:eth1"], "mtu": 1500}],
-}
+TOPOLOGY = LINE_TOPOLOGY
 SWITCH_AT_S = 3.0
 
 
