@@ -154,7 +154,7 @@ def main() -> int:
     ap.add_argument("--tshark", action="store_true", help="also time the tshark paths (see above)")
     ap.add_argument("--mptcpanalyzer", type=Path, metavar="EXE", help="also time this mptcpanalyzer (see above)")
     ap.add_argument("--with-router", action="store_true",
-                    help="also analyse with the router's capture of path B (3 files, de-duplicated)")
+                    help="also analyze with the router's capture of path B (3 files, de-duplicated)")
     ap.add_argument("--reinjections", type=int, metavar="N",
                     help="only time the MPTCP-level retransmission search on N synthetic mappings")
     ap.add_argument("--resend-share", type=float, default=0.2)

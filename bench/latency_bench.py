@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from mptcplab.emulation.testline import ADDR, TwoNodeLine
-from mptcplab.tools.latency import LatencyFiles, LatencyParams, analyse, latency_binary
+from mptcplab.tools.latency import LatencyFiles, LatencyParams, analyze, latency_binary
 from mptcplab.tools.latency.run import run_pair
 
 
@@ -49,7 +49,7 @@ def tool_run(line: TwoNodeLine, work: Path, tag: str, mptcp: bool, seconds: floa
     cpu = children_cpu() - cpu0
     if not out.ok:
         raise RuntimeError(f"{tag}: {out.server_stderr.strip()} {out.client_stderr.strip()}")
-    r = analyse(files)
+    r = analyze(files)
     return {"goodput_mbps": r.rate.received_bps / 1e6, "app_mbps": r.rate.sent_bps / 1e6,
             "delay_p50_ms": r.delay.p50_ms, "delay_p99_ms": r.delay.p99_ms, "delay_max_ms": r.delay.max_ms,
             "blocked_share": r.blocked.share, "cpu_s_both_ends": cpu,

@@ -25,7 +25,7 @@ from mptcplab.emulation.capacity import estimate
 from mptcplab.emulation.hostprobe import netem_available
 from mptcplab.emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from mptcplab.emulation.select import select_emulator
-from mptcplab.lab.reachability import PAPER_CONFIGS
+from mptcplab.lab.machinefit import PAPER_CONFIGS
 from mptcplab.lab.scale import nice_factor_at_most
 from mptcplab.units import fmt_rate
 

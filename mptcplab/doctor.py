@@ -126,7 +126,7 @@ def render(items: list[Item]) -> str:
 def reachability(items: list[Item], lab: Lab | None = None, cpus: int | None = None) -> list[str]:
     """Whether this machine's link emulation carries the lab's links (or, without a lab,
     the papers' configurations), with the scale factor that would fit (emulation/capacity.py)."""
-    from .lab.reachability import lab_estimate, paper_estimates
+    from .lab.machinefit import lab_estimate, paper_estimates
     from .lab.scale import nice_factor_at_most
     from .units import fmt_factor
 

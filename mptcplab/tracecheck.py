@@ -47,9 +47,9 @@ from .capture import parse_tcpdump_stats
 from .commands import Cmd, cmd
 from .emulation.linkmodel import LinkShape
 from .emulation.nfqueue import DEFAULT_RT_PRIO, NfqueueEmulator
-from .emulation.testline import TwoNodeLine
+from .emulation.testline import TwoNodeLine, iperf3_client_argv, iperf3_server_argv
 from .emulation.trace import OPPORTUNITY_BYTES, PACKET_OVERHEAD, Trace
-from .linkcheck import udp_payload
+from .linkcheck import Check, udp_payload
 from .supervise import Supervisor
 
 #: the series' window (the trace's capacity series and the link check use the same)
@@ -87,6 +87,12 @@ TOLERANCE_SOURCE = "mptcplab/tracecheck.py (LAG_MS, PARTIAL_OPP, MAX_BAD_SHARE, 
 def flood_bps(trace: Trace) -> int:
     """The UDP flood's rate: ``FLOOD_HEADROOM`` x the trace's peak per window, in whole Mbit/s."""
     return math.ceil(trace.peak_rate_bps * FLOOD_HEADROOM / 1e6) * 1_000_000
+
+
+def flood_options(flood: int, payload: int) -> list[str]:
+    """The flood's options to the line's iperf3 client: UDP at ``flood`` bit/s, datagrams of
+    ``payload`` bytes."""
+    return ["-u", "-b", str(flood), "-l", str(payload)]
 
 
 def saturating_queue_bytes(trace: Trace, flood: int) -> int:
@@ -175,6 +181,8 @@ class ReplayReport:
     departures_ms: tuple[int, ...] = field(repr=False)
     flood_bps: int = 0
     capture_drops: int | None = None
+    #: the captured packets (capture time, IP length): a comparison with another trace reuses them
+    packets: tuple[tuple[float, int], ...] = field(default=(), repr=False)
 
     @property
     def delivered(self) -> int:
@@ -216,6 +224,22 @@ class ReplayReport:
     def ok(self) -> bool:
         return len(self.bad) <= MAX_BAD_SHARE * len(self.windows) and abs(self.total_error) <= TOTAL_TOLERANCE
 
+    def checks(self, direction: str | None = None) -> list[Check]:
+        """The verdict as the link check records it: the windows beyond their bounds and the
+        total, judged with ``ok``'s tolerances, and the mean error per window, reported."""
+        n = len(self.windows)
+        return [
+            Check("trace_windows_out", 0, len(self.bad),
+                  f"at most {MAX_BAD_SHARE:.0%} of {n} windows of {WINDOW_MS} ms beyond their bounds "
+                  f"(+-{LAG_MS} ms of lag, {PARTIAL_OPP} opportunity; {TOLERANCE_SOURCE})",
+                  len(self.bad) <= MAX_BAD_SHARE * n, direction),
+            Check("trace_delivered_bytes", self.expected, self.delivered,
+                  f"total within {TOTAL_TOLERANCE:.0%} of the trace's ({self.total_error:+.3%} measured)",
+                  abs(self.total_error) <= TOTAL_TOLERANCE, direction),
+            Check("trace_mean_abs_error_bytes", 0, round(self.mean_abs_error),
+                  f"reported: {self.mean_abs_error_share:.2%} of the mean window's capacity", True, direction),
+        ]
+
     def render(self) -> str:
         n, opp = len(self.windows), OPPORTUNITY_BYTES
         worst = self.worst
@@ -244,7 +268,9 @@ def compare(trace: Trace, packets: Sequence[tuple[float, int]], stage: dict[str,
     trace, over the saturated span (``RAMP_WINDOWS`` / ``TAIL_WINDOWS`` left out)."""
     if not packets:
         raise ValueError("nothing was captured: the link delivered nothing")
-    deps = [departure_ms(t, int(stage["start_unix_ns"]), delay_s) for t, _ in packets]
+    # the stage starts at its trace offset (start_unix_ns is when the trace is at offset_ms)
+    offset = int(stage.get("offset_ms", 0))
+    deps = [departure_ms(t, int(stage["start_unix_ns"]), delay_s) + offset for t, _ in packets]
     measured: dict[int, int] = {}
     for ms, (_, ip_len) in zip(deps, packets, strict=True):
         measured[window_of(ms)] = measured.get(window_of(ms), 0) + ip_len + PACKET_OVERHEAD
@@ -258,7 +284,7 @@ def compare(trace: Trace, packets: Sequence[tuple[float, int]], stage: dict[str,
         short, over = window_bounds(trace, w)
         windows.append(Window(w, w * WINDOW_MS % trace.period_ms, expected, measured.get(w, 0),
                               expected - short * OPPORTUNITY_BYTES, expected + over * OPPORTUNITY_BYTES))
-    return ReplayReport(trace.name, tuple(windows), stage, tuple(deps), flood, capture_drops)
+    return ReplayReport(trace.name, tuple(windows), stage, tuple(deps), flood, capture_drops, tuple(packets))
 
 
 def captured_packets(pcap: Path, display_filter: str, length_field: str) -> list[tuple[float, int]]:
@@ -270,10 +296,12 @@ def captured_packets(pcap: Path, display_filter: str, length_field: str) -> list
 
 
 def measure(trace: Trace, delayline: Path, workdir: Path, seconds: float, delay: str = "10ms",
-            queue: str | int = "150KB", mtu: int = 1500, log: Callable[[str], None] = lambda s: None) -> ReplayReport:
-    """Replays ``trace`` a -> b on a fresh two-namespace line under a UDP flood of ``seconds``
-    and compares the releases with the trace; the namespaces are gone when it returns."""
-    shape = LinkShape.parse(delay=delay, trace=trace, queue=queue)
+            queue: str | int = "150KB", mtu: int = 1500, log: Callable[[str], None] = lambda s: None,
+            offset_s: float = 0.0) -> ReplayReport:
+    """Replays ``trace`` a -> b, from ``offset_s`` into it, on a fresh two-namespace line under
+    a UDP flood of ``seconds`` and compares the releases with the trace; the namespaces are
+    gone when it returns."""
+    shape = LinkShape.parse(delay=delay, trace=trace, queue=queue, trace_offset=offset_s)
     pcap = workdir / f"released-{trace.name}.pcap"
     flood = flood_bps(trace)
     payload = udp_payload(mtu)  # full-size datagrams: one opportunity each
@@ -289,8 +317,7 @@ def measure(trace: Trace, delayline: Path, workdir: Path, seconds: float, delay:
                     time.sleep(0.05)  # tcpdump writes the file's header once it is bound
                 time.sleep(0.2)
                 log(f"flood: iperf3 UDP a -> b at {flood / 1e6:g} Mbit/s, {payload}-byte datagrams, {seconds:g} s")
-                result = line.iperf3("a", seconds=seconds, omit=0,
-                                     extra=["-u", "-b", str(flood), "-l", str(payload)])
+                result = line.iperf3("a", seconds=seconds, omit=0, extra=flood_options(flood, payload))
                 time.sleep(0.5)
             finally:
                 cap.send_signal(signal.SIGINT)
@@ -305,3 +332,62 @@ def measure(trace: Trace, delayline: Path, workdir: Path, seconds: float, delay:
     packets = captured_packets(pcap, f"udp.dstport == {PORT}", "ip.len")
     drops = parse_tcpdump_stats(err).get("dropped")
     return compare(trace, packets, stage, shape.delay_s, flood, drops)
+
+
+#: the replay check's span in a quick run when the lab does not set one (calibration.trace_seconds)
+QUICK_SECONDS = 6.0
+
+
+def whole_trace_seconds(trace: Trace) -> float:
+    """A flood that measures every window of the trace once (calibrate --trace's default)."""
+    return float(math.ceil(trace.period_ms / 1000 + 1))
+
+
+def replay_queue_bytes(trace: Trace, lab_queue_bytes: int) -> int:
+    """The queue the run's replay check uses: the link's own, or more where the flood would
+    empty a smaller one in the trace's bursts (``saturating_queue_bytes``, twice, at least 100
+    full packets, as calibrate --trace sizes it): such a link rightly delivers less than its
+    trace, which says nothing about the replay."""
+    flood = flood_bps(trace)
+    return max(lab_queue_bytes, 2 * saturating_queue_bytes(trace, flood), 100 * OPPORTUNITY_BYTES)
+
+
+@dataclass(frozen=True)
+class ReplayCheck:
+    """One replay check a run makes: ``seconds`` (the flood's length) of the trace from the
+    direction's ``trace_offset`` on a throwaway two-namespace line (``measure``) with the
+    direction's delay, MTU and queue. Directions with the same values share one check (``key``)."""
+
+    trace: Trace
+    delay_s: float
+    mtu: int
+    queue_bytes: int
+    seconds: float
+    offset_s: float = 0.0
+
+    @property
+    def key(self) -> tuple[str, str, float, int, int, float, float]:
+        return (str(self.trace.path), self.trace.sha256, self.delay_s, self.mtu, self.queue_bytes, self.seconds,
+                self.offset_s)
+
+    def describe(self) -> str:
+        start = f"its first {self.seconds:g} s" if not self.offset_s else \
+            f"{self.seconds:g} s from {self.offset_s:g} s in"
+        return (f"trace {self.trace.name} replay: {start} "
+                f"(a {self.trace.period_ms / 1000:g} s loop) "
+                f"under a UDP flood of {flood_bps(self.trace) / 1e6:g} Mbit/s on a throwaway two-namespace line, "
+                f"delay {self.delay_s * 1000:g} ms, queue {self.queue_bytes} bytes, MTU {self.mtu}")
+
+    def planned(self, pcap: Path = Path("released.pcap")) -> list[Cmd]:
+        """What ``measure`` runs in the line's namespaces a and b once TwoNodeLine has set the
+        line and its delay line up: the dry run shows them."""
+        flood = flood_bps(self.trace)
+        return [nflog_rule(), cmd(*capture_argv(pcap), node="b", why="the releases, stamped as they are read"),
+                cmd(*iperf3_server_argv("b"), node="b"),
+                cmd(*iperf3_client_argv("a", self.seconds, omit=0,
+                                        extra=flood_options(flood, udp_payload(self.mtu))), node="a",
+                    why="the flood: above the trace's peak, so its queue never empties")]
+
+    def run(self, delayline: Path, workdir: Path, log: Callable[[str], None] = lambda s: None) -> ReplayReport:
+        return measure(self.trace, delayline, workdir, self.seconds, f"{self.delay_s}s", self.queue_bytes,
+                       self.mtu, log, self.offset_s)

@@ -26,6 +26,9 @@ PROBE_DEGRADED = "probe-degraded"
 #: a timeline event failed, or did not run before the traffic ended
 EVENT_FAILED = "event-failed"
 EVENT_NOT_RUN = "event-not-run"
+#: ``traffic.timeline_zero: connection`` and the measured flow's connection was not seen
+#: ESTABLISHED (timeout, or its client exited first): the timeline ran from the client's spawn
+TIMELINE_ZERO_FALLBACK = "timeline-zero-fallback"
 #: teardown of a step, a probe or a congestion-control hold failed (`mptcplab clean` retries)
 CLEANUP_FAILED = "cleanup-failed"
 

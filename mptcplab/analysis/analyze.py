@@ -50,7 +50,7 @@ def file_remarks(pk: pd.DataFrame) -> list[Remark]:
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
                  workers: int | None = None) -> FlowAnalysis:
-    """Analyse the capture files taken at one or more points during one iperf3 run.
+    """Analyze the capture files taken at one or more points during one iperf3 run.
 
     The time origin of every time in the result is the data connection's first SYN (or its
     first captured packet when the SYN was not captured). ``workers``: files read in
@@ -106,7 +106,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     negotiated = bool(ini is not None and ini.kind == "mp_capable" and ini.synack_mp
                       and ini.third_ack_mpc)
     # a capture that starts mid-connection shows no handshake, but data segments carrying DSS
-    # show MPTCP in use all the same: analysed as negotiated, never verified (not seen)
+    # show MPTCP in use all the same: analyzed as negotiated, never verified (not seen)
     mid = (ini is not None and not negotiated and ini.syn_attempts == 0 and not ini.synack_seen
            and _carries_dss(t, ini, upload))
     # only joins (the initial subflow not in the files, e.g. one interface's capture): their

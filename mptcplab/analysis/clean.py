@@ -1,4 +1,4 @@
-"""A copy of each capture file holding only the analysed connection's subflows, to open in
+"""A copy of each capture file holding only the analyzed connection's subflows, to open in
 Wireshark without the rest of the capture (mptcpanalyzer's ``clean_pcap``).
 
 tcpdump does the copying (``-r IN -w OUT`` with a filter): it keeps every byte of the packets
@@ -46,7 +46,7 @@ def clean_commands(files: Sequence[Path], subflows: Sequence[SubflowResult], out
     if not flt:
         return []
     return [cmd("tcpdump", "-n", "--time-stamp-precision", "nano", "-r", str(f), "-w", str(clean_path(Path(f), out)),
-                *flt, why=f"the analysed connection's {len(subflows)} subflow(s) of {Path(f).name}")
+                *flt, why=f"the analyzed connection's {len(subflows)} subflow(s) of {Path(f).name}")
             for f in files]
 
 

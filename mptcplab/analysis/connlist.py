@@ -6,7 +6,7 @@ The analysis proper (analyze.py) follows one connection, the one a lab ran or, f
 several (iperf3's control and data connections, a browser's) shows what else is there.
 Hand-written on flows.py: a server port is a port a client SYN (SYN without ACK) went to;
 the packets to and from all of them are grouped into subflows and MP_JOINs matched to their
-connection by token, as for the analysed connection. A connection to a port no captured SYN
+connection by token, as for the analyzed connection. A connection to a port no captured SYN
 went to is not listed.
 """
 

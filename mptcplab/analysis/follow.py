@@ -1,5 +1,5 @@
 """``mptcplab analyze --follow S``: capture files still being written (``tcpdump -U -w``, or a lab
-run's capture points) analysed again whenever they grew, every S seconds, with the tables and
+run's capture points) analyzed again whenever they grew, every S seconds, with the tables and
 figures rewritten each time: mptcpanalyzer's live plots, as files an image viewer reloads
 rather than a window.
 
@@ -22,12 +22,12 @@ def _sizes(files: Sequence[Path]) -> tuple[int, ...]:
     return tuple(Path(f).stat().st_size if Path(f).is_file() else -1 for f in files)
 
 
-def follow(files: Sequence[Path], interval: float, analyse: Callable[[], None], idle_rounds: int = 3,
+def follow(files: Sequence[Path], interval: float, analyze: Callable[[], None], idle_rounds: int = 3,
            sleep: Callable[[float], None] = time.sleep) -> int:
-    """Call ``analyse`` now, then after each ``interval`` seconds in which a file's size changed;
+    """Call ``analyze`` now, then after each ``interval`` seconds in which a file's size changed;
     return after ``idle_rounds`` intervals in a row without a change. The number of analyses."""
     sizes = _sizes(files)
-    analyse()
+    analyze()
     done, idle = 1, 0
     while idle < idle_rounds:
         sleep(interval)
@@ -36,7 +36,7 @@ def follow(files: Sequence[Path], interval: float, analyse: Callable[[], None], 
             idle += 1
             continue
         sizes, idle = now, 0
-        analyse()
+        analyze()
         done += 1
     return done
 

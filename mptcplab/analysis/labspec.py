@@ -1,16 +1,21 @@
-"""What the lab says the analysis should expect of a flow: path rates, backup paths, and the paths
-the run took out of use (from events.csv's records).
+"""What the lab says the analysis should expect of a flow: expected and backup paths, path
+rates, join ports, what the configuration alone says about subflows that cannot form, and
+the paths the run took out of use (from events.csv's records).
 
-Pure functions over the derived Network (lab/network.py), so the runner's ``analyse`` stays a
-caller: the rule that uses them is in contribution.py.
+Pure functions over the derived Network (lab/network.py), and lab_facts(), which builds
+them once per repetition into one frozen LabFacts (a FlowFacts per flow) that the
+repetition's analysis (run/record.analyze, traffic/flowresult.py) reads: the rule that uses
+them is in contribution.py.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from ipaddress import IPv4Network, IPv6Network, ip_address
 
 from ..emulation.linkmodel import Endpoint
+from ..lab.eventcheck import uses_userspace_pm
 from ..lab.network import IPAddress, Link, Network
 from ..lab.schema import ExperimentBody, Flow
 from ..record.model import Event
@@ -92,6 +97,49 @@ def path_rates(body: ExperimentBody, net: Network, server: str,
     return out
 
 
+def expected_paths(body: ExperimentBody, net: Network, flow: Flow,
+                   addr_path: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
+    whose client address is a subflow/fullmesh endpoint and paths that reach an address
+    the server announces (signal_paths). ``addr_path``: path_of_address, when the caller
+    has it already."""
+    # endpoints name a path by its interface or by one of its addresses (IPv6 on a dual-stack link)
+    by_ep = {**{ep: label for label, ep in body.paths.items()},
+             **(path_of_address(body, net) if addr_path is None else addr_path)}
+    out = []
+    if flow.bind and flow.bind in by_ep:
+        out.append(by_ep[flow.bind])
+    spec = body.nodes[flow.client].mptcp
+    if uses_userspace_pm(body, flow.client):
+        # the userspace path manager opens no subflow of its own, for an endpoint or an
+        # announced address: what its daemon (the timeline's upm_* events) creates is not
+        # a promise of the configuration
+        return tuple(out)
+    if flow.mptcp and spec:
+        for e in spec.endpoints:
+            if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
+                out.append(by_ep[e.address])
+    # addresses the server announces (ADD_ADDR) draw a subflow on the path that reaches them
+    out += [p for p in signal_paths(body, net, flow) if p not in out]
+    return tuple(out)
+
+
+def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
+    """What the configuration alone says about subflows that cannot form."""
+    out = []
+    spec = body.nodes[flow.client].mptcp
+    if flow.mptcp and spec:
+        n = sum(1 for e in spec.endpoints if {"subflow", "fullmesh"} & set(e.flags))
+        if n > spec.limits.subflows:
+            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints "
+                       "are configured")
+        srv = body.nodes[flow.server].mptcp
+        if srv is None or srv.limits.subflows < n:
+            have = srv.limits.subflows if srv else "default"
+            out.append(f"server subflow limit ({have}) is lower than the client's {n} subflow endpoint(s)")
+    return out
+
+
 def backup_paths(body: ExperimentBody, flow: Flow) -> tuple[str, ...]:
     """Paths whose client endpoint carries the MPTCP backup flag."""
     spec = body.nodes[flow.client].mptcp
@@ -109,6 +157,10 @@ def signal_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, .
     which on a lab network is the interface of the path that reaches it."""
     cli, srv = body.nodes[flow.client].mptcp, body.nodes[flow.server].mptcp
     if not flow.mptcp or cli is None or srv is None or cli.limits.add_addr_accepted < 1:
+        return ()
+    if uses_userspace_pm(body, flow.server) or uses_userspace_pm(body, flow.client):
+        # a userspace PM server announces only what its daemon asks (upm_announce), and a
+        # userspace PM client joins no announced address by itself
         return ()
     out: list[str] = []
     for e in srv.endpoints:
@@ -138,7 +190,7 @@ def _path_links(body: ExperimentBody, net: Network, server: str) -> dict[str, li
 
 
 def _paths_to(body: ExperimentBody, net: Network, flow: Flow, ip: str, initial: str,
-              bound: str | None) -> list[str]:
+              bound: str | None, addr_path: Mapping[str, str]) -> list[str]:
     """The paths whose subflows end at the server address ``ip``: for its first address
     (``initial``) the bound path and the paths of the client's subflow endpoints (they join
     it); for another, the path whose client interface is on that address's link, else the
@@ -146,7 +198,7 @@ def _paths_to(body: ExperimentBody, net: Network, flow: Flow, ip: str, initial: 
     paths = list(body.paths.items())
     if ip == initial:
         spec = body.nodes[flow.client].mptcp
-        by_ep = {**{ep: label for label, ep in paths}, **path_of_address(body, net)}
+        by_ep = {**{ep: label for label, ep in paths}, **addr_path}
         subs = [by_ep[e.address] for e in (spec.endpoints if spec else [])
                 if e.address in by_ep and {"subflow", "fullmesh"} & set(e.flags)]
         return sorted({*([bound] if bound else []), *subs})
@@ -158,8 +210,8 @@ def _paths_to(body: ExperimentBody, net: Network, flow: Flow, ip: str, initial: 
     return [first] if first else []
 
 
-def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
-                  events: Sequence[Event]) -> tuple[dict[str, float], dict[str, str]]:
+def retired_paths(body: ExperimentBody, net: Network, flow: Flow, events: Sequence[Event],
+                  addr_path: Mapping[str, str] | None = None) -> tuple[dict[str, float], dict[str, str]]:
     """Paths the run took out of use and kept out to its end, from events.csv's records (the
     timeline's and the controllers' actions that ran, results/read.read_events): path -> the
     epoch time (``epoch_s``) it went out of use, and path -> what did it. A path is out of use
@@ -173,9 +225,9 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
     endpoint_delete of a signal endpoint or of id 0, endpoint_flush: the paths whose subflows
     end at that address, ``_paths_to``; announcing it again gives them back) or of a client
     address (the client's upm_remove). A path used again later (a re-probe that stayed) is
-    not retired."""
+    not retired. ``addr_path``: path_of_address, when the caller has it already."""
     links = _path_links(body, net, flow.server)
-    addr_path = path_of_address(body, net)
+    addr_path = path_of_address(body, net) if addr_path is None else addr_path
     spec = body.nodes[flow.client].mptcp
     ids = {e.id: str(net.address(e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
     srv = body.nodes[flow.server].mptcp
@@ -233,7 +285,7 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                 gone = [ip] if (ip := ip_of(e.address)) else []
             else:
                 continue
-            hit = sorted({p for ip in set(gone) for p in _paths_to(body, net, flow, ip, initial, bound)})
+            hit = sorted({p for ip in set(gone) for p in _paths_to(body, net, flow, ip, initial, bound, addr_path)})
             key, text, on = "rm-addr", f"server address removed by {e.source}", e.action != "endpoint_add"
         elif e.action in ("upm_announce", "upm_subflow_create", "upm_remove", "upm_subflow_destroy") \
                 and e.node in upm_ids:
@@ -246,7 +298,7 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                 known = upm_ids[e.node].get(e.endpoint_id or 0)
                 if side == "server":
                     ip = initial if e.endpoint_id == 0 else known
-                    hit = _paths_to(body, net, flow, ip, initial, bound) if ip else []
+                    hit = _paths_to(body, net, flow, ip, initial, bound, addr_path) if ip else []
                 else:
                     p = bound if e.endpoint_id == 0 else addr_path.get(known or "")
                     hit = [p] if p else []
@@ -255,7 +307,7 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
             elif e.action == "upm_announce":
                 if side == "client":
                     continue
-                hit = _paths_to(body, net, flow, ip_of(e.address) or "", initial, bound)
+                hit = _paths_to(body, net, flow, ip_of(e.address) or "", initial, bound, addr_path)
                 key, text, on = "upm-rm server", "", False
             else:
                 # the subflow's client end: the local address on the client, the remote on the server
@@ -275,3 +327,58 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow,
                 out_since[p] = t
     retired = {p: t for p, t in out_since.items() if why[p]}
     return retired, {p: "; ".join(why[p].values()) for p in retired}
+
+
+@dataclass(frozen=True)
+class FlowFacts:
+    """What the lab says of one flow, for its analysis: where its server is, which paths
+    should carry a subflow (and which of them are backups), their configured rates in the
+    data's direction, the server's other ports its joins go to, and what the configuration
+    alone says about subflows that cannot form."""
+
+    name: str
+    flow: Flow
+    #: the flow's server address (the capture is followed to it)
+    server_ip: str
+    expected_paths: tuple[str, ...]
+    backup_paths: tuple[str, ...]
+    #: path label -> the lowest configured rate on its links in the data's direction (bit/s)
+    path_rates_bps: Mapping[str, float]
+    join_ports: tuple[int, ...]
+    #: config_diagnostics: told when an MPTCP flow is not verified
+    diagnostics: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LabFacts:
+    """What the lab says the analysis of one repetition should expect, built once from the
+    scenario's body and network (lab_facts): every client address -> its path, and each
+    flow's FlowFacts. The paths the run took out of use need the repetition's events.csv:
+    retired() builds them from it."""
+
+    body: ExperimentBody
+    net: Network
+    #: every address of each path's client interface -> the path's label (path_of_address)
+    path_of_address: Mapping[str, str]
+    flows: Mapping[str, FlowFacts]
+
+    def retired(self, name: str, events: Sequence[Event]) -> tuple[dict[str, float], dict[str, str]]:
+        """retired_paths of flow ``name`` from the repetition's events."""
+        return retired_paths(self.body, self.net, self.flows[name].flow, events, self.path_of_address)
+
+
+def flow_facts(body: ExperimentBody, net: Network, name: str, flow: Flow,
+               addr_path: Mapping[str, str]) -> FlowFacts:
+    return FlowFacts(name=name, flow=flow, server_ip=str(net.address(flow.server_address)),
+                     expected_paths=expected_paths(body, net, flow, addr_path),
+                     backup_paths=backup_paths(body, flow),
+                     path_rates_bps=path_rates(body, net, flow.server, flow.direction),
+                     join_ports=join_ports(body, flow), diagnostics=tuple(config_diagnostics(body, flow)))
+
+
+def lab_facts(body: ExperimentBody, net: Network) -> LabFacts:
+    """The repetition's LabFacts: path_of_address once, then each flow's facts."""
+    addr_path = path_of_address(body, net)
+    return LabFacts(body=body, net=net, path_of_address=addr_path,
+                    flows={name: flow_facts(body, net, name, flow, addr_path)
+                           for name, flow in body.traffic.flows.items()})

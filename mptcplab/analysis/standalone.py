@@ -130,7 +130,7 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
 def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = None,
                   paths: dict[str, str] | None = None, direction: str | None = None,
                   same_clock: bool = False, packets: bool = False) -> tuple[FlowAnalysis, Guess]:
-    """Analyse ``files`` (one capture point each, named by the file) into ``out``: summary.json,
+    """Analyze ``files`` (one capture point each, named by the file) into ``out``: summary.json,
     subflows.csv, the tables of write_tables (tcp_seq.csv included), capture_connections.csv
     (every connection in the files, connlist.py). The figures are drawn above the analysis
     (results/figures.capture_figures, called by ``mptcplab analyze --figures``).

@@ -101,11 +101,25 @@ def _paper(cols: list[Column], scenario: str | None, metric: str, path: str | No
 
 
 def _cell(f: FindingRow) -> str:
-    """A finding's verdict with each check's estimate and interval, compactly."""
+    """A finding's verdict with each check's estimate and interval, compactly; a check that
+    says itself in brief (a counter: "MPJoinSynRx@server 1→0") is named only when it fails
+    or is undecided, with what it expected and got; skipped ones are counted in the verdict."""
     parts = [f"{fmt_num(c.estimate)} [{fmt_num(c.low)}, {fmt_num(c.high)}] {c.confidence:.0%}"
-             for c in f.checks if c.estimate is not None and c.low is not None and c.high is not None
-             and c.confidence is not None]
-    return f.shown + (f" ({'; '.join(parts)})" if parts else "")
+             for c in f.checks if c.brief is None and c.estimate is not None and c.low is not None
+             and c.high is not None and c.confidence is not None]
+    off = [c.brief for c in f.checks if c.brief and not c.skipped and c.verdict in ("does not hold", "inconclusive")]
+    return f.shown + (f" ({'; '.join(parts)})" if parts else "") + (f": {', '.join(off)}" if off else "")
+
+
+def skipped_note(label: str, s: Summary) -> str | None:
+    """One line: what a column skipped because its kernel does not have it (checks/counter.py)."""
+    gone = [c for f in s.findings for c in f.skipped]
+    if not gone:
+        return None
+    what = sorted({(c.brief or c.statistic or "?").split(" ", 1)[0].split("@", 1)[0] for c in gone})
+    cases = sum(1 for f in s.findings if f.skipped)
+    return (f"{label}: {len(gone)} check(s) in {cases} finding(s) skipped, not on this kernel: "
+            f"{', '.join(what)}")
 
 
 def verdict_cells(verdicts: list[str], shown: list[str] | None = None) -> tuple[list[str], bool]:
@@ -164,8 +178,14 @@ def lab_section(lab: str, cols: list[Column]) -> tuple[list[str], list[str]]:
         lines += ["### Findings: verdict per column", "",
                   f"`{CHANGED}` and **bold**: the verdict differs from the column to its left "
                   "(each cell: the verdict, then each check's estimate with its interval over the column's "
-                  "repetitions and the interval's coverage; mptcplab/checks/stats.py).", "",
+                  "repetitions and the interval's coverage, mptcplab/checks/stats.py; a counter check only when "
+                  "it fails or is undecided: the counter on its node, expected→got per repetition).", "",
                   md_table(["finding", *labels, "verdict"], rows), ""]
+        skipped = [n for c in cols if (n := skipped_note(_label(c), c.summary))]
+        if skipped:
+            lines += ["Skipped (the kernel has no such counter: neither pass nor fail, as the kernel's own "
+                      "selftests skip it; the finding is judged on its other checks):", "",
+                      *(f"- {n}" for n in skipped), ""]
         lines += [f"- `{fid}`: {stmt[fid]}" for fid in ids if stmt[fid]] + [""]
     # goodput
     scenarios = list(dict.fromkeys(s for c in cols for s in c.summary.scenario_order()))

@@ -54,6 +54,9 @@ def release_all(rep: Rep) -> None:
     while rep.cc_holds:
         hold = rep.cc_holds.pop()
         try:
+            # the framework types it by what it reads (steps/base.RepHold); only this package's
+            # RegisterCongestionControls adds to it, and release() wants the whole Hold back
+            assert isinstance(hold, holds.Hold)
             holds.release(hold, execute=lambda c: rep.backend.run([c]))
         except Exception as e:  # noqa: BLE001 - teardown goes on; `mptcplab clean` retries
             rep.warn(CLEANUP_FAILED, f"congestion control {hold.cc.name}: unregistering failed: {e}")

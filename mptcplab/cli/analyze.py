@@ -1,4 +1,4 @@
-"""`analyze`: capture files made elsewhere, analysed as a lab's run is."""
+"""`analyze`: capture files made elsewhere, analyzed as a lab's run is."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    an = sub.add_parser("analyze", help="analyse capture files made elsewhere: tables, verdict, figures on request",
-                        description="Analyse capture files made elsewhere: writes the tables (CSV) and summary.json "
+    an = sub.add_parser("analyze", help="analyze capture files made elsewhere: tables, verdict, figures on request",
+                        description="Analyze capture files made elsewhere: writes the tables (CSV) and summary.json "
                                     "into --out and prints the summary; --figures also draws the PNG figures.")
     an.add_argument("pcap", nargs="+", type=Path, help="pcap/pcapng files of one connection, one per capture point")
     an.add_argument("--out", type=Path, help="output directory (default: <first file>-analysis/)")
@@ -36,12 +36,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     an.add_argument("--packets", action="store_true",
                     help="also write packets.csv: every packet's decoded TCP/MPTCP fields, one row per packet")
     an.add_argument("--clean", action="store_true",
-                    help="also write <file>.clean.pcap per file: only the analysed connection's subflows "
+                    help="also write <file>.clean.pcap per file: only the analyzed connection's subflows "
                          "(tcpdump -r/-w with a filter on their 4-tuples), to open in Wireshark")
     an.add_argument("--dry-run", action="store_true",
                     help="with --clean: print the tcpdump commands instead of running them")
     an.add_argument("--follow", type=float, metavar="SECONDS",
-                    help="files still being written (tcpdump -U -w): analyse again every SECONDS while they "
+                    help="files still being written (tcpdump -U -w): analyze again every SECONDS while they "
                          "grow, rewriting the tables (and with --figures the figures), until they stop growing "
                          "or Ctrl-C")
     an.set_defaults(handler=cmd_analyze)
@@ -75,7 +75,7 @@ def cmd_analyze(a: argparse.Namespace) -> int:
             raise LabInputError("command line", "--follow", f"{a.follow}: expected seconds above 0")
         last = _follow(a.pcap, a.follow, run)
         if last is None:
-            print("nothing analysed: no TCP packets in the files")
+            print("nothing analyzed: no TCP packets in the files")
             return 0
         fa, g = last
     else:

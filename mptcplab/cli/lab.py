@@ -12,7 +12,7 @@ from .options import rate_in_tbf
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    r = sub.add_parser("run", help="run a lab: every scenario x repetition, then analyse and report")
+    r = sub.add_parser("run", help="run a lab: every scenario x repetition, then analyze and report")
     r.add_argument("lab", help="lab directory (labs/mtu) or name (mtu)")
     r.add_argument("--quick", action="store_true", help="one repetition, short durations (what the tests use)")
     r.add_argument("--reps", type=int, help="repetitions per scenario (default: the lab's, at least 3)")
@@ -126,8 +126,8 @@ def cmd_run(a: argparse.Namespace) -> int:
 
 
 def cmd_validate(a: argparse.Namespace) -> int:
+    from ..lab.joinwarnings import join_warnings
     from ..lab.loader import load_lab, unsupported
-    from ..lab.reach import join_warnings
 
     lab = load_lab(a.lab)
     unsupported(lab)

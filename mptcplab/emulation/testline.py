@@ -55,6 +55,19 @@ def parse_ping(text: str) -> PingResult:
     return PingResult(sent, recv, float("nan"), float("nan"), float("nan"))
 
 
+def iperf3_server_argv(node: str, server_extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The server ``TwoNodeLine.iperf3`` starts at ``node`` (generated apart, for dry runs)."""
+    return ("iperf3", "-s", "-1", "-B", ADDR[node], *server_extra)
+
+
+def iperf3_client_argv(src: str, seconds: float, window: int | None = None, omit: int = 1,
+                       extra: Sequence[str] = ()) -> tuple[str, ...]:
+    """The client ``TwoNodeLine.iperf3`` runs at ``src``, to the other node."""
+    dst = "b" if src == "a" else "a"
+    argv = ("iperf3", "-c", ADDR[dst], "-t", str(seconds), "-O", str(omit), "-J", *extra)
+    return argv + (("-w", str(window)) if window else ())
+
+
 class TwoNodeLine:
     def __init__(self, mtu: int = 1500, prefix: str | None = None, offloads_off: bool = True) -> None:
         self.prefix = prefix or new_prefix()
@@ -141,16 +154,14 @@ class TwoNodeLine:
         """One TCP flow from ``src`` to the other node (``extra`` may make it UDP); iperf3's
         JSON result. ``server_extra``: the server's own options (-J, for its intervals)."""
         dst = "b" if src == "a" else "a"
-        server = self.popen(dst, "iperf3", "-s", "-1", "-B", ADDR[dst], *server_extra)
+        server = self.popen(dst, *iperf3_server_argv(dst, server_extra))
         try:
             deadline = time.monotonic() + 5
             while time.monotonic() < deadline:  # wait for the listening socket
                 if f"{ADDR[dst]}:5201" in self.sh(dst, "ss", "-Hltn").stdout:
                     break
                 time.sleep(0.05)
-            argv = ["iperf3", "-c", ADDR[dst], "-t", str(seconds), "-O", str(omit), "-J", *extra]
-            if window:
-                argv += ["-w", str(window)]
+            argv = iperf3_client_argv(src, seconds, window, omit, extra)
             p = self.sh(src, *argv, check=False, timeout=seconds + omit + 30)
             result: dict[str, Any] = json.loads(p.stdout) if p.stdout.strip() else {"error": p.stderr}
             return result

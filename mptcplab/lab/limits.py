@@ -20,6 +20,7 @@ from ..emulation.linkmodel import ETH_HEADER, Endpoint, LinkShape, QueueLimit
 from ..errors import LabInputError
 from ..units import fmt_rate, parse_rate
 from ..values.fields import is_endpoint_ref
+from ..values.flowbase import FlowBase
 from .events import (
     EndpointAdd,
     EndpointDelete,
@@ -109,11 +110,11 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
             if bad:
                 raise LabInputError(file, f"traffic.events[{k}].{bad[0]}", bad[1])
     for fname, flow in body.traffic.flows.items():
-        if is_endpoint_ref(flow.server_address):
-            continue
-        if ip_address(flow.server_address) not in net.node_addresses(flow.server):
+        if not is_endpoint_ref(flow.server_address) \
+                and ip_address(flow.server_address) not in net.node_addresses(flow.server):
             raise LabInputError(file, f"traffic.flows.{fname}.server_address",
                                 f"{flow.server_address} is not an address of {flow.server}")
+        _check_server_addresses(net, flow, f"traffic.flows.{fname}", file)
     for name, spec in body.nodes.items():
         for j, e in enumerate(spec.mptcp.endpoints if spec.mptcp else []):
             if not is_endpoint_ref(e.address) and ip_address(e.address) not in net.node_addresses(name):
@@ -128,6 +129,26 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
         for field, ref, owner in upm_addresses(body, ev):
             if not is_endpoint_ref(ref) and ip_address(ref) not in net.node_addresses(owner):
                 raise LabInputError(file, f"traffic.events[{k}].{field}", f"{ref} is not an address of {owner}")
+
+
+def _check_server_addresses(net: Network, flow: FlowBase, where: str, file: str) -> None:
+    """A kind's other addresses of the server (FlowBase.server_addresses: the transfer's
+    server_bind): each one of the server's, of the family the client connects with (a socket
+    bound to an address of one family takes no connection of the other)."""
+    version = net.address(flow.server_address).version
+    for field in flow.server_addresses:
+        ref = getattr(flow, field)
+        if ref is None:
+            continue
+        if is_endpoint_ref(ref):
+            if version not in {a.version for a in net.addresses(ref)}:
+                raise LabInputError(file, f"{where}.{field}",
+                                    f"{ref} has no IPv{version} address (server_address is IPv{version})")
+        elif ip_address(ref) not in net.node_addresses(flow.server):
+            raise LabInputError(file, f"{where}.{field}", f"{ref} is not an address of {flow.server}")
+        elif ip_address(ref).version != version:
+            raise LabInputError(file, f"{where}.{field}",
+                                f"{ref} is IPv{ip_address(ref).version}, server_address is IPv{version}")
 
 
 def upm_addresses(body: ExperimentBody, ev: object) -> list[tuple[str, str, str]]:

@@ -221,7 +221,7 @@ def _check_capture(body: ExperimentBody, file: Path, prefix: str) -> None:
     so a run without one could not say whether it measured MPTCP at all."""
     if not body.capture:
         raise LabInputError(str(file), prefix + "capture",
-                            "no capture point: a run is analysed from its capture (MPTCP is proven there); "
+                            "no capture point: a run is analyzed from its capture (MPTCP is proven there); "
                             "give at least one, e.g. [{point: client:eth1}]")
 
 
@@ -294,15 +294,15 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
                 fail(f"traffic.flows.{fname}.{role}", f"{n!r} is a router; traffic runs between hosts")
         if flow.client == flow.server:
             fail(f"traffic.flows.{fname}.server", f"{flow.server!r} is also the client; a flow runs between two hosts")
-        if is_endpoint_ref(flow.server_address) and (flow.server_address not in eps
-                                                     or not flow.server_address.startswith(flow.server + ":")):
-            fail(f"traffic.flows.{fname}.server_address",
-                 f"{flow.server_address!r} is not an interface of {flow.server}")
+        for field in ("server_address", *flow.server_addresses):
+            ref = getattr(flow, field)
+            if ref is not None and is_endpoint_ref(ref) and (ref not in eps or not ref.startswith(flow.server + ":")):
+                fail(f"traffic.flows.{fname}.{field}", f"{ref!r} is not an interface of {flow.server}")
         if flow.bind and (flow.bind not in eps or not flow.bind.startswith(flow.client + ":")):
             fail(f"traffic.flows.{fname}.bind", f"{flow.bind!r} is not an interface of {flow.client}")
     measured = [f for f in body.traffic.flows.values() if f.role == "measured"]
     if not measured:
-        fail("traffic.flows", "at least one flow must have role 'measured' (each is analysed on its own)")
+        fail("traffic.flows", "at least one flow must have role 'measured' (each is analyzed on its own)")
     ports = [(f.server, f.port) for f in body.traffic.flows.values()]
     if len(set(ports)) != len(ports):
         fail("traffic.flows", "two flows use the same server and port")

@@ -40,7 +40,7 @@ BIN_S = 0.1
 
 @lru_cache(maxsize=256)
 def _read(path: str, mtime_ns: int) -> pd.DataFrame | None:
-    # mtime in the key: a re-analysed repetition is read again, not served stale
+    # mtime in the key: a re-analyzed repetition is read again, not served stale
     try:
         return pd.read_csv(path)
     except (OSError, ValueError, pd.errors.EmptyDataError):

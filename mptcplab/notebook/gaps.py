@@ -33,7 +33,7 @@ def run_gaps(summary: Summary, manifest: Manifest | None = None, timeseries: pd.
                     "the verdict table is not shown.")
     seg_reps = [r for r in summary.scenarios if r.subflows]
     if seg_reps and all(sf.median_seg is None for r in seg_reps for sf in r.subflows):
-        gaps.append("no subflow has `median_seg` (no capture analysed on this kernel or backend): "
+        gaps.append("no subflow has `median_seg` (no capture analyzed on this kernel or backend): "
                     "segment sizes are not shown.")
     if summary.scenarios and not any(r.subflows for r in summary.scenarios):
         gaps.append("no repetition has `subflows`: per-path shares and segment sizes are not shown.")

@@ -21,7 +21,7 @@ def table_file(name: str) -> str:
     return f"{name}.csv"
 
 
-def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload: bool,
+def analyze_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload: bool,
                    backup_paths: tuple[str, ...] = (), flow: str = "",
                    others: Sequence[OtherFlow] = ()) -> tuple[dict[str, Any], list[str]]:
     """Writes the probes' tables; returns (summary for the record, warnings). ``flow`` names
@@ -34,7 +34,7 @@ def analyse_probes(rep_dir: Path, body: ExperimentBody, fa: FlowAnalysis, upload
         return summary, warnings
     joined = Joined(rep_dir, body, fa, upload, backup_paths, flow, others)
     for cls in classes:
-        df = cls.analyse(rep_dir)
+        df = cls.analyze(rep_dir)
         df.to_csv(d / (cls.table or table_file(cls.name)), index=False)
         part, warned = cls.summarise(df, joined)
         if part is not None:

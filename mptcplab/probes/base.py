@@ -12,7 +12,7 @@ A probe is built per repetition (it holds what it started). The probes step
 
 and after the repetition, in the analysis worker (no root, nothing running):
 
-    analyse(rep_dir) -> DataFrame   the probe's files as one typed table
+    analyze(rep_dir) -> DataFrame   the probe's files as one typed table
 
 ``artifacts()`` names the files the probe writes, relative to ``<rep>/probes/`` (to the
 repetition's own directory for the packet capture, tcpdump.py: ``artifacts_dir``);
@@ -93,7 +93,7 @@ class Probe(ABC):
     tools: ClassVar[dict[str, str]] = {}
     #: tracepoints it reads ("group/event"), checked by preflight when it is on
     tracepoints: ClassVar[tuple[str, ...]] = ()
-    #: the table analyse() returns, written as ``<rep>/probes/<table>`` (default ``<name>.csv``)
+    #: the table analyze() returns, written as ``<rep>/probes/<table>`` (default ``<name>.csv``)
     table: ClassVar[str | None] = None
     #: where artifacts() are, relative to the repetition's directory ("": in it)
     artifacts_dir: ClassVar[str] = PROBES_DIR
@@ -117,7 +117,7 @@ class Probe(ABC):
 
     @classmethod
     @abstractmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         """The probe's files of one repetition as one table (empty when it wrote none)."""
 
     @classmethod

@@ -43,5 +43,5 @@ class HostCpuProbe(Probe):
         return []
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         return pd.DataFrame()  # its numbers are in the record, not in a file

@@ -224,7 +224,7 @@ class SsMemoryProbe(Probe):
             th.join(timeout=10)
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         path = probes_dir(rep_dir) / TABLE
         try:
             return pd.read_csv(path)

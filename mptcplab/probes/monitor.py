@@ -98,7 +98,7 @@ class MptcpMonitor(Probe):
             sink.close()
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         rows: list[dict[str, Any]] = []
         for f in sorted(probes_dir(rep_dir).glob("mptcp-monitor-*.log")):
             node = f.name.removeprefix("mptcp-monitor-").removesuffix(".log")

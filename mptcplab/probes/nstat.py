@@ -72,7 +72,7 @@ class NstatProbe(Probe):
         self._read(rep, "after")
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         d = probes_dir(rep_dir)
         rows: list[dict[str, Any]] = []
         for before in sorted(d.glob("nstat-*-before.json")):
@@ -119,7 +119,7 @@ class BlackHole:
 
 
 def blackholes(table: pd.DataFrame) -> list[BlackHole]:
-    """The nodes of a counter table (NstatProbe.analyse) whose black-hole detection turned MPTCP
+    """The nodes of a counter table (NstatProbe.analyze) whose black-hole detection turned MPTCP
     off during the traffic: the delta of SYN_TX_DISABLED moved."""
     if table.empty:
         return []

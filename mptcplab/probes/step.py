@@ -8,18 +8,17 @@ every exit path: a tracefs instance is host-wide and must not outlive the repeti
 
 from __future__ import annotations
 
-from ..steps.base import Planned, Rep, Step
+from ..steps.base import Planned, Rep, RepProbe, Step
 from ..warncodes import CLEANUP_FAILED
-from .base import Probe
 from .registry import for_repetition
 
 
-def _build(rep: Rep) -> list[Probe]:
+def _build(rep: Rep) -> list[RepProbe]:
     # a dry run shows fixed placeholders for what a run draws at random (Probe.for_run)
     return [cls.for_run(dry_run=rep.supervisor is None) for cls in for_repetition(rep.body)]
 
 
-def probes_of(rep: Rep) -> list[Probe]:
+def probes_of(rep: Rep) -> list[RepProbe]:
     if not rep.probes:
         rep.probes = _build(rep)
     return rep.probes

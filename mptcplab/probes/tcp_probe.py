@@ -160,7 +160,7 @@ class TcpProbe(Probe):
             self.instance.close()
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         d = probes_dir(rep_dir)
         try:
             meta = json.loads((d / META_FILE).read_text())

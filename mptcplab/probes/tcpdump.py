@@ -124,10 +124,10 @@ class TcpdumpCapture(Probe):
         rep.extra["capture_stats"] = stats
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         """tcpdump's counters per capture file, read back from its logs (``file``, ``captured``,
         ``received``, ``dropped``). The packets themselves are the analysis' (mptcplab/analysis,
-        runner.analyse), which reads the capture files by their points."""
+        runner.analyze), which reads the capture files by their points."""
         rows = [{"file": log.name.removesuffix(LOG_SUFFIX) + ".pcap",
                  **parse_tcpdump_stats(log.read_text(errors="replace"))}
                 for log in sorted(rep_dir.glob("capture-*" + LOG_SUFFIX))]

@@ -6,7 +6,7 @@ and analysis tables, the probes' tables, report.md) packs into a few megabytes (
 round; LEFT_OUT says what else stays behind). A record travels (to a colleague, into a
 repository, to the next machine of a campaign spread over several), and `restore` puts it
 back where it came from, so `report` (which draws the figures again), `compare`, the
-campaign merge and the notebooks read it as they read the run. It cannot be re-analysed:
+campaign merge and the notebooks read it as they read the run. It cannot be re-analyzed:
 its captures are not in it. ``ARCHIVE.json`` (written into the record, kept after
 restoring) lists every file left out with its size and SHA-256, so the record still names
 the evidence it was derived from.

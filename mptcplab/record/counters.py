@@ -37,6 +37,9 @@ class CounterReading:
     missing: str | None = None
     #: where it was read: the full table or rep.json's summary of moved MPTcpExt counters
     source: str = TABLE
+    #: the kernel has no such counter (the node's full table lists every counter it has, and
+    #: not this one): an older kernel, not a missing record
+    absent: bool = False
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class NodeCounters:
         if counter in got:
             return CounterReading(got[counter], None, source)
         if self.complete:
-            return CounterReading(None, f"this kernel has no counter {counter} (not in {TABLE})", source)
+            return CounterReading(None, f"this kernel has no counter {counter} (not in {TABLE})", source,
+                                  absent=True)
         if counter.startswith("MPTcpExt"):
             return CounterReading(0, None, source)  # the summary lists the MPTcpExt counters that moved
         return CounterReading(None, f"{counter} is not in rep.json's summary (MPTcpExt only) and "

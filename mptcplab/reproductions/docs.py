@@ -10,10 +10,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .collect import Reproduction, lab_names, reproductions
-from .render import lab_doc_block, reproductions_md
+from .render import cases_doc_block, lab_doc_block, reproductions_md
 
 BEGIN = "<!-- reproductions:begin -->"
 END = "<!-- reproductions:end -->"
+#: a lab doc's markers for the cases view instead (cases.py: case x kernel, one line per case)
+CASES_BEGIN = "<!-- reproductions:cases:begin -->"
+CASES_END = "<!-- reproductions:cases:end -->"
 #: what ``write`` appends to a lab's doc that has a record but no markers yet
 APPENDED = "\n## Verdicts on record\n\n" + BEGIN + "\n" + END + "\n"
 
@@ -37,16 +40,22 @@ def shown(p: Path) -> str:
         return p.as_posix()
 
 
-def splice(text: str, block: str) -> str | None:
+def splice(text: str, block: str, begin: str = BEGIN, end: str = END) -> str | None:
     """``text`` with what lies between its markers replaced by ``block``; None unless each
-    marker is there once, BEGIN before END."""
-    if text.count(BEGIN) != 1 or text.count(END) != 1:
+    marker is there once, ``begin`` before ``end``."""
+    if text.count(begin) != 1 or text.count(end) != 1:
         return None
-    head, _, rest = text.partition(BEGIN)
-    if END not in rest:
+    head, _, rest = text.partition(begin)
+    if end not in rest:
         return None
-    _, _, tail = rest.partition(END)
-    return f"{head}{BEGIN}\n{block}{END}{tail}"
+    _, _, tail = rest.partition(end)
+    return f"{head}{begin}\n{block}{end}{tail}"
+
+
+def cases_labs(labs: list[str], lab_docs: Path) -> set[str]:
+    """The labs whose doc asks for the cases view (has CASES_BEGIN)."""
+    return {lab for lab in labs if (d := lab_docs / f"{lab}.md").is_file()
+            and CASES_BEGIN in d.read_text(encoding="utf-8")}
 
 
 def expected(records: Path, out: Path, labs: Path) -> Expected:
@@ -62,7 +71,8 @@ def expected_from(found: list[Reproduction], records: Path, out: Path, labs: Pat
     links = {lab: Path(os.path.relpath(lab_docs / f"{lab}.md", out.parent)).as_posix()
              for lab in names if (lab_docs / f"{lab}.md").is_file()}
     records_shown = shown(records).rstrip("/") + "/"
-    e = Expected({out: reproductions_md(names, found, links, records_shown)})
+    cases = cases_labs(names, lab_docs)
+    e = Expected({out: reproductions_md(names, found, links, records_shown, cases)})
     back = Path(os.path.relpath(out, lab_docs)).as_posix()
     for lab in names:
         doc = lab_docs / f"{lab}.md"
@@ -72,13 +82,17 @@ def expected_from(found: list[Reproduction], records: Path, out: Path, labs: Pat
                 e.problems.append(f"{shown(doc)}: no such file, while labs/{lab} has a record")
             continue
         text = doc.read_text(encoding="utf-8")
-        if BEGIN not in text and END not in text:
+        if lab in cases:
+            begin, end, block = CASES_BEGIN, CASES_END, cases_doc_block(lab, found, back, records_shown)
+        else:
+            begin, end, block = BEGIN, END, lab_doc_block(lab, found, back, records_shown)
+        if begin not in text and end not in text:
             if on_record:
                 e.unmarked.append(doc)
             continue
-        new = splice(text, lab_doc_block(lab, found, back, records_shown))
+        new = splice(text, block, begin, end)
         if new is None:
-            e.problems.append(f"{shown(doc)}: needs {BEGIN} once, then {END} once")
+            e.problems.append(f"{shown(doc)}: needs {begin} once, then {end} once")
             continue
         e.files[doc] = new
     return e

@@ -73,6 +73,21 @@ def combine(verdicts: Sequence[Verdict]) -> Verdict:
     return next((v for v in _PRECEDENCE if v in verdicts), "not measurable")
 
 
+def combine_checks(checks: Sequence[CheckStat]) -> Verdict:
+    """A finding's verdict from its checks, leaving out the skipped ones (what they read is not
+    on this kernel: checks/counter.py); every check skipped: not measurable."""
+    return combine([c.verdict for c in checks if not c.skipped])
+
+
+def skipped_text(checks: Sequence[CheckStat]) -> str:
+    """"2 of 11 checks skipped, not on this kernel: ...; " or nothing."""
+    gone = [c for c in checks if c.skipped]
+    if not gone:
+        return ""
+    return f"{len(gone)} of {len(checks)} checks skipped, not on this kernel: " \
+           + ", ".join(c.brief or c.statistic or "?" for c in gone) + "; "
+
+
 def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
              kernel: KernelFacts | None = None) -> FindingRow:
     row = FindingRow(id=f.id, scenario=f.scenario, statement=f.statement, where=f.where)
@@ -91,8 +106,8 @@ def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
     results = [check(e, f.scenario, reps, factor) for e in f.expectations]
     checks = [c for c, _ in results]
     evidence = "; and ".join(text for _, text in results)
-    return row.model_copy(update={"verdict": combine([c.verdict for c in checks]), "checks": checks,
-                                  "evidence": on + evidence})
+    return row.model_copy(update={"verdict": combine_checks(checks), "checks": checks,
+                                  "evidence": on + skipped_text(checks) + evidence})
 
 
 def _by_scenario(records: Sequence[Repetition]) -> dict[str, list[Repetition]]:

@@ -1,5 +1,5 @@
 """Connection setup at the server from a run's files: every measured connection's SYN ->
-SYN/ACK time (the per-flow connections.csv that traffic/analyse.py writes) as one table, and
+SYN/ACK time (the per-flow connections.csv that traffic/flowresult.py writes) as one table, and
 its CDF per scenario (labs/setup, the NSDI 2012 paper's Fig 10; the paper draws a PDF, a CDF
 reads the 91%-within-6-us statement directly).
 """

@@ -103,7 +103,7 @@ def _load_per_rep_csv(run_dir: str | Path, summary: Summary | None, filename: st
         path = run_dir / rel
         if not path.is_file():
             mine = next((f for f in r.flows if (f.role == "measured" if flow is None else f.name == flow)), None)
-            # a flow of many connections (churn, http) is analysed per connection
+            # a flow of many connections (churn, http) is analyzed per connection
             # (flows/<name>/connections.csv): it has no time series nor ICMP table to miss
             if mine is None or mine.connections is None:
                 missing.append(str(rel))

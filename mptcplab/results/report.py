@@ -264,12 +264,22 @@ def _counts_line(rows: list[FindingRow]) -> str:
     return ", ".join(f"{n} {v}" for v, n in counts.items() if n) or "none"
 
 
+def _skipped_line(rows: list[FindingRow]) -> str:
+    """" N checks in M findings skipped ..." when this kernel lacks what some checks read."""
+    gone = sorted({(c.brief or c.statistic or "?").split(" ", 1)[0] for f in rows for c in f.skipped})
+    n = sum(len(f.skipped) for f in rows)
+    if not n:
+        return ""
+    return (f" {n} check(s) in {sum(1 for f in rows if f.skipped)} finding(s) skipped, not on this kernel "
+            f"(neither pass nor fail; each finding judged on its other checks): {', '.join(gone)}.")
+
+
 def _findings_section(summary: Summary) -> list[str]:
     table = findings_table(summary)
     lines = ["## Findings of the paper, checked on this run", ""]
     if table.empty:
         return lines + ["The lab lists no findings.", ""]
-    lines += [f"Verdicts: {_counts_line(summary.findings)}.", "",
+    lines += [f"Verdicts: {_counts_line(summary.findings)}.{_skipped_line(summary.findings)}", "",
               "Each check compares a statistic of the repetitions with the paper's claim (lab file: `expect`, "
               "with the claim's source: the paper, a derivation or the project's convention). The verdict "
               f"comes from the statistic's {CONFIDENCE:.0%} interval over the repetitions "

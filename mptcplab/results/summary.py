@@ -25,7 +25,7 @@ RecordLike = Repetition | dict[str, Any]
 
 
 def repetitions(records: Iterable[RecordLike], run_dir: Path | None = None) -> list[Repetition]:
-    """The runner's record dicts (runner.analyse) as Repetition models; ``run_dir``: where
+    """The runner's record dicts (runner.analyze) as Repetition models; ``run_dir``: where
     their files are (Repetition.files_dir), for metrics that read them."""
     reps = [r if isinstance(r, Repetition) else Repetition.model_validate(r) for r in records]
     return [r.at_run_dir(run_dir) for r in reps] if run_dir is not None else reps

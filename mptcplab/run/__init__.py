@@ -17,12 +17,12 @@ from .dryrun import dry_run
 from .lab import REPO, run_lab
 from .measure import AnalysisJob, Measured, RepRunner
 from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
-from .record import analyse
+from .record import analyze
 from .retry import REPETITION_RETRIED, attempt_failed, late_delay_lines, measure_repetition, setup_failure
 from .signals import DeferredSignals, Interrupted, install_signal_handlers, restore_signal_handlers
 from .verdicts import daemon_problems, run_summary
 
 __all__ = ["REPETITION_RETRIED", "REPO", "AnalysisJob", "DeferredSignals", "Interrupted", "Measured", "RepRunner",
-           "RunOptions", "analyse", "attempt_failed", "daemon_problems", "dry_run", "install_signal_handlers",
+           "RunOptions", "analyze", "attempt_failed", "daemon_problems", "dry_run", "install_signal_handlers",
            "late_delay_lines", "measure_repetition", "repetitions", "restore_signal_handlers", "run_lab",
            "run_summary", "select_scenarios", "setup_failure", "uniform_repetitions"]

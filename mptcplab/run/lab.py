@@ -2,9 +2,9 @@
 half-written.
 
 The order is the guarantee: the run directory appears with its manifest or not at all;
-the signal handlers are installed at once; each repetition is measured, then analysed in
+the signal handlers are installed at once; each repetition is measured, then analyzed in
 the worker (worker.py) while the next is measured; summary.json is rewritten after every
-analysed repetition; on Ctrl-C, a kill or a crash the measured repetitions are analysed
+analyzed repetition; on Ctrl-C, a kill or a crash the measured repetitions are analyzed
 and kept, marked incomplete with the reason; the last files are written with signals
 deferred, and only a complete run becomes ``latest``.
 """
@@ -20,6 +20,8 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
 from .. import backends
 from ..emulation.base import Emulator
 from ..errors import HostNotReady, LabInputError, RunFailed
@@ -29,13 +31,14 @@ from ..lab.model import Lab, ScenarioRun
 from ..progress import Progress
 from ..record import store
 from ..record.manifest import git_state, host_facts, kernel_patches, tool_versions
+from ..record.model import Repetition
 from ..results.summary import summary_rows
 from ..steps.base import RunContext
 from ..traffic.kinds import KINDS
 from ..units import rate_unit
 from .measure import Measured, RepRunner
 from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
-from .record import analyse
+from .record import analyze
 from .retry import measure_repetition
 from .rundir import clean_all, run_dir_form
 from .signals import DeferredSignals, Interrupted, install_signal_handlers, restore_signal_handlers
@@ -63,15 +66,15 @@ def initial_manifest(lab: Lab, emulator: Emulator, opts: RunOptions, facts: dict
 
 
 class _Results:
-    """The run's records as they are analysed, and its files: summary.json after every
+    """The run's records as they are analyzed, and its files: summary.json after every
     repetition, and the last word (manifest.json, summary.json, summary.csv) written whole."""
 
     def __init__(self, lab: Lab, opts: RunOptions, facts: dict[str, Any], manifest: dict[str, Any],
                  planned: dict[str, int], reps: int | None, log: Callable[[str], None]) -> None:
         self.lab, self.opts, self.facts, self.manifest = lab, opts, facts, manifest
         self.planned, self.reps, self.log = planned, reps, log
-        self.records: list[dict[str, Any]] = []
-        self.pending: deque[tuple[Measured, Future[dict[str, Any]]]] = deque()
+        self.records: list[Repetition] = []
+        self.pending: deque[tuple[Measured, Future[Repetition]]] = deque()
         self.run_id = ""
         self.run_dir = Path()
 
@@ -87,16 +90,16 @@ class _Results:
         if m.sysctls and rep == 1:
             self.manifest["sysctls"][sc.name] = m.sysctls
         m.job.workers = 1
-        self.pending.append((m, pool.submit(analyse, m.job)))
+        self.pending.append((m, pool.submit(analyze, m.job)))
 
     def collect(self, block: bool) -> None:
         """The analyses done so far (all of them with ``block``), each logged and summed up."""
         while self.pending and (block or self.pending[0][1].done()):
             m, fut = self.pending.popleft()
             rec = fut.result()
-            rec["dir"] = str(m.job.out.relative_to(self.run_dir))
+            rec.dir = str(m.job.out.relative_to(self.run_dir))
             self.records.append(rec)
-            log_rep(self.log, rec, self.planned[rec["name"]], m.seconds, self.lab.scale)
+            log_rep(self.log, rec, self.planned[rec.name], m.seconds, self.lab.scale)
             store.write_json(self.run_dir / "summary.json", self.summary(False))
 
     def summary(self, complete: bool) -> dict[str, Any]:
@@ -149,7 +152,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
         ctx = RunContext(lab, emulator, opts.quick, log=log, calibrate=opts.calibrate,
                          make_backend=lambda cmdlog: backend_cls.for_run(lab, run_dir, cmdlog), progress=progress)
         # Analysis of repetition k (tshark, CPU-heavy) runs in one niced worker process
-        # while repetition k+1 is measured, so analysing does not add to a run's wall time.
+        # while repetition k+1 is measured, so analyzing does not add to a run's wall time.
         # The measurement is protected: kernel packet processing and the real-time delay
         # lines preempt a nice-19 process, and a CPU-bound measurement is flagged anyway.
         pool = ProcessPoolExecutor(max_workers=1, initializer=analysis_worker_init, initargs=(os.getpid(),))
@@ -197,7 +200,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
                 progress.close()
             manifest["finished"] = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
             manifest["wall_seconds"] = round(time.monotonic() - t_start, 2)
-            manifest["traffic_seconds"] = sum(r["duration_s"] or 0 for r in res.records)
+            manifest["traffic_seconds"] = sum(r.duration_s or 0 for r in res.records)
             manifest["analysis"] = "one nice-19 worker process, overlapping the next repetition's measurement"
             summary = res.write_final(complete, interrupted)
             if not complete:
@@ -232,21 +235,22 @@ def _one_line(e: BaseException) -> str:
     return f"{type(e).__name__}: {text[:300]}{'...' if len(text) > 300 else ''}"
 
 
-def log_rep(log: Callable[[str], None], rec: dict[str, Any], reps: int, seconds: float, factor: float = 1.0) -> None:
-    """One line per analysed repetition: its goodput (or connections), MPTCP verdict, times,
+def log_rep(log: Callable[[str], None], rec: Repetition, reps: int, seconds: float, factor: float = 1.0) -> None:
+    """One line per analyzed repetition: its goodput (or connections), MPTCP verdict, times,
     and each warning on a line of its own."""
-    mp = rec["mptcp"]
-    verdict = ("MPTCP verified" if mp["verified"] else "MPTCP NOT VERIFIED") if mp["requested"] else "TCP"
-    flag = f"  [{len(rec['warnings'])} warning(s)]" if rec["warnings"] else ""
-    rate = "no goodput" if rec["goodput_mbps"] is None else f"{rec['goodput_mbps']:.1f} {rate_unit(factor)}"
-    primary = (rec.get("flows") or [{}])[0]
+    mp = rec.mptcp
+    verdict = ("MPTCP verified" if mp.verified else "MPTCP NOT VERIFIED") if mp.requested else "TCP"
+    flag = f"  [{len(rec.warnings)} warning(s)]" if rec.warnings else ""
+    rate = "no goodput" if rec.goodput_mbps is None else f"{rec.goodput_mbps:.1f} {rate_unit(factor)}"
+    primary = rec.flows[0] if rec.flows else None
     for kind in KINDS.values():  # the primary flow's kind may say more than a goodput (churn: connections)
-        report = primary.get(kind.result_field) if kind.result_field else None
+        numbers = getattr(primary, kind.result_field, None) if kind.result_field else None
+        # the kind reads its report as the record keeps it (TrafficKind.progress): what was set
+        report = numbers.model_dump(exclude_unset=True) if isinstance(numbers, BaseModel) else None
         if report and (line := kind.progress(report)):
             rate = line
             break
-    took = "" if rec["analysis_seconds"] is None else f", analysed in {rec['analysis_seconds']:.1f} s"
-    log(f"{rec['name']} rep {rec['rep']}/{reps}: {rate}, {verdict}, measured in {seconds:.1f} s{took}{flag}")
-    for w in rec["warnings"]:
-        log(f"    ! {w['message'] if isinstance(w, dict) else w}")
-
+    took = "" if rec.analysis_seconds is None else f", analyzed in {rec.analysis_seconds:.1f} s"
+    log(f"{rec.name} rep {rec.rep}/{reps}: {rate}, {verdict}, measured in {seconds:.1f} s{took}{flag}")
+    for w in rec.warnings:
+        log(f"    ! {w.message}")

@@ -51,7 +51,7 @@ class Measured:
 
 class RepRunner:
     """One repetition of one scenario, from deploy to teardown: the steps of
-    run/sequence.py in order, teardown on every exit path. Analysis comes after (analyse)."""
+    run/sequence.py in order, teardown on every exit path. Analysis comes after (analyze)."""
 
     def __init__(self, ctx: RunContext, scenario: ScenarioRun, rep: int, outdir: Path) -> None:
         self.ctx = ctx

@@ -9,14 +9,14 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis import CaptureFile
-from ..analysis.labspec import backup_paths
+from ..analysis.labspec import lab_facts
 from ..capture import capture_file_name
-from ..probes.analysis import OtherFlow, analyse_probes
+from ..probes.analysis import OtherFlow, analyze_probes
 from ..probes.nstat import NstatProbe, blackholes
 from ..record.model import UNCLASSIFIED, Repetition
 from ..timeline.record import EVENTS_FILE, add_capture_time
-from ..traffic.analyse import analyse_one
 from ..traffic.fairness import jain_index, shares
+from ..traffic.flowresult import analyze_one
 from ..warncodes import PROBE_DEGRADED, coded
 from .measure import AnalysisJob
 
@@ -24,20 +24,22 @@ from .measure import AnalysisJob
 MPTCP_BLACKHOLE = "mptcp-blackhole"
 
 
-def analyse(job: AnalysisJob) -> dict[str, Any]:
-    """Captures and client reports of one repetition -> its record (also written to rep.json).
+def analyze(job: AnalysisJob) -> Repetition:
+    """Captures and client reports of one repetition -> its record, validated by the result
+    model and written to rep.json.
 
-    Every flow is analysed on its own (traffic/analyse.py); the primary measured flow's
-    numbers are also the record's top-level fields (format 1), the others are in ``flows``
-    with the fairness across the measured ones.
+    What the lab says each flow should show is built once (analysis/labspec.lab_facts); every
+    flow is analyzed on its own (traffic/flowresult.py); the primary measured flow's numbers are
+    also the record's top-level fields (format 1), the others are in ``flows`` with the
+    fairness across the measured ones.
     """
-    body, net, out = job.body, job.net, job.out
+    body, out = job.body, job.out
+    facts = lab_facts(body, job.net)
     # coded warnings (docs/results-format.md, warncodes.py); a plain string reads as unclassified
     warnings: list[dict[str, Any]] = [w if isinstance(w, dict) else coded(UNCLASSIFIED, w) for w in job.warnings]
     caps = [CaptureFile(out / capture_file_name(cp.point), cp.point) for cp in body.capture]
-    parts = {name: analyse_one(name, flow, body, net, out, job.clients.get(name), caps, job.workers,
-                               primary=name == job.measured)
-             for name, flow in body.traffic.flows.items()}
+    parts = {name: analyze_one(ff, facts, out, job.clients.get(name), caps, job.workers, primary=name == job.measured)
+             for name, ff in facts.flows.items()}
     main = parts[job.measured]
     for p in parts.values():
         warnings += p.warnings
@@ -45,17 +47,17 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
         warnings += blackhole_warnings(out)
     fa = main.fa
     if fa is not None:
-        # its tables (timeseries.csv, dsn.csv, ...) are written by analyse_one, each flow's
+        # its tables (timeseries.csv, dsn.csv, ...) are written by analyze_one, each flow's
         add_capture_time(out / EVENTS_FILE, fa.t0_epoch)  # events on the time series' axis
         for trace in sorted(out.glob("controller-*.csv")):  # and the controllers' steps
             add_capture_time(trace, fa.t0_epoch)
     probes: dict[str, Any] = {}
     if fa is not None:
-        primary = body.traffic.flows[job.measured]
-        beside = [OtherFlow(n, p.fa, getattr(body.traffic.flows[n], "direction", "upload") == "upload")
+        primary = facts.flows[job.measured]
+        beside = [OtherFlow(n, p.fa, facts.flows[n].flow.direction == "upload")
                   for n, p in parts.items() if n != job.measured and p.fa is not None]
-        probes, probe_warnings = analyse_probes(out, body, fa, getattr(primary, "direction", "upload") == "upload",
-                                                backup_paths(body, primary), flow=job.measured, others=beside)
+        probes, probe_warnings = analyze_probes(out, body, fa, primary.flow.direction == "upload",
+                                                primary.backup_paths, flow=job.measured, others=beside)
         warnings += [coded(PROBE_DEGRADED, w) for w in probe_warnings]
     measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]
     goodputs = {n: parts[n].outcome.goodput_mbps or 0.0 for n in measured
@@ -92,7 +94,7 @@ def analyse(job: AnalysisJob) -> dict[str, Any]:
     # the result model is the contract (docs/results-format.md): a record it cannot read fails here
     rep = Repetition.model_validate(record)
     (out / "rep.json").write_text(json.dumps(rep.model_dump(), indent=2, default=str))
-    return record
+    return rep
 
 
 def blackhole_warnings(out: Path) -> list[dict[str, Any]]:
@@ -100,7 +102,7 @@ def blackhole_warnings(out: Path) -> list[dict[str, Any]]:
     counters (none without the probe): labs/http at scale 0.03 had 106 such connections after 6
     MP_CAPABLE SYNs were lost in a full queue."""
     try:
-        table = NstatProbe.analyse(out)
+        table = NstatProbe.analyze(out)
     except (OSError, ValueError):
         return []
     return [coded(MPTCP_BLACKHOLE, b.message()) for b in blackholes(table)]

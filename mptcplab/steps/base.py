@@ -14,10 +14,10 @@ import subprocess
 import threading
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..commands import Cmd
 from ..warncodes import coded
@@ -56,10 +56,55 @@ class RunContext:
     #: rate checks already made in this run, by (link, direction, shape, mtu): a link configured
     #: identically in several scenarios is rate-checked once (RTT is checked every time)
     rate_cache: dict[tuple[str, str, str, int], Check] = field(default_factory=dict)
+    #: trace replay checks already made in this run, by tracecheck.ReplayCheck.key (trace,
+    #: delay, MTU, queue, span): each is a flood on a throwaway line, made once per run
+    trace_cache: dict[tuple[object, ...], list[Check]] = field(default_factory=dict)
     #: the backend of each repetition, given the command-log writer
     make_backend: Callable[[Callable[[str], None]], Backend] = _default_backend
     #: told when a repetition's traffic starts and ends (the live status line; None: nobody)
     progress: TrafficProgress | None = None
+
+
+class RepProbe(Protocol):
+    """A probe as the probe steps drive it (probes/step.py; probes/base.Probe is one):
+    declared here because the framework imports none of the packages that build on it."""
+
+    @property
+    def name(self) -> str: ...
+
+    #: the folder of the repetition's directory it writes into ("": the directory itself)
+    @property
+    def artifacts_dir(self) -> str: ...
+
+    def commands(self, rep: Rep) -> list[Planned]: ...
+
+    def start(self, rep: Rep) -> None: ...
+
+    def stop(self, rep: Rep) -> None: ...
+
+    def close(self) -> None: ...
+
+
+class RepTimeline(Protocol):
+    """The running timeline (timeline/step.TimelineState): finish() stops its scheduler and
+    controllers and writes events.csv, once, returning what ran."""
+
+    def finish(self, out: Path) -> Sequence[object]: ...
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+
+class RepHold(Protocol):
+    """An engine congestion control the repetition holds (cc/holds.Hold), released at teardown."""
+
+    @property
+    def cc(self) -> _Named: ...
+
+    @property
+    def registered_here(self) -> bool: ...
 
 
 @dataclass
@@ -80,21 +125,22 @@ class Rep:
     clients: dict[str, dict[str, Any]] = field(default_factory=dict)
     servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
     multipath: dict[str, bool] = field(default_factory=dict)
-    #: time.time() when the (first) measured flow's client was spawned: the timeline's zero,
-    #: on the capture clock (docs/results-format.md, events.csv); t_zero_event is set at that moment
+    #: time.time() when the (first) measured flow's client was spawned, or its connection seen
+    #: ESTABLISHED (``traffic.timeline_zero: connection``): the timeline's zero, on the capture
+    #: clock (docs/results-format.md, events.csv); t_zero_event is set at that moment
     t_zero: float | None = None
     t_zero_event: threading.Event = field(default_factory=threading.Event)
     #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
     flow_control: FlowControl | None = None
-    #: the probes of this repetition (probes/step.py, which types them: probes/base.Probe), started
-    #: before traffic; Any here, like timeline and cc_holds: the framework imports none of the
-    #: packages that build on it
-    probes: list[Any] = field(default_factory=list)
+    #: the probes of this repetition (probes/step.py builds them: probes/base.Probe), started
+    #: before traffic; typed by the protocols above, like timeline and cc_holds: the framework
+    #: imports none of the packages that build on it
+    probes: list[RepProbe] = field(default_factory=list)
     #: the running timeline (timeline/step.py), and what teardown must stop first
-    timeline: Any = None
+    timeline: RepTimeline | None = None
     on_teardown: list[Callable[[], object]] = field(default_factory=list)
     #: engine congestion controls this repetition holds (cc/holds.py), released at teardown
-    cc_holds: list[Any] = field(default_factory=list)
+    cc_holds: list[RepHold] = field(default_factory=list)
 
     @property
     def body(self) -> ExperimentBody:

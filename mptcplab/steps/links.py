@@ -1,16 +1,23 @@
 """The link check step: each impaired link's RTT on every repetition, its rate once per
-run per distinct configuration (linkcheck.py builds and judges the commands)."""
+run per distinct configuration (linkcheck.py builds and judges the commands), and each
+trace direction's replay once per run per distinct (trace, delay, MTU, queue)
+(tracecheck.ReplayCheck, on a throwaway line)."""
 
 from __future__ import annotations
 
 import signal
 import subprocess
+import tempfile
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from ..commands import Cmd
+from ..emulation.base import delayline_binary
 from ..emulation.linkmodel import DirectedLink
 from ..lab.network import Link
 from ..linkcheck import Check, RateCheckCmds, judge_rate, ping_cmd, rate_check_cmds, rtt_checks
+from ..tracecheck import QUICK_SECONDS, ReplayCheck, replay_queue_bytes, whole_trace_seconds
 from ..units import parse_time
 from ..warncodes import LINK_OUT_OF_TOLERANCE
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for
@@ -18,7 +25,8 @@ from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wai
 
 def _shape_dict(shape: Any, mtu: int, direction: str) -> dict[str, Any]:
     return {"direction": direction, "rate_bps": shape.rate_bps, "delay_s": shape.delay_s, "jitter_s": shape.jitter_s,
-            "loss": shape.loss, "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps else None, "mtu": mtu}
+            "loss": shape.loss, "queue_bytes": shape.queue_bytes(mtu) if shape.rate_bps or shape.trace else None,
+            "mtu": mtu, **({"trace": str(shape.trace.path)} if shape.trace is not None else {})}
 
 
 def _direction_name(dl: DirectedLink) -> str:
@@ -33,7 +41,8 @@ class LinkCheck(Step):
     same shape on the same emulator); an asymmetric link's in each direction against its
     own shape, the sender at that direction's source."""
 
-    title = "link checks (RTT on every repetition; rate once per run per distinct link configuration)"
+    title = ("link checks (RTT on every repetition; rate, and a trace's replay, once per run per distinct "
+             "link configuration)")
 
     @staticmethod
     def _enabled(rep: Rep) -> bool:
@@ -60,6 +69,31 @@ class LinkCheck(Step):
         return [dl for dl in dirs if dl.shape.rate_bps]
 
     @staticmethod
+    def _replays(rep: Rep, link: Link) -> list[tuple[DirectedLink, ReplayCheck]]:
+        """The trace directions and their replay checks: ``trace_seconds`` of the trace from the
+        direction's configured offset (default: all of it, or tracecheck.QUICK_SECONDS in a
+        quick run) with the direction's delay, MTU and queue (or the least queue the flood
+        keeps full: replay_queue_bytes). A timeline's trace switches and offsets are not
+        checked: the replay is the delay line's, the same whatever the trace or offset.
+        Unlike the rate check, both directions of a symmetric link are listed: they share
+        one check (the same key)."""
+        cal = rep.body.calibration
+        out = []
+        for dl in link.directions():
+            trace = dl.shape.trace
+            if trace is None:
+                continue
+            if cal.trace_seconds is not None:
+                seconds = parse_time(cal.trace_seconds)
+            else:
+                seconds = min(QUICK_SECONDS, whole_trace_seconds(trace)) if rep.ctx.quick \
+                    else whole_trace_seconds(trace)
+            out.append((dl, ReplayCheck(trace, dl.shape.delay_s, link.mtu,
+                                        replay_queue_bytes(trace, dl.shape.queue_bytes(link.mtu)), seconds,
+                                        dl.shape.trace_offset_s)))
+        return out
+
+    @staticmethod
     def _ping(link: Link) -> Cmd:
         src, dst = LinkCheck._ends(link)
         return ping_cmd(link.a.node, dst, src, link.shape_ab, back=link.shape_ba)
@@ -75,6 +109,16 @@ class LinkCheck(Step):
                 out += [Planned(rc.server, background=True,
                                 note=f"link {link.name}: rate {_direction_name(dl)} (once per run)"),
                         Planned(rc.listening, note=UNTIL_READY), Planned(rc.client)]
+            seen = set()
+            for dl, rc_ in self._replays(rep, link):
+                if rc_.key in seen:
+                    continue
+                seen.add(rc_.key)
+                # run by the runner in a two-namespace line of its own (testline.TwoNodeLine), not
+                # through the lab's backend: printed as comments
+                note = f"link {link.name} {_direction_name(dl)}: {rc_.describe()} (once per run)"
+                out += [Planned(c, in_process=True, background=i in (1, 2), note=note if i == 0 else "")
+                        for i, c in enumerate(rc_.planned())]
         return out
 
     def run(self, rep: Rep) -> None:
@@ -92,17 +136,44 @@ class LinkCheck(Step):
                                                          _direction_name(dl))
                     rate_measured_here = True
                 checks.append(rep.ctx.rate_cache[key])
+            replays: list[dict[str, Any]] = []
+            for dl, rc_ in self._replays(rep, link):
+                here = rc_.key not in rep.ctx.trace_cache
+                if here:
+                    rep.ctx.trace_cache[rc_.key] = self._replay(rep, link, dl, rc_)
+                checks += [c for c in rep.ctx.trace_cache[rc_.key] if c.direction == _direction_name(dl)] or \
+                    [replace(c, direction=_direction_name(dl)) for c in rep.ctx.trace_cache[rc_.key]]
+                replays.append({"direction": _direction_name(dl), "check": rc_.describe(),
+                                "measured_in_this_rep": here})
             ab, ba = link.directions()
             entry = {"link": link.name, "configured": _shape_dict(ab.shape, link.mtu, _direction_name(ab)),
                      "configured_reverse": _shape_dict(ba.shape, link.mtu, _direction_name(ba)),
                      "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
                      "rate_measured_in_this_rep": rate_measured_here}
+            if replays:
+                entry["trace_replays"] = replays
             if not entry["ok"]:
                 bad = "; ".join(f"{c.quantity}{f' {c.direction}' if c.direction not in (None, 'both') else ''} "
                                 f"{c.measured} vs {c.configured} ({c.tolerance})"
                                 for c in checks if not c.ok)
                 rep.warn(LINK_OUT_OF_TOLERANCE, f"link {link.name} out of tolerance: {bad}")
             rep.calibration.append(entry)
+
+    @staticmethod
+    def _replay(rep: Rep, link: Link, dl: DirectedLink, check: ReplayCheck) -> list[Check]:
+        """One replay check's verdict (tracecheck.ReplayReport.checks); its report is logged and
+        kept beside the repetition (trace-replay-<trace>.txt). A check that could not run is
+        a failed check, not a failed repetition."""
+        rep.ctx.log(f"link {link.name} {_direction_name(dl)}: {check.describe()}")
+        try:
+            with tempfile.TemporaryDirectory(prefix="mptcplab-tracecheck-") as tmp:
+                report = check.run(delayline_binary(), Path(tmp), rep.ctx.log)
+        except (RuntimeError, ValueError, OSError, subprocess.SubprocessError) as e:
+            return [Check("trace_replay", 0, None, f"the check failed to run: {e}", False, _direction_name(dl))]
+        text = report.render()
+        rep.ctx.log(text)
+        (rep.out / f"trace-replay-{check.trace.name}.txt").write_text(check.describe() + "\n" + text + "\n")
+        return report.checks(_direction_name(dl))
 
     def _rate(self, rep: Rep, rc: RateCheckCmds) -> str:
         """The rate check's client output (iperf3's JSON)."""

@@ -5,17 +5,18 @@ from __future__ import annotations
 
 import signal
 import subprocess
+import threading
 import time
 from pathlib import Path
 
 from ..commands import Cmd, cmd
 from ..lab.schema import Flow
 from ..traffic.base import KindContext
-from ..traffic.control import FlowControl
+from ..traffic.control import ESTABLISHED_TIMEOUT_S, FlowControl, Zero, established_cmd, wait_established
 from ..traffic.iperf3 import IPERF3_HELP, help_has_multipath
 from ..traffic.kinds import kind_of
 from ..units import parse_time
-from ..warncodes import FLOW_NOT_RUN, FLOW_STOPPED_AT_LIMIT, PROCESS_DID_NOT_EXIT
+from ..warncodes import FLOW_NOT_RUN, FLOW_STOPPED_AT_LIMIT, PROCESS_DID_NOT_EXIT, TIMELINE_ZERO_FALLBACK
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for, waited
 from .flows import StartOffsets, background_flows, event_started, event_started_flows, flow_duration, measured_flows
 
@@ -33,7 +34,9 @@ class Traffic(Step):
     (hold), waited for until their kind says they are ready, then the other clients at their
     start offsets (counted from then; flows a timeline event starts wait for it); what runs
     is the flow's kind's (mptcplab/traffic/). Background clients are stopped when the others
-    have ended. Sets rep.t_zero when the first measured client starts."""
+    have ended. Sets rep.t_zero, the timeline's zero: when the first measured client starts,
+    or (``traffic.timeline_zero: connection``) once a thread has seen its connection
+    ESTABLISHED on the client; rep.extra["timeline_zero"] says which (traffic/control.Zero)."""
 
     title = "traffic"
 
@@ -57,8 +60,15 @@ class Traffic(Step):
     def client_cmd(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
         return Cmd(kind_of(flow).client_argv(flow, name, self._ctx(rep, flow, node)), node=flow.client)
 
+    def zero_cmd(self, rep: Rep, name: str) -> Cmd:
+        """The poll for measured flow ``name``'s connection (``traffic.timeline_zero: connection``)."""
+        flow = rep.body.traffic.flows[name]
+        return established_cmd(flow.client, str(rep.plan.net.address(flow.server_address)), flow.port)
+
     def commands(self, rep: Rep) -> list[Planned]:
         flows = rep.body.traffic.flows
+        measured = set(measured_flows(rep.body))
+        polled = False  # the zero is the first measured client to start's
         by_event = event_started_flows(rep.body)
         out = [Planned(self.help_cmd(n), note="does this iperf3 have -m (else mptcpize)?")
                for n in self._iperf3_nodes(rep)]
@@ -78,6 +88,11 @@ class Traffic(Step):
                 continue  # printed by the timeline step, at its event's time; or above
             out.append(Planned(self.client_cmd(rep, name, flow), background=True,
                                note=f"flow {name} ({flow.kind}, {flow.role}), at +{parse_time(flow.start):g} s"))
+            if name in measured and not polled and rep.body.traffic.timeline_zero == "connection":
+                polled = True
+                out.append(Planned(self.zero_cmd(rep, name), note=(
+                    f"repeated (a thread) until it answers, at most {ESTABLISHED_TIMEOUT_S:g} s: the timeline's zero "
+                    "(traffic.timeline_zero: connection); else the client's spawn, with a warning")))
         return out
 
     def run(self, rep: Rep) -> None:
@@ -174,11 +189,38 @@ class Traffic(Step):
         by_event = event_started_flows(rep.body)
         measured = set(measured_flows(rep.body))
 
+        asked = rep.body.traffic.timeline_zero
+        ended = threading.Event()
+        waiter: list[threading.Thread] = []
+
+        def set_zero(z: Zero) -> None:
+            rep.extra["timeline_zero"] = z.record()
+            if z.problem:
+                rep.warn(TIMELINE_ZERO_FALLBACK, f"flow {z.flow}'s connection: {z.problem} ({z.polls} polls); "
+                         "the timeline ran from the client's spawn")
+            rep.t_zero = z.epoch
+            rep.t_zero_event.set()
+
+        def wait_connection(name: str, at: float) -> None:
+            proc = control.started[name].proc
+            zero_cmd = self.zero_cmd(rep, name)
+            epoch, polls, problem = wait_established(lambda: answers(rep.backend, zero_cmd),
+                                                     lambda: proc.poll() is None, stop=ended)
+            set_zero(Zero(asked, "connection" if epoch is not None else "spawn", name, at,
+                          epoch if epoch is not None else at, polls, problem, rep.backend.render(zero_cmd)))
+
         def started(name: str, at: float) -> None:
-            # the timeline's zero: the first measured client's spawn (docs/results-format.md)
-            if name in measured and rep.t_zero is None:
-                rep.t_zero = at
-                rep.t_zero_event.set()
+            # the timeline's zero: the first measured client's spawn, or its connection
+            # (docs/results-format.md); the wait runs on its own thread, so the clients'
+            # schedule and limits go on meanwhile
+            if name not in measured or rep.t_zero_event.is_set() or waiter:
+                return
+            if asked == "spawn":
+                set_zero(Zero(asked, "spawn", name, at, at))
+                return
+            waiter.append(threading.Thread(target=wait_connection, args=(name, at), daemon=True,
+                                           name="timeline-zero"))
+            waiter[0].start()
 
         control = FlowControl(lambda n: self._spawn_client(rep, n), rep.backend.signal, started)
         rep.flow_control = control
@@ -217,6 +259,9 @@ class Traffic(Step):
                 time.sleep(0.05)
             self._stop_background(rep, control, background)
         finally:
+            ended.set()
+            for w in waiter:  # it ends at its next poll, its zero recorded
+                w.join(timeout=ESTABLISHED_TIMEOUT_S)
             if rep.ctx.progress is not None:
                 rep.ctx.progress.traffic_ended()
             for name in control.running():

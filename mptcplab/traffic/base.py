@@ -20,7 +20,7 @@ from ..values.flowbase import FlowBase
 
 F = TypeVar("F", bound=FlowBase)
 
-#: How the capture is read for a flow of this kind (traffic/analyse.py):
+#: How the capture is read for a flow of this kind (traffic/flowresult.py):
 #: "connection": the one data connection, analysis.analyze_flow (bulk transfers);
 #: "connections": every connection to the server port, each checked for MPTCP (http, churn);
 #: "none": no TCP connection to prove (UDP).
@@ -71,7 +71,7 @@ class TrafficKind(ABC, Generic[F]):
     #: which side of the run asks the node's iperf3 for -m (iperf3-based kinds)
     uses_iperf3: ClassVar[bool] = False
     #: the FlowResult field (record/model/repetition.py) that holds ``Outcome.metrics``; None:
-    #: the kind's numbers are FlowResult's own (goodput, retransmits). traffic/analyse.py reads
+    #: the kind's numbers are FlowResult's own (goodput, retransmits). traffic/flowresult.py reads
     #: this instead of a list of kinds, so a new kind's numbers cannot be dropped silently.
     result_field: ClassVar[str | None] = None
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import HostNotReady
-from ..tools.latency import LatencyFiles, LatencyParams, analyse, expected_locked_buffer, latency_binary
+from ..tools.latency import LatencyFiles, LatencyParams, analyze, expected_locked_buffer, latency_binary
 from ..tools.latency import client_argv as tool_client_argv
 from ..tools.latency import server_argv as tool_server_argv
 from ..tools.latency.read import BufferReadback, LatencySummary
@@ -108,7 +108,7 @@ class LatencyKind(TrafficKind[LatencyFlow]):
         name = path.name.removeprefix(PREFIX).removesuffix(CLIENT_OUT)
         fs = files(path.parent, name)
         try:
-            r = analyse(fs)
+            r = analyze(fs)
         except ValueError as e:  # LatencyFormatError: a file that is not the tool's
             return Outcome(error=f"latency output unreadable: {e}")
         r.blocks.reindex(columns=BLOCK_COLUMNS).to_csv(table_path(path.parent, name), index=False)

@@ -1,7 +1,9 @@
 """Kind ``transfer``: a verified transfer (traffic/transfer_tool.py): ``bytes`` of a seeded
 pseudo-random stream over one MPTCP (or TCP) connection; the result says whether what the
 server received hashes (SHA-256) to what the client sent. The connection is proved MPTCP
-(or a fallback) from the capture like iperf3's (``connection``).
+(or a fallback) from the capture like iperf3's (``connection``). Either family: the client's
+socket is of ``server_address``'s family and ``bind`` names its interface's address of that
+family; the server listens on ``::`` (both families) or on ``server_bind`` alone.
 
 Files of a flow ``<name>``: ``transfer-<name>.client.json`` (the client's stdout) and
 ``transfer-<name>.server.json`` (the server's report). The server is told the seed and length
@@ -15,6 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ..lab.network import IPAddress
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
 from .transfer_diff import foreign_bytes, ranges
@@ -45,6 +48,20 @@ def verdict(sent: str | None, received: str | None, sent_bytes: int | None, rece
     return "equal" if sent == received else "differs"
 
 
+def _version(flow: TransferFlow, ctx: KindContext) -> int:
+    """The connection's IP version: the server address's (the client's socket family)."""
+    return ctx.net.address(flow.server_address).version
+
+
+def _source(ref: str, version: int, ctx: KindContext) -> IPAddress:
+    """The client's ``bind`` interface's address of the connection's family; its IPv4 one
+    when it has none of that family (the connect then fails and says so, as before)."""
+    try:
+        return ctx.net.address(ref, version)
+    except KeyError:
+        return ctx.net.address(ref)
+
+
 def _json(path: Path) -> tuple[dict[str, Any], str | None]:
     try:
         data = json.loads(path.read_text())
@@ -73,9 +90,12 @@ class TransferKind(TrafficKind[TransferFlow]):
     server_exits = True
 
     def server_argv(self, flow: TransferFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
-        # every address of the node: a join to an address the server announces (ADD_ADDR)
-        # needs a listener there, or the server answers its SYN with RST
-        return (*_tool(), "server", "--address", "0.0.0.0", "--port", str(flow.port),
+        # by default every address of the node, both families (the tool's `::`, not v6-only):
+        # a join to an address the server announces (ADD_ADDR), of either family, needs a
+        # listener there, or the server answers its SYN with RST; server_bind: that one only
+        bind = (["--address", str(ctx.net.address(flow.server_bind, _version(flow, ctx)))]
+                if flow.server_bind else [])
+        return (*_tool(), "server", *bind, "--port", str(flow.port),
                 "--out", str(server_file(ctx.workdir, name)), "--seed", str(flow.seed),
                 "--bytes", str(parse_size(flow.bytes)), *(["--mptcp"] if flow.mptcp else []))
 
@@ -83,7 +103,7 @@ class TransferKind(TrafficKind[TransferFlow]):
         argv = [*_tool(), "client", "--address", str(ctx.net.address(flow.server_address)),
                 "--port", str(flow.port), "--bytes", str(parse_size(flow.bytes)), "--seed", str(flow.seed)]
         if flow.bind:
-            argv += ["--bind", str(ctx.net.address(flow.bind))]
+            argv += ["--bind", str(_source(flow.bind, _version(flow, ctx), ctx))]
         if flow.mptcp:
             argv += ["--mptcp"]
         return tuple(argv)

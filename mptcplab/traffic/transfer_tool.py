@@ -3,8 +3,14 @@ MPTCP (or TCP) connection, the server hashes what it received. Written here beca
 existing tool checks content: iperf3 sends a repeated buffer and reports only counts.
 Stdlib only, one file, run with the engine's Python by path (like churn_tool.py).
 
-    transfer_tool.py server --address A --port P --out FILE [--seed S --bytes N] [--mptcp]
+    transfer_tool.py server [--address A] --port P --out FILE [--seed S --bytes N] [--mptcp]
     transfer_tool.py client --address A --port P --bytes N --seed S [--bind SRC] [--mptcp]
+
+Either family: a socket's family follows its address (an IPv6 literal: AF_INET6). The
+server's default address is ``::`` with IPV6_V6ONLY off, so one listener takes connections
+and joins of both families on every address of the node (what mptcp_connect does with its
+default listening address ``::`` in mptcp_join.sh); a kernel without IPv6 gets 0.0.0.0.
+Given an address, the server listens there only (mptcp_join.sh's ``bind_addr``).
 
 The server accepts one connection, reads to EOF, writes {"received_sha256", "bytes",
 "seconds"} to FILE, closes and exits. Given the client's seed and length it also compares
@@ -135,12 +141,36 @@ class _Interrupt:
 POLL_S = 0.1
 
 
-def _socket(mptcp: bool) -> socket.socket:
-    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP)
+#: the server's address when none is given: every address of both families
+ANY = "::"
+
+
+def family(address: str) -> socket.AddressFamily:
+    """The socket family an address literal needs: IPv6 (it has a colon) or IPv4."""
+    return socket.AF_INET6 if ":" in address else socket.AF_INET
+
+
+def _socket(mptcp: bool, fam: socket.AddressFamily = socket.AF_INET) -> socket.socket:
+    return socket.socket(fam, socket.SOCK_STREAM, IPPROTO_MPTCP if mptcp else socket.IPPROTO_TCP)
+
+
+def listener(address: str, mptcp: bool) -> tuple[socket.socket, str]:
+    """The listening socket for ``address`` (not yet bound) and the address to bind: an IPv6
+    socket takes IPv4 connections too (IPV6_V6ONLY off, whatever net.ipv6.bindv6only says);
+    ``::`` on a kernel without IPv6 falls back to 0.0.0.0."""
+    try:
+        s = _socket(mptcp, family(address))
+    except OSError:
+        if address != ANY:
+            raise
+        return _socket(mptcp), "0.0.0.0"
+    if s.family == socket.AF_INET6:
+        s.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    return s, address
 
 
 def serve(address: str, port: int, out: str, mptcp: bool, expect: tuple[int, int] | None = None) -> int:
-    lsock = _socket(mptcp)
+    lsock, address = listener(address, mptcp)
     lsock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     lsock.bind((address, port))
     lsock.listen(1)
@@ -195,7 +225,7 @@ def _is_mptcp(s: socket.socket) -> bool | None:
 
 
 def send(address: str, port: int, n: int, seed: int, bind: str | None, mptcp: bool) -> dict[str, object]:
-    s = _socket(mptcp)
+    s = _socket(mptcp, family(address))
     h = hashlib.sha256()
     report: dict[str, object] = {"bytes": 0, "size": n, "seed": seed, "stopped": False}
     stop = _Interrupt()
@@ -246,7 +276,7 @@ def send(address: str, port: int, n: int, seed: int, bind: str | None, mptcp: bo
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     p.add_argument("role", choices=("server", "client"))
-    p.add_argument("--address", required=True)
+    p.add_argument("--address", help=f"the server's address (client), where it listens (server, default {ANY})")
     p.add_argument("--port", type=int, required=True)
     p.add_argument("--mptcp", action="store_true")
     p.add_argument("--out")
@@ -255,9 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--bind")
     a = p.parse_args(argv)
     if a.role == "server":
+        if a.address is None:
+            a.address = ANY
         if not a.out:
             p.error("server needs --out")
         return serve(a.address, a.port, a.out, a.mptcp, None if a.seed is None else (a.seed, a.bytes))
+    if a.address is None:
+        p.error("client needs --address")
     report = send(a.address, a.port, a.bytes, 1 if a.seed is None else a.seed, a.bind, a.mptcp)
     json.dump(report, sys.stdout)
     sys.stdout.write("\n")

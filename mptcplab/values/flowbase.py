@@ -36,6 +36,13 @@ class FlowBase(Strict):
     #: (lab/scale.py, which asks this instead of naming kinds); a rate of connections or
     #: blocks per second is not one
     scaled_rates: ClassVar[tuple[str, ...]] = ()
+    #: the kind's fields besides ``server_address`` that name an address of the server node
+    #: ('node:iface' or a literal): the loader checks each is one of the server's, of the
+    #: family ``server_address`` is (lab/loader.py, lab/limits.py ask this instead of naming kinds)
+    server_addresses: ClassVar[tuple[str, ...]] = ()
+    #: ``bind`` stands for the interface's address of server_address's family (the transfer
+    #: kind); False: its IPv4 address when it has one, whatever the server's (lab/joinwarnings.py)
+    bind_follows_family: ClassVar[bool] = False
     if TYPE_CHECKING:
         #: the kind's name: each kind's class declares it as a Literal (the union's tag), so
         #: pydantic sees it there; the code that takes any flow reads it here

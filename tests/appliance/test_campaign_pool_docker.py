@@ -23,7 +23,10 @@ bottleneck), quick (2 s of traffic), without calibration, 9 rounds = 9 items.
   namespace, delay line, iperf3, engine or item directory left in any container; the rerun
   runs exactly the unfinished items and merges with the uninterrupted structure.
 
-Wall time measured here (2 shared cores, other users; 2026-11-29): the first test 177 s,
+The run kept in bench/records/campaign-pool-20261129/docker-run/ (MPTCPLAB_POOL_RECORD=DIR keeps
+the consoles, item times and report of a run; docs/campaigns.md quotes it), 2026-11-29 04:07 UTC:
+the first test 181 s (pool campaign 81 s, the sequential one 99 s), the stop test 106 s (the stop
+21 s, the rerun 33 s). Earlier runs (not kept) on the same day: the first test 177 s,
 240 s and 219 s in three runs (pool campaign 70 s / 120 s / 95 s, the sequential one 101 s /
 113 s / 122 s; items of 13-49 s, the first ones longest: three checkouts synced at once); the
 stop test 122 s after the first (the stop 28 s, the rerun 32 s) and 203 s alone (its hosts'
@@ -44,7 +47,9 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -182,6 +187,51 @@ def wait_for(cond: Callable[[], object], p: subprocess.Popen, timeout: float, co
         time.sleep(0.5)
 
 
+@dataclass
+class Background:
+    """A campaign running in the background; ``console`` is its output once it has ended."""
+    p: subprocess.Popen
+    log: Path
+    console: str = ""
+
+
+@contextmanager
+def campaign_in_background(f: Path, out: Path, log: Path, env: dict[str, str] | None = None) -> Iterator[Background]:
+    """`mptcplab campaign F --out OUT`, its console in ``log``; on leaving, the campaign is
+    stopped if it still runs (a failed assertion must not leave it measuring) and its console read."""
+    with open(log, "w+") as f_log:
+        bg = Background(subprocess.Popen([*CLI, "campaign", str(f), "--out", str(out)], cwd=REPO, stdout=f_log,
+                                         stderr=subprocess.STDOUT, env={**os.environ, **ENV, **(env or {})}), log)
+        try:
+            yield bg
+        finally:
+            if bg.p.poll() is None:
+                bg.p.terminate()
+                bg.p.wait(120)
+            f_log.seek(0)
+            bg.console = f_log.read()
+
+
+def keep(name: str, text: str) -> None:
+    """With MPTCPLAB_POOL_RECORD=DIR, one output of the run kept as DIR/NAME (docs/campaigns.md's
+    worked example quotes the run kept in bench/records/campaign-pool-20261129/docker-run/)."""
+    d = os.environ.get("MPTCPLAB_POOL_RECORD")
+    if d:
+        Path(d).mkdir(parents=True, exist_ok=True)
+        (Path(d) / name).write_text(text)
+
+
+def item_times(recs: dict[str, dict]) -> str:
+    """Each item's host, start, end and seconds (item.json's, to the second), its lost attempts too."""
+    def span(r: dict) -> dict:
+        return {"host": r.get("host"), "started": r.get("started"), "finished": r.get("finished"),
+                "seconds": stamp(r["finished"]) - stamp(r["started"]) if r.get("finished") else None}
+
+    return json.dumps({i: {**span(r), **({"attempts": [{**span(a), "lost": a.get("lost", "")[:120]}
+                                                        for a in r["attempts"]]} if r.get("attempts") else {})}
+                       for i, r in recs.items()}, indent=1) + "\n"
+
+
 def merged(out: Path, target: str = TARGET) -> tuple[dict, dict]:
     d = out / "merged" / "mtu" / target
     return json.loads((d / "summary.json").read_text()), json.loads((d / "fingerprint.json").read_text())
@@ -207,10 +257,7 @@ def test_pool_of_three_runs_three_at_once_survives_a_killed_host_and_merges_as_o
     hosts, work = pool["hosts"], pool["work"]
     f = write_campaign(work / "c", pool["inventory"], hosts)
     out = work / "out-pool"
-    log = open(work / "pool.log", "w+")  # noqa: SIM115 - closed below
-    p = subprocess.Popen([*CLI, "campaign", str(f), "--out", str(out)], cwd=REPO, stdout=log,
-                         stderr=subprocess.STDOUT, env={**os.environ, **ENV})
-    try:
+    with campaign_in_background(f, out, work / "pool.log") as bg:
         # once three items have finished, a host that finished one is killed while its next
         # item measures
         def victim_now() -> str | None:
@@ -220,16 +267,10 @@ def test_pool_of_three_runs_three_at_once_survives_a_killed_host_and_merges_as_o
             by = {json.loads((out / "items" / i / "item.json").read_text()).get("host") for i in done}
             return next((h for h in hosts if h in by and measuring(h)), None)
 
-        victim = wait_for(victim_now, p, 900, work / "pool.log")
+        victim = wait_for(victim_now, bg.p, 900, bg.log)
         docker("kill", str(victim))
-        rc = p.wait(timeout=1800)
-    finally:
-        if p.poll() is None:
-            p.terminate()
-            p.wait(120)
-    log.seek(0)
-    console = log.read()
-    log.close()
+        rc = bg.p.wait(timeout=1800)
+    console = bg.console
     t_pool = time.monotonic() - t_all
     assert rc == 0, console[-6000:] + failed_logs(out)
     assert f"on 3 host(s) at once: {', '.join(hosts)}" in console, console[:2000]
@@ -297,8 +338,13 @@ def test_pool_of_three_runs_three_at_once_survives_a_killed_host_and_merges_as_o
     gp = next(line for line in md.splitlines() if line.startswith(f"| {SCENARIO} |"))
     assert gp.count("(n=") == 3 and sum(int(x.split(")")[0]) for x in gp.split("(n=")[1:]) == ROUNDS, gp
     print("\n" + console + "\n" + md)
-    print(f"\npool of 3 (one killed): {t_pool:.0f} s; one host: {t_one:.0f} s; "
-          f"whole test {time.monotonic() - t_all:.0f} s")
+    timing = (f"pool of 3 (one killed): {t_pool:.0f} s; one host: {t_one:.0f} s; "
+              f"whole test {time.monotonic() - t_all:.0f} s")
+    print("\n" + timing)
+    for name, text in (("pool-console.txt", console), ("one-host-console.txt", r1.stdout),
+                       ("pool-items.json", item_times(recs)), ("one-host-items.json", item_times(recs1)),
+                       ("compare-by-host.md", md), ("pool-timing.txt", timing + "\n")):
+        keep(name, text)
 
 
 def host_leftovers(host: str, target: str) -> dict[str, str]:
@@ -327,26 +373,18 @@ def test_ctrl_c_stops_every_hosts_item_leaves_each_host_clean_and_a_rerun_finish
         docker("start", h)
     f = write_campaign(work / "s", pool["inventory"], hosts, STOP_TARGET, STOP_ROUNDS, duration="8s")
     out = work / "out-stop"
-    log = open(work / "stop.log", "w+")  # noqa: SIM115 - closed below
     # profile_tasks: each task's time in the items' logs (where a stop spends its time)
-    p = subprocess.Popen([*CLI, "campaign", str(f), "--out", str(out)], cwd=REPO, stdout=log, stderr=subprocess.STDOUT,
-                         env={**os.environ, **ENV, "ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"})
-    try:
+    with campaign_in_background(f, out, work / "stop.log",
+                                {"ANSIBLE_CALLBACKS_ENABLED": "ansible.posix.profile_tasks"}) as bg:
         def all_measuring() -> bool:
             return len(finished_items(out)) >= 1 and all(measuring(h, STOP_TARGET) for h in hosts)
 
-        wait_for(all_measuring, p, 900, work / "stop.log")
+        wait_for(all_measuring, bg.p, 900, bg.log)
         t_stop = time.monotonic()
-        p.send_signal(signal.SIGINT)
-        rc = p.wait(timeout=600)
+        bg.p.send_signal(signal.SIGINT)
+        rc = bg.p.wait(timeout=600)
         t_stopped = time.monotonic() - t_stop
-    finally:
-        if p.poll() is None:
-            p.terminate()
-            p.wait(120)
-    log.seek(0)
-    console = log.read()
-    log.close()
+    console = bg.console
     assert rc == 130, console[-6000:]
     assert "campaign stopped by SIGINT" in console, console[-3000:]
 
@@ -395,5 +433,11 @@ def test_ctrl_c_stops_every_hosts_item_leaves_each_host_clean_and_a_rerun_finish
     stop_log = (out / "items" / next(iter(stopped)) / "log.txt").read_text()
     print("\n" + console + "\n" + r.stdout + "\none stopped item's log, from its stop:\n"
           + stop_log[stop_log.index("# stopped ("):])
-    print(f"\nstop after the SIGINT: {t_stopped:.0f} s; rerun: {t_rerun:.0f} s; "
-          f"whole test {time.monotonic() - t_all:.0f} s")
+    timing = (f"stop after the SIGINT: {t_stopped:.0f} s; rerun: {t_rerun:.0f} s; "
+              f"whole test {time.monotonic() - t_all:.0f} s")
+    print("\n" + timing)
+    for name, text in (("stop-console.txt", console), ("stop-rerun-console.txt", r.stdout),
+                       ("stop-items.json", item_times(items(out))),
+                       ("stop-item-log.txt", stop_log[stop_log.index("# stopped ("):]),
+                       ("stop-timing.txt", timing + "\n")):
+        keep(name, text)

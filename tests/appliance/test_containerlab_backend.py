@@ -33,7 +33,7 @@ from mptcplab.backends.containerlab import LAB_LABEL, ContainerlabBackend, conta
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import TOPOLOGY, load_lab
 from mptcplab.net.plan import network_for
-from mptcplab.run import analyse, measure_repetition
+from mptcplab.run import analyze, measure_repetition
 from mptcplab.run.retry import REPETITION_RETRIED
 from mptcplab.steps.base import RunContext
 
@@ -166,7 +166,7 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
         create_lab_like_containerlab(topo)
         ctx = RunContext(lab, NetemEmulator(), quick=True, log=print, calibrate=True, make_backend=make_backend)
         measured = measure_repetition(ctx, sc, 1, out, print)  # once more if iperf3 never started
-        record = analyse(measured.job)
+        record = analyze(measured.job).model_dump()  # read as rep.json holds it
         subs = {s["path"]: s for s in record["subflows"]}
         print(f"\ncontainerlab backend, {sc.name}: {record['goodput_mbps']:.1f} Mbit/s, verified "
               f"{record['mptcp']['verified']}, segments A/B {subs.get('A', {}).get('median_seg')}/"

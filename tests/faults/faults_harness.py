@@ -354,7 +354,7 @@ def phase(results: Path, known: set[str]) -> str:
     if rep is None:
         return "run directory created"
     if (rep / "rep.json").exists():
-        return "analysed"
+        return "analyzed"
     if (rep / "iperf3.json").exists() and (rep / "iperf3.json").stat().st_size > 0:
         return "traffic done"
     if any(rep.glob("*.pcap")):

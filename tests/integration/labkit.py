@@ -3,6 +3,7 @@ that run them once and read the per-scenario records."""
 
 from __future__ import annotations
 
+import csv
 import json
 import subprocess
 from pathlib import Path
@@ -142,3 +143,18 @@ def measured(finding: dict[str, Any] | Any) -> bool:
     f = finding if isinstance(finding, dict) else finding.model_dump()
     return bool(f["verdict"] != "not measurable" and f["checks"]
                 and all(c["estimate"] is not None for c in f["checks"]))
+
+
+def rep_record(run_dir: Path, scenario: str, rep: int = 1) -> dict[str, Any]:
+    """A repetition's rep.json."""
+    return dict(json.loads((run_dir / "scenarios" / scenario / f"rep{rep}" / "rep.json").read_text()))
+
+
+def ran_events(run_dir: Path, scenario: str, rep: int = 1) -> dict[str, dict[str, str]]:
+    """A repetition's events.csv by action, each row checked to have run (rc 0) and to be on
+    the capture's axis."""
+    with (run_dir / "scenarios" / scenario / f"rep{rep}" / "events.csv").open() as f:
+        rows = list(csv.DictReader(f))
+    for r in rows:
+        assert r["rc"] == "0" and r["capture_s"], r
+    return {r["action"]: r for r in rows}

@@ -87,7 +87,7 @@ def test_mptcp_resends_across_subflows_are_marked_by_tshark(rep_dir: Path, tmp_p
     assert fa.t0_epoch is not None and fa.mptcp_retransmissions == len(x)
     cross = fa.reinjections[~fa.reinjections["same_subflow"].astype(bool)]
     # tshark marks re-sends in every MPTCP connection of the files (iperf3's control connection
-    # is one): only those of the analysed connection's subflows count
+    # is one): only those of the analyzed connection's subflows count
     theirs = oracle.tshark_reinjections([c.path for c in captures(rep_dir)], tmp_path,
                                         endpoints=[s.name for s in fa.subflows])
     # tshark marks packets whose bytes were sent before, we list data ranges mapped again

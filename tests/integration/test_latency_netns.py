@@ -30,7 +30,7 @@ from mptcplab.supervise import Supervisor
 from mptcplab.tools.latency import (
     LatencyFiles,
     LatencyParams,
-    analyse,
+    analyze,
     client_argv,
     expected_locked_buffer,
     server_argv,
@@ -101,7 +101,7 @@ def test_paced_mptcp_delays_rate_and_locked_sndbuf(line: TwoNodeLine, binaries: 
     files = LatencyFiles.in_dir(tmp_path, "paced")
     out = run_pair(p, files, _in(line, "b"), _in(line, "a"), binary=binaries[1])
     assert out.ok, (out.server_stderr, out.client_stderr)
-    r = analyse(files)
+    r = analyze(files)
     assert r.errors == []
 
     # MPTCP really carried it, on both ends
@@ -140,7 +140,7 @@ def test_tcp_with_tiny_sndbuf_is_blocked(line: TwoNodeLine, binaries: tuple[Path
     files = LatencyFiles.in_dir(tmp_path, "tcp")
     out = run_pair(p, files, _in(line, "b"), _in(line, "a"), binary=binaries[1])
     assert out.ok, (out.server_stderr, out.client_stderr)
-    r = analyse(files)
+    r = analyze(files)
     assert r.client.protocol == "tcp" and r.client.mptcp_active is False and r.client.mptcp_info is None
     assert r.client.tcp_info is not None and r.client.tcp_info["rtt_us"] >= 2 * ONE_WAY_MS * 1000 * 0.9
     assert r.delay.min_ms >= ONE_WAY_MS - 0.2, r.delay
@@ -190,7 +190,7 @@ def test_interrupted_client_writes_its_summary(line: TwoNodeLine, binaries: tupl
             if proc is not None and proc.poll() is None:
                 proc.kill()
                 proc.communicate(timeout=5)
-    r = analyse(files)
+    r = analyze(files)
     assert r.client.interrupted is True and r.errors == []
     assert r.server.eof is True and r.server.partial_block is False
     assert 0 < r.client.blocks == r.server.blocks < p.rate_blocks * 30  # type: ignore[operator]
@@ -207,7 +207,7 @@ def test_loopback_without_shaping_counts_every_block(binaries: tuple[Path, Path]
 
     out = run_pair(p, files, same, same, binary=binaries[1], timeout_s=30)
     assert out.ok, (out.server_stderr, out.client_stderr)
-    r = analyse(files)
+    r = analyze(files)
     assert r.client.blocks == r.server.blocks == len(r.blocks) == 1001
     assert r.server.bytes == 1001 * 1000
     assert r.delay.min_ms >= 0
@@ -229,7 +229,7 @@ def test_second_subflow_is_reported(line: TwoNodeLine, binaries: tuple[Path, Pat
     finally:
         line.sh("a", "ip", "mptcp", "endpoint", "flush")
     assert out.ok, (out.server_stderr, out.client_stderr)
-    r = analyse(files)
+    r = analyze(files)
     for end in (r.client, r.server):
         assert end.subflow_count == 2 and len(end.subflows) == 2, end.raw
     assert {sf.local.rsplit(":", 1)[0] for sf in r.client.subflows} == {ADDR["a"], extra}
@@ -263,6 +263,6 @@ def test_fallback_to_tcp_is_visible(binaries: tuple[Path, Path], tmp_path: Path)
         if server.poll() is None:
             server.kill()
         server.communicate(timeout=5)
-    r = analyse(files)
+    r = analyze(files)
     assert r.client.protocol == "mptcp" and r.client.mptcp_active is False and r.client.mptcp_fallback is True
     assert r.server.blocks == 50

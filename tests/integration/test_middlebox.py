@@ -19,7 +19,7 @@ import pytest
 
 from mptcplab.lab.loader import load_lab
 from mptcplab.net.plan import network_for
-from mptcplab.run import AnalysisJob, analyse
+from mptcplab.run import AnalysisJob, analyze
 
 from .labkit import by_name, codes, on_path, run_quick, write_lab
 
@@ -84,7 +84,7 @@ def recs(run: tuple[Path, Path, dict[str, dict[str, Any]]]) -> dict[str, dict[st
 
 def test_failed_transfer_is_never_verified(run: tuple[Path, Path, dict[str, dict[str, Any]]],
                                            tmp_path: Path) -> None:
-    """The clean scenario's real captures, analysed again as if iperf3 had lost its control
+    """The clean scenario's real captures, analyzed again as if iperf3 had lost its control
     connection: the capture still shows two good subflows, the record must not say verified."""
     lab_dir, run_dir, _ = run
     lab = load_lab(lab_dir)
@@ -98,15 +98,16 @@ def test_failed_transfer_is_never_verified(run: tuple[Path, Path, dict[str, dict
         return AnalysisJob("clean", 1, {}, rep, sc.body, net, "main",
                            {"main": {"path": path, "started": 0.0, "rc": rc}}, [], {}, [])
 
-    assert analyse(job(good, 0))["mptcp"]["verified"]   # the control: same captures, good transfer
+    assert analyze(job(good, 0)).mptcp.verified   # the control: same captures, good transfer
     bad = rep / "iperf3-failed.json"
     bad.write_text(json.dumps({"start": {}, "intervals": [],
                                "error": "control socket has closed unexpectedly"}))
-    r = analyse(job(bad, 1))
-    assert r["goodput_mbps"] == 0.0 and not r["mptcp"]["verified"]
-    assert r["findings"][0]["code"] == "transfer-failed"
-    assert "control socket has closed unexpectedly" in r["findings"][0]["message"]
-    assert any(w["code"] == "transfer-failed" and w["message"].startswith("transfer failed") for w in r["warnings"])
+    r = analyze(job(bad, 1))
+    assert r.goodput_mbps == 0.0 and not r.mptcp.verified
+    findings = r.model_dump()["findings"]  # kept by the record, not a field of its model
+    assert findings[0]["code"] == "transfer-failed"
+    assert "control socket has closed unexpectedly" in findings[0]["message"]
+    assert any(w.code == "transfer-failed" and w.message.startswith("transfer failed") for w in r.warnings)
 
 
 def test_without_a_middlebox_both_paths_verified(recs: dict[str, dict[str, Any]]) -> None:

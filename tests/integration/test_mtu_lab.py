@@ -96,7 +96,7 @@ def test_reverse_starts_on_b(summary: dict) -> None:
     assert sub(s, "B")["initial"] is True and sub(s, "A")["initial"] is False
 
 
-def test_black_hole_scenarios_are_analysed_and_explained(summary: dict) -> None:
+def test_black_hole_scenarios_are_analyzed_and_explained(summary: dict) -> None:
     for name in ("blackhole-probing-0", "blackhole-probing-1", "blackhole-probing-2",
                  "blackhole-base-mss-576", "blackhole-base-mss-1024"):
         s = by_name(summary)[name]

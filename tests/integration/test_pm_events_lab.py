@@ -31,13 +31,13 @@ One quick run of 6 s per scenario.
 
 from __future__ import annotations
 
-import csv
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from .labkit import ran_events as events
+from .labkit import rep_record as rep
 from .labkit import run_quick, write_lab
 
 pytestmark = pytest.mark.netns
@@ -105,17 +105,6 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     assert run_dir.is_dir(), f"no run directory (exit {rc})"
     return run_dir
 
-
-def rep(run_dir: Path, name: str) -> dict[str, Any]:
-    return dict(json.loads((run_dir / "scenarios" / name / "rep1" / "rep.json").read_text()))
-
-
-def events(run_dir: Path, name: str) -> dict[str, dict[str, str]]:
-    with (run_dir / "scenarios" / name / "rep1" / "events.csv").open() as f:
-        rows = list(csv.DictReader(f))
-    for r in rows:
-        assert r["rc"] == "0" and r["capture_s"], r  # each ran, and is on the capture's axis
-    return {r["action"]: r for r in rows}
 
 
 def joins(r: dict[str, Any]) -> list[dict[str, Any]]:

@@ -3,7 +3,7 @@ duration), asserting from the captures and the clients' reports:
 
 * flood: a UDP flood bound to path B from +2 s for 2 s lowers subflow B's throughput while
   it runs (the measured flow's 100 ms series), and B recovers after it;
-* two: two measured MPTCP flows, each analysed on its own, shares and Jain's index;
+* two: two measured MPTCP flows, each analyzed on its own, shares and Jain's index;
 * bytes: a byte-count transfer ends when its bytes are sent (well before its limit);
 * http and churn (a lab of their own, both measured, at once): wrk against busybox httpd
   under mptcpize reports requests/s, every connection MPTCP in the capture; many short
@@ -133,7 +133,7 @@ def test_udp_flood_lowers_its_paths_subflow_while_it_runs(run: tuple[Path, dict[
     assert 20 < flood["goodput_mbps"] < 45, flood
 
 
-def test_two_measured_flows_are_analysed_each_with_shares_and_jain(run: tuple[Path, dict[str, Any]]) -> None:
+def test_two_measured_flows_are_analyzed_each_with_shares_and_jain(run: tuple[Path, dict[str, Any]]) -> None:
     run_dir, summary = run
     rec = by_name(summary)["two"]
     main_f, second = flow_of(rec, "main"), flow_of(rec, "second")

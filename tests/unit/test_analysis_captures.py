@@ -255,7 +255,7 @@ def test_analysis_reports_time_and_packets():
     assert r.t0_epoch is not None and r.t0_epoch > 1e9
 
 
-def test_truncated_capture_is_analysed_with_a_warning(tmp_path):
+def test_truncated_capture_is_analyzed_with_a_warning(tmp_path):
     src = (DATA / "tcp__client_eth1.pcap").read_bytes()
     cut = tmp_path / "cut.pcap"
     cut.write_bytes(src[:-30])          # as when tcpdump is killed mid-write

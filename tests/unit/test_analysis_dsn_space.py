@@ -32,7 +32,7 @@ pytestmark = pytest.mark.skipif(not pcapread.library_path().is_file(),
 SYN, PSH = 0x02, 0x08
 
 
-def analyse(c: Conn, tmp_path: Path) -> FlowAnalysis:
+def analyze(c: Conn, tmp_path: Path) -> FlowAnalysis:
     return analyze_flow([CaptureFile(c.write(tmp_path / "c.pcap"), "p")], SPEC)
 
 
@@ -44,7 +44,7 @@ def test_data_on_the_mp_capable_ack_is_mapped_in_dsn_csv(tmp_path: Path) -> None
     c.add(C1, 40000, S, 5201, 101, 501, ACK | PSH, K.mp_capable(sendkey=c.kc, recvkey=c.ks, dll=1000), b"d" * 1000)
     c.data(1, 1101, 1001, 1001)
     c.ack(1, 2101, 2001)
-    r = analyse(c, tmp_path)
+    r = analyze(c, tmp_path)
     maps = r.dsn[r.dsn["kind"] == "map"]
     assert list(maps["dsn"]) == [1, 1001] and list(maps["ssn"]) == [1, 1001] and list(maps["length"]) == [1000, 1000]
     assert r.reinjections.empty and r.mptcp_events.empty      # neither a re-send nor an infinite mapping

@@ -1,14 +1,30 @@
-"""What the lab tells the analysis: path rates, backup paths, paths drawn by ADD_ADDR."""
+"""What the lab tells the analysis: path rates, backup paths, paths drawn by ADD_ADDR, and
+the repetition's facts built from them once (lab_facts)."""
 
 from __future__ import annotations
 
+from dataclasses import FrozenInstanceError
 from pathlib import Path
 
-from mptcplab.analysis.labspec import backup_paths, path_links, path_rates, signal_paths
+import pytest
+
+from mptcplab.analysis.labspec import (
+    backup_paths,
+    config_diagnostics,
+    expected_paths,
+    join_ports,
+    lab_facts,
+    path_links,
+    path_of_address,
+    path_rates,
+    retired_paths,
+    signal_paths,
+)
 from mptcplab.emulation.linkmodel import Endpoint
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import Network, build_network
 from mptcplab.lab.schema import ClabTopology, ExperimentBody
+from mptcplab.record.model import Event
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -70,3 +86,70 @@ def test_backup_paths_from_the_client_endpoint_flags():
     assert backup_paths(body, body.traffic.flows["main"]) == ("B",)
     _, mbody, _ = mtu_lab()
     assert backup_paths(mbody, mbody.traffic.flows["main"]) == ()
+
+
+def test_lab_facts_are_the_builders_once_per_repetition():
+    """lab_facts: the repetition's facts built once, each flow's equal to the pure builders';
+    frozen, so the flows that share it cannot change it for each other."""
+    lab = load_lab(REPO / "labs" / "http")
+    for sc in lab.scenarios:
+        body = sc.body
+        net = build_network(lab.topology, body)
+        facts = lab_facts(body, net)
+        assert dict(facts.path_of_address) == path_of_address(body, net)
+        assert list(facts.flows) == list(body.traffic.flows)
+        for name, flow in body.traffic.flows.items():
+            ff = facts.flows[name]
+            assert (ff.name, ff.flow, ff.server_ip) == (name, flow, str(net.address(flow.server_address)))
+            assert ff.expected_paths == expected_paths(body, net, flow)
+            assert ff.backup_paths == backup_paths(body, flow)
+            assert ff.join_ports == join_ports(body, flow)
+            assert dict(ff.path_rates_bps) == path_rates(body, net, flow.server, flow.direction)
+            assert ff.diagnostics == tuple(config_diagnostics(body, flow))
+            assert facts.retired(name, []) == retired_paths(body, net, flow, []) == ({}, {})
+    # a flow that joins other ports and one that does not, each its own
+    eight = next(s for s in lab.scenarios if s.name == "reorder-8sf-download")
+    facts = lab_facts(eight.body, build_network(lab.topology, eight.body))
+    assert facts.flows["bulk"].join_ports == (10000, 10001, 10002, 10003)
+    assert facts.flows["bulk"].expected_paths
+    with pytest.raises(FrozenInstanceError):
+        facts.flows["bulk"].join_ports = ()  # type: ignore[misc]
+
+
+def test_retired_paths_of_the_facts_are_the_builders():
+    """LabFacts.retired reads the repetition's events with the facts' own address map: the
+    same answer as retired_paths building it again."""
+    _, body, net = mtu_lab()
+    flow = next(iter(body.traffic.flows.values()))
+    down = Event(planned_s=1.0, actual_s=1.0, epoch_s=101.0, action="link_down", target="client:eth2",
+                 node="client", link="client:eth2", rc=0)
+    facts = lab_facts(body, net)
+    name = next(iter(body.traffic.flows))
+    got = facts.retired(name, [down])
+    assert got == retired_paths(body, net, flow, [down])
+    assert got[0] == {"B": 101.0} and "down" in got[1]["B"]
+
+
+def _selftests_case(name: str):
+    lab = load_lab(REPO / "labs" / "selftests")
+    sc = next(s for s in lab.scenarios if s.name == name)
+    body = sc.body
+    return body, build_network(lab.topology, body), body.traffic.flows[next(iter(body.traffic.flows))]
+
+
+def test_a_userspace_path_manager_promises_no_subflow_for_its_endpoints():
+    """mptcp_join.sh 'userspace pm type does not send join': the client has a subflow
+    endpoint, but with the userspace PM the kernel opens nothing for it; the same endpoint under
+    the in-kernel PM ('single subflow') is expected to carry a subflow."""
+    body, net, flow = _selftests_case("userspace-pm-type-does-not-send-join")
+    assert body.nodes[flow.client].mptcp.endpoints, "the case configures a client endpoint"
+    assert len(expected_paths(body, net, flow)) <= 1
+    kbody, knet, kflow = _selftests_case("single-subflow")
+    assert len(expected_paths(kbody, knet, kflow)) == 2
+
+
+def test_a_userspace_path_manager_server_announces_none_of_its_endpoints():
+    body, net, flow = _selftests_case("userspace-pm-type-prevents-add-addr")
+    assert signal_paths(body, net, flow) == ()
+    kbody, knet, kflow = _selftests_case("signal-address")
+    assert len(signal_paths(kbody, knet, kflow)) == 1

@@ -22,7 +22,7 @@ def test_the_node_whose_counters_moved_is_named(tmp_path: Path) -> None:
     _nstat(tmp_path, "server", "before", MPTcpExtBlackhole=0, MPTcpExtMPCapableSYNTXDisabled=0)
     _nstat(tmp_path, "server", "after", MPTcpExtBlackhole=1, MPTcpExtMPCapableSYNTXDisabled=0)
     # a detection that disabled nothing changed no connection: not a cause
-    assert blackholes(NstatProbe.analyse(tmp_path)) == [BlackHole("client", 6, 106)]
+    assert blackholes(NstatProbe.analyze(tmp_path)) == [BlackHole("client", 6, 106)]
     (w,) = blackhole_warnings(tmp_path)
     assert w["code"] == MPTCP_BLACKHOLE
     assert w["message"].startswith("client's kernel started 106 connection(s) without MP_CAPABLE")
@@ -35,4 +35,4 @@ def test_nothing_is_said_without_the_counters_or_when_they_stayed(tmp_path: Path
     _nstat(tmp_path, "client", "after", MPTcpExtMPCapableSYNTXDisabled=3)
     assert blackhole_warnings(tmp_path) == []                      # disabled before the traffic
     _nstat(tmp_path, "client", "after", MPTcpExtMPCapableSYNTXDisabled=3, TcpExtTCPTimeouts=9)
-    assert blackholes(NstatProbe.analyse(tmp_path)) == []
+    assert blackholes(NstatProbe.analyze(tmp_path)) == []

@@ -39,7 +39,7 @@ def run(tmp_path: Path, text: str, capsys: pytest.CaptureFixture[str], *extra: s
     (GOOD.replace("scenarios: [tcp-a]", "subset: nope"), "labs.0.subset", "no subset 'nope' in "),
     (GOOD.replace("scenarios: [tcp-a]", "subset: nope"), "labs.0.subset", "(have: none)"),
     (GOOD.replace("scenarios: [tcp-a]", "subset: papers").replace("labs/mtu", "labs/rcvbuf"),
-     "labs.0.subset", "(have: paper)"),
+     "labs.0.subset", "(have: paper, trace)"),
     (GOOD.replace("scenarios: [tcp-a]", "scenarios: [tcp-a]\n    subset: paper"), "labs.0", "exclude each other"),
     ("name: c1\nlabs: [\n", "line", "not YAML"),
     ("- just a list\n", "<top>", "a mapping"),

@@ -78,7 +78,7 @@ def test_start_waits_for_listening_writes_beside_probes_and_stop_records_counter
                                           "server:eth1": {"captured": 12, "received": 14, "dropped": 3}}
     assert rep.warnings == [coded(CAPTURE_INCOMPLETE,
                                   "capture server:eth1 dropped 3 packets: segment statistics are incomplete")]
-    table = TcpdumpCapture.analyse(tmp_path)
+    table = TcpdumpCapture.analyze(tmp_path)
     assert list(table["file"]) == ["capture-client-eth1.pcap", "capture-server-eth1.pcap"]
     assert list(table["dropped"]) == [0, 3]
 

@@ -1,5 +1,5 @@
 """`mptcplab analyze --clean` (analysis/clean.py, mptcpanalyzer's ``clean_pcap``): the tcpdump
-filter built from the analysed connection's 4-tuples, the commands, and the copy they make."""
+filter built from the analyzed connection's 4-tuples, the commands, and the copy they make."""
 
 from __future__ import annotations
 
@@ -67,7 +67,7 @@ def two_connections(path: Path) -> Path:
 
 @pytest.mark.skipif(not pcapread.library_path().is_file() or shutil.which("tcpdump") is None,
                     reason="native capture reader not built, or no tcpdump")
-def test_analyze_clean_keeps_only_the_analysed_connection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_analyze_clean_keeps_only_the_analyzed_connection(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     src = two_connections(tmp_path / "cap.pcap")
     out = tmp_path / "a"
     assert main(["analyze", str(src), "--out", str(out), "--clean", "--dry-run"]) == 0

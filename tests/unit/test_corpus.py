@@ -2,7 +2,7 @@
 tshark 4.0's own MPTCP analysis (mptcp.analyze_mptcp, analyze_mappings,
 intersubflows_retransmission, relative sequence numbers: oracle.TSHARK_MPTCP_PREFS).
 
-For every file, the analysed (data) connection as the user's command finds it
+For every file, the analyzed (data) connection as the user's command finds it
 (standalone.analyze_files) and tshark's view of the same packets must agree on: the
 connections in the file, the data connection's subflows (4-tuples), its joins, the MPTCP
 version, the bytes each subflow carried in the data direction, every DSS mapping (subflow,

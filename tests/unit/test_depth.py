@@ -97,12 +97,12 @@ def reinjection_conn(**conn: Any) -> Conn:
     return c
 
 
-def analyse(path: Path) -> FlowAnalysis:
+def analyze(path: Path) -> FlowAnalysis:
     return analyze_flow([CaptureFile(path, "p")], SPEC)
 
 
 def test_reinjection_found_with_its_first_carrier(tmp_path: Path) -> None:
-    r = analyse(reinjection_conn().write(tmp_path / "r.pcap"))
+    r = analyze(reinjection_conn().write(tmp_path / "r.pcap"))
     assert len(r.reinjections) == 1
     x = r.reinjections.iloc[0]
     assert (x["subflow"], x["path"], x["dsn"], x["length"]) == (f"{C2}:40001", "B", 1001, 1000)
@@ -123,7 +123,7 @@ def test_same_subflow_resend_under_a_new_subflow_sequence_is_mptcp_level(tmp_pat
     c.data(1, 101, 1, 1)
     c.data(1, 1101, 1, 1001)            # same data, new place in the subflow's byte stream
     c.ack(1, 2101, 1001)
-    r = analyse(c.write(tmp_path / "s.pcap"))
+    r = analyze(c.write(tmp_path / "s.pcap"))
     assert len(r.reinjections) == 1 and bool(r.reinjections["same_subflow"].iloc[0])
 
 
@@ -137,14 +137,14 @@ def test_grown_and_repeated_mappings_are_not_retransmissions(tmp_path: Path) -> 
     c.add(C1, 40000, S, 5201, 3101, 501, ACK, K.dss(dsn=(c.dc + 1) % 2**64, ssn=1, dll=4000), b"x" * 1000)
     c.data(2, 701, 4001, 1)
     c.ack(1, 4101, 5001)
-    r = analyse(c.write(tmp_path / "g.pcap"))
+    r = analyze(c.write(tmp_path / "g.pcap"))
     assert r.reinjections.empty and r.mptcp_retransmissions == 0
 
 
 @needs_tshark
 def test_reinjections_agree_with_tshark_on_a_hand_made_connection(tmp_path: Path) -> None:
     path = reinjection_conn().write(tmp_path / "r.pcap")
-    r = analyse(path)
+    r = analyze(path)
     t0 = r.t0_epoch or 0.0
     ours = [(round(t + t0, 6), round(f + t0, 6))
             for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
@@ -186,7 +186,7 @@ def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, sce
 def test_tshark_marks_in_another_connection_are_left_out(tmp_path: Path) -> None:
     """A CI run's capture (tests/data/ctrl_resend, its first 0.5 s): iperf3's server re-sent
     a byte of the MPTCP control connection on that connection's other subflow 0.2 s before the
-    data connection's first re-send. tshark marks both; only the analysed connection's count."""
+    data connection's first re-send. tshark marks both; only the analyzed connection's count."""
     files = [DATA / "ctrl_resend" / f"client_{d}.pcap" for d in ("eth1", "eth2")]
     fa, _ = analyze_files(files, tmp_path / "a")
     t0 = fa.t0_epoch or 0.0
@@ -232,7 +232,7 @@ def test_a_zero_window_probe_is_not_a_retransmission(tmp_path: Path) -> None:
     c.data(1, 1102, 1001, 1002)
     c.data(1, 2102, 1001, 2002, n=1)    # byte 1001, not acknowledged yet: a re-send
     c.ack(1, 2103, 2001)
-    r = analyse(c.write(tmp_path / "probe.pcap"))
+    r = analyze(c.write(tmp_path / "probe.pcap"))
     x = r.reinjections
     assert list(zip(x["dsn"], x["window_probe"], strict=True)) == [(1000, True), (1001, False)]
     assert (r.mptcp_retransmissions, r.mptcp_retrans_bytes, r.mptcp_window_probes) == (1, 1, 1)
@@ -354,7 +354,7 @@ def test_rtt_per_subflow_skips_retransmitted_segments(tmp_path: Path) -> None:
     c.data(1, 5101, 5001, 5001, dt=0.030)
     c.data(1, 5101, 5001, 5001, dt=0.001)     # a retransmission: its ACK time is ambiguous
     c.ack(1, 6101, 6001)
-    r = analyse(c.write(tmp_path / "rtt.pcap"))
+    r = analyze(c.write(tmp_path / "rtt.pcap"))
     a = r.subflows_on("A")[0]
     assert a.rtt_samples == 5 and a.rtt_min_ms == pytest.approx(5.0, abs=0.01)
     assert a.rtt_median_ms == pytest.approx(5.0, abs=0.01)
@@ -374,7 +374,7 @@ def test_signalling_events_on_the_timeline(tmp_path: Path) -> None:
     c.add(C1, 40000, S, 5201, 1111, 501, ACK | PSH, K.dss(dsn=(c.dc + 2011) % 2**64, ssn=1011, dll=1, fin=True), b"f")
     c.add(S, 5201, C1, 40000, 501, 1112, RST, K.mp_fastclose(KC))
     c.add(S, 5201, C2, 40001, 901, 1701, RST, K.mp_tcprst(0, 4))
-    r = analyse(c.write(tmp_path / "ev.pcap"))
+    r = analyze(c.write(tmp_path / "ev.pcap"))
     ev = r.mptcp_events
     got = list(zip(ev["event"], ev["path"], ev["detail"], strict=True))
     assert got == [("ADD_ADDR", "A", "10.0.4.2 id=5"), ("MP_PRIO", "B", "backup=1"), ("REMOVE_ADDR", "B", "ids=5"),
@@ -387,9 +387,9 @@ def test_checksum_presence(tmp_path: Path) -> None:
     c = Conn()
     c.handshakes()
     c.add(C1, 40000, S, 5201, 101, 501, ACK, K.dss(dsn=(c.dc + 1) % 2**64, ssn=1, dll=100, csum=0xABCD), b"c" * 100)
-    r = analyse(c.write(tmp_path / "cs.pcap"))
+    r = analyze(c.write(tmp_path / "cs.pcap"))
     assert r.dss_checksum is True and r.checksum_required is False
-    r2 = analyse(reinjection_conn().write(tmp_path / "r.pcap"))
+    r2 = analyze(reinjection_conn().write(tmp_path / "r.pcap"))
     assert r2.dss_checksum is False
 
 

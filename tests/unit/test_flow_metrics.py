@@ -20,7 +20,7 @@ from mptcplab.traffic.fairness import shares
 
 
 def rep(n: int, goodputs: dict[str, float], measured: tuple[str, ...] | None = None) -> Repetition:
-    """A repetition record as runner.analyse() builds it: the first flow is the primary one,
+    """A repetition record as runner.analyze() builds it: the first flow is the primary one,
     shares and the flow count over the measured flows only."""
     measured = tuple(goodputs) if measured is None else measured
     share = shares({k: v for k, v in goodputs.items() if k in measured})

@@ -1,4 +1,4 @@
-"""Every analysed MPTCP flow gets the depth tables (runner.analyse -> analysis.write_tables,
+"""Every analyzed MPTCP flow gets the depth tables (runner.analyze -> analysis.write_tables,
 top-level flow in the repetition's directory, the others in flows/<name>/), and joins to a
 server endpoint's own port (``port:``) are subflows of their connection (FlowSpec.join_ports).
 
@@ -27,7 +27,7 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.net.plan import network_for
 from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.read import load_dsn, load_timeseries
-from mptcplab.run import AnalysisJob, analyse
+from mptcplab.run import AnalysisJob, analyze
 from mptcplab.traffic.connections import check_connections
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,13 +55,13 @@ def joined_on_10001() -> Conn:
     return striped(Conn(join_port=10001))
 
 
-def analyse_one_file(path: Path, ports: tuple[int, ...]) -> FlowAnalysis:
+def analyze_one_file(path: Path, ports: tuple[int, ...]) -> FlowAnalysis:
     return analyze_flow([CaptureFile(path, "p")], dataclasses.replace(SPEC, join_ports=ports))
 
 
 def test_join_to_an_announced_port_is_a_subflow_of_the_connection(tmp_path: Path) -> None:
     path = joined_on_10001().write(tmp_path / "j.pcap")
-    r = analyse_one_file(path, (10001,))
+    r = analyze_one_file(path, (10001,))
     assert [(s.kind, s.dport, s.path) for s in r.subflows] == [("mp_capable", 5201, "A"), ("mp_join", 10001, "B")]
     b = r.subflows_on("B")[0]
     assert b.established and b.bytes == 1000 * N and b.share == pytest.approx(0.5)
@@ -69,7 +69,7 @@ def test_join_to_an_announced_port_is_a_subflow_of_the_connection(tmp_path: Path
     assert set(r.dsn["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
     assert set(r.timeseries["path"]) == {"A", "B"}
     # without the port, the join is not seen: path B has no subflow
-    blind = analyse_one_file(path, ())
+    blind = analyze_one_file(path, ())
     assert [s.dport for s in blind.subflows] == [5201] and not blind.verified
 
 
@@ -81,7 +81,7 @@ def test_a_plain_connection_on_a_join_port_is_not_the_flows(tmp_path: Path) -> N
     c.add(C1, 45000, c.s, 10001, 2, 10, ACK, b"")
     for i in range(5):
         c.add(C1, 45000, c.s, 10001, 2 + 1000 * i, 10, ACK | PSH, b"", b"x" * 1000)
-    r = analyse_one_file(c.write(tmp_path / "p.pcap"), (10001,))
+    r = analyze_one_file(c.write(tmp_path / "p.pcap"), (10001,))
     assert r.connections == 1 and sorted(s.sport for s in r.subflows) == [40000, 40001]
 
 
@@ -142,7 +142,7 @@ def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
     split_by_client([main, second], out, {"client:eth1": C1, "client:eth2": C2})
     report = DATA / "mptcp_b_starved__iperf3.json"
     clients = {n: {"path": str(report), "started": 0.0, "rc": 0} for n in ("main", "second")}
-    rec = analyse(AnalysisJob(sc.name, 1, {}, out, sc.body, net, "main", clients, [], {}, []))
+    rec = analyze(AnalysisJob(sc.name, 1, {}, out, sc.body, net, "main", clients, [], {}, []))
 
     files = [*TABLE_FILES.values(), "subflows.csv"]
     # the top-level flow's tables stay where they were
@@ -161,15 +161,17 @@ def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
     assert (rx["subflow"].tolist(), rx["first_subflow"].tolist()) == ([f"{C2}:41001"], [f"{C1}:41000"])
     assert set(pd.read_csv(d / "subflows.csv")["sport"]) == {41000, 41001}
     # the flow's record carries the depth summary the top level's verdict carries
-    flows = {f["name"]: f for f in rec["flows"]}
-    assert rec["mptcp"] == flows["main"]["mptcp"]
-    mp = flows["second"]["mptcp"]
-    assert (mp["negotiated"], mp["data_retransmissions"], mp["data_retrans_bytes"]) == (True, 1, 1000)
-    assert mp["dss_checksum"] is False and mp["checksum_required"] is False
-    assert {"hol_segments", "ooo_share", "hol_p95_ms", "hol_unavailable"} <= set(mp)
-    assert rec["mptcp"]["data_retransmissions"] == 0
+    flows = {f.name: f for f in rec.flows}
+    assert rec.mptcp == flows["main"].mptcp
+    mp = flows["second"].mptcp
+    assert (mp.negotiated, mp.data_retransmissions, mp.data_retrans_bytes) == (True, 1, 1000)
+    assert mp.dss_checksum is False and mp.checksum_required is False
+    assert {"hol_segments", "ooo_share", "hol_p95_ms", "hol_unavailable"} <= mp.model_fields_set
+    assert rec.mptcp.data_retransmissions == 0
+    # rep.json is the record analyze returns
+    assert Repetition.model_validate_json((out / "rep.json").read_text()) == rec
     # and the result model's loaders read either flow's
-    summary = Summary(lab="base", run_id="t", scenarios=[Repetition.model_validate(rec)])
+    summary = Summary(lab="base", run_id="t", scenarios=[rec])
     assert set(load_dsn(run, summary)["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
     assert load_dsn(run, summary, flow="main").equals(load_dsn(run, summary))
     theirs = load_dsn(run, summary, flow="second")

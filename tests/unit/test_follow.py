@@ -1,5 +1,5 @@
 """`mptcplab analyze --follow` (analysis/follow.py): capture files still being written are
-analysed again whenever they grew, until they stop growing."""
+analyzed again whenever they grew, until they stop growing."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ def frames(n: int) -> list[tuple[float, bytes]]:
     return out
 
 
-def test_analysed_again_while_the_files_grow_then_stops(tmp_path: Path) -> None:
+def test_analyzed_again_while_the_files_grow_then_stops(tmp_path: Path) -> None:
     f = tmp_path / "c.pcap"
     K.write_pcap(f, frames(1))
     growth = [3, 6]                      # the capture grows during the first two intervals only
@@ -53,5 +53,5 @@ def test_analyze_follow_rewrites_the_tables_and_waits_for_packets(tmp_path: Path
     empty = K.write_pcap(tmp_path / "e.pcap", [])
     assert main(["analyze", str(empty), "--out", str(tmp_path / "b"), "--follow", "0.01"]) == 0
     text = capsys.readouterr().out
-    assert "waiting:" in text and "nothing analysed" in text
+    assert "waiting:" in text and "nothing analyzed" in text
     assert main(["analyze", str(f), "--follow", "0"]) == 2

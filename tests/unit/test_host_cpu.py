@@ -94,24 +94,29 @@ def test_the_probe_puts_host_cpu_in_the_record() -> None:
     probe.stop(cast(Rep, rep))
     hc = HostCpu.model_validate(rep.extra["host_cpu"])  # the real /proc of this host
     assert hc.interval_s >= 0 and hc.cpus >= 1 and set(hc.per_cpu) >= {"cpu0"}
-    assert probe.artifacts() == [] and HostCpuProbe.analyse(Path("/nonexistent")).empty
+    assert probe.artifacts() == [] and HostCpuProbe.analyze(Path("/nonexistent")).empty
     record = Repetition.model_validate({"name": "s", "mptcp": {"requested": False}, "host_cpu": rep.extra["host_cpu"]})
     assert record.host_cpu == hc
+
+
+def record_of(fields: dict[str, Any]) -> Repetition:
+    """A repetition's record with these fields (run/verdicts reads the model)."""
+    return Repetition.model_validate({"name": "s", **fields})
 
 
 def test_a_late_delay_line_is_told_with_the_steal_of_its_interval() -> None:
     late = {"delay_us": 2000, "packets": 5000, "lateness_us": {"p50": 60, "p99": 3000, "max": 9000, "n": 5000}}
     hc = procstat.interval(procstat.Snapshot(0.0, procstat.parse_stat(BEFORE)),
                            procstat.Snapshot(4000.0, procstat.parse_stat(AFTER)))
-    timing, _ = daemon_problems({"delay_line_stats": {"delayline a": late}, "host_cpu": hc.model_dump()})
+    timing, _ = daemon_problems(record_of({"delay_line_stats": {"delayline a": late}, "host_cpu": hc.model_dump()}))
     assert timing == ["delayline a: release lateness p99 3000 us > 500 us allowed for a 2 ms delay (CPU-starved?); "
                       "during the traffic the hypervisor stole 1200 ms of CPU (15.0 % of 2 CPU(s) x 4.0 s; "
                       "counted in 10 ms ticks)"]
     # losses say nothing about the hypervisor; a record without host_cpu: the reason as before
     lost = {**late, "lateness_us": {"p99": 10}, "enobufs": 2}
-    assert daemon_problems({"delay_line_stats": {"delayline a": lost}, "host_cpu": hc.model_dump()})[0] == [
+    assert daemon_problems(record_of({"delay_line_stats": {"delayline a": lost}, "host_cpu": hc.model_dump()}))[0] == [
         "delayline a: 2 netlink receive buffer overflows (ENOBUFS)"]
-    assert daemon_problems({"delay_line_stats": {"delayline a": late}})[0][0].endswith("(CPU-starved?)")
+    assert daemon_problems(record_of({"delay_line_stats": {"delayline a": late}}))[0][0].endswith("(CPU-starved?)")
 
 
 def _rep(name: str, rep: int, idle_ms: float, steal_ms: float = 0.0, psi_us: int | None = 500_000) -> dict[str, Any]:

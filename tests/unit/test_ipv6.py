@@ -11,19 +11,25 @@ from typing import Any
 import pytest
 import yaml
 
-from mptcplab.analysis.labspec import path_hops, path_of_address, path_rates, retired_paths, signal_paths
+from mptcplab.analysis.labspec import (
+    expected_paths,
+    path_hops,
+    path_of_address,
+    path_rates,
+    retired_paths,
+    signal_paths,
+)
 from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.linkmodel import Endpoint
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.errors import LabInputError
 from mptcplab.lab.events import EndpointAdd, EndpointDelete, EndpointFlags
+from mptcplab.lab.joinwarnings import join_warnings
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network, path_reaches
-from mptcplab.lab.reach import join_warnings
 from mptcplab.net.plan import build_plan
 from mptcplab.record.model import Event
 from mptcplab.timeline.actions import ActionEnv, endpoint_cmds
-from mptcplab.traffic.analyse import expected_paths
 from mptcplab.values.fields import address_ref, is_endpoint_ref
 
 #: client:eth1 and client:eth2 through one router r to server:eth1 (links 0, 1, 2)

@@ -24,8 +24,8 @@ from hypothesis import strategies as st
 from mptcplab.backends.netns import NetnsBackend
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.errors import LabInputError
+from mptcplab.lab.joinwarnings import join_warnings
 from mptcplab.lab.loader import LAB_FILES, load_lab, unsupported
-from mptcplab.lab.reach import join_warnings
 from mptcplab.net.plan import build_plan
 from mptcplab.preflight import HostFacts, preflight
 

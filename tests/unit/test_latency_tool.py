@@ -21,7 +21,7 @@ from mptcplab.tools.latency import (
     LatencyFiles,
     LatencyFormatError,
     LatencyParams,
-    analyse,
+    analyze,
     blocked_stats,
     client_argv,
     commands,
@@ -270,7 +270,7 @@ def test_summary_errors(tmp_path: Path) -> None:
         read_summary(_dump(tmp_path / "x.json", {"tool": "iperf3"}))
 
 
-def test_analyse_joins_sender_and_receiver(tmp_path: Path) -> None:
+def test_analyze_joins_sender_and_receiver(tmp_path: Path) -> None:
     f = LatencyFiles.in_dir(tmp_path, "x")
     _dump(f.client_json, CLIENT)
     _dump(f.server_json, dict(CLIENT, role="server", mode=None))
@@ -279,17 +279,17 @@ def test_analyse_joins_sender_and_receiver(tmp_path: Path) -> None:
            [(k, k * 10 * ms, k * 10 * ms, k * 10 * ms + 20 * ms) for k in range(4)])
     _write(f.client_records, b"MPLTSND1", SEND_DTYPE,
            [(k, k * 10 * ms, k * 10 * ms, k * 10 * ms + ms, (k % 2) * 5 * ms) for k in range(4)])
-    r = analyse(f)
+    r = analyze(f)
     assert r.errors == [] and r.delay.blocks == 4 and r.delay.p50_ms == 20.0
     assert list(r.blocks["blocked_ms"]) == [0.0, 5.0, 0.0, 5.0]
     assert r.blocked.total_s == pytest.approx(0.010) and r.blocked.share == pytest.approx(0.25)
     assert r.rate.sent_bps == pytest.approx(800_000)
 
 
-def test_analyse_with_a_dead_side(tmp_path: Path) -> None:
+def test_analyze_with_a_dead_side(tmp_path: Path) -> None:
     f = LatencyFiles.in_dir(tmp_path, "y")
     _dump(f.client_json, {"tool": "mptcplab-latency", "version": 1, "role": "client", "error": "boom"})
-    r = analyse(f)
+    r = analyze(f)
     assert r.delay.blocks == 0 and len(r.blocks) == 0
     assert sorted(r.errors) == ["?: no latency summary y.server.json: [Errno 2] No such file or directory: "
                                 f"'{f.server_json}'", "client: boom"]

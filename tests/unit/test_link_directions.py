@@ -187,3 +187,19 @@ def test_expected_shares_use_the_rate_of_the_direction_the_data_takes(tmp_path: 
     net = build_network(lab.topology, body)
     assert path_rates(body, net, "server", "upload") == {"A": 4e6, "B": 10e6}
     assert path_rates(body, net, "server", "download") == {"A": 40e6, "B": 10e6}
+
+
+def test_link_check_plans_one_replay_check_per_distinct_trace_direction(tmp_path: Path) -> None:
+    """Both directions of a symmetric trace link share one replay check; the dry run shows
+    its commands as the runner's (a throwaway line of its own), with the span it checks."""
+    lab = make_lab(tmp_path, {"client:eth1": {"trace": "const-24mbit", "delay": "5ms"}},
+                   calibration={"trace_seconds": "3s"})
+    be = NetnsBackend(prefix="mplabcdef-")
+    sc = lab.scenarios[0]
+    plan = build_plan(lab.topology, sc, NfqueueEmulator(), be, Path("/tmp/x"))
+    rep = Rep(RunContext(lab, NfqueueEmulator(), quick=True), sc, Path("/tmp/x"), be, plan)
+    planned = LinkCheck().commands(rep)
+    replay = [p for p in planned if p.in_process]
+    assert [p.cmd.argv[0] for p in replay] == ["iptables", "chrt", "iperf3", "iperf3"]
+    assert "const-24mbit" in replay[0].note and "first 3 s" in replay[0].note
+    assert not any("iperf3 -c 10.0" in " ".join(p.cmd.argv) for p in planned)  # no rate check: no rate

@@ -57,3 +57,43 @@ def test_loss_inside_binomial_interval():
     assert loss_check(shape, 50, 5000).ok
     assert not loss_check(shape, 150, 5000).ok
     assert not loss_check(shape, 0, 0).ok
+
+
+def _trace(tmp_path, stamps):
+    from mptcplab.emulation.trace import load_trace
+
+    p = tmp_path / "t.trace"
+    p.write_text("".join(f"{ms}\n" for ms in stamps))
+    return load_trace(p)
+
+
+def test_trace_wait_is_the_largest_gap_wrap_included(tmp_path):
+    from mptcplab.linkcheck import trace_wait_s
+
+    # opportunities at 1..10 ms, then a gap to 50, then the loop wraps (50 -> 51 = 1)
+    trace = _trace(tmp_path, [*range(1, 11), 50])
+    assert trace_wait_s(LinkShape.parse(trace=trace)) == pytest.approx(0.041)
+    assert trace_wait_s(LinkShape.parse(delay="10ms")) == 0.0
+    # a trace whose loop wraps over a long outage: the wrap is the gap
+    assert trace_wait_s(LinkShape.parse(trace=_trace(tmp_path, [3000, 3001, 3002]))) == pytest.approx(3.001)
+
+
+def test_rtt_of_a_trace_link_allows_the_wait_for_an_opportunity_above_only(tmp_path):
+    trace = _trace(tmp_path, [*range(1, 11), 50])  # up to 41 ms of wait per direction
+    shape = LinkShape.parse(trace=trace, delay="40ms")
+    late = PING.replace("80.143", "150.000")  # 70 ms over: within 2 x 41 ms
+    ok = rtt_checks(shape, late)[0]
+    assert ok.ok and "+" in ok.tolerance and "opportunity" in ok.tolerance
+    assert not rtt_checks(shape, PING.replace("80.143", "170.000"))[0].ok  # 90 ms over
+    assert not rtt_checks(shape, PING.replace("80.143", "70.000"))[0].ok  # never below the delays
+    # a fixed-rate reverse direction adds no allowance
+    one_way = rtt_checks(shape, PING.replace("80.143", "130.000"), back=LinkShape.parse(delay="40ms"))[0]
+    assert not one_way.ok
+
+
+def test_ping_loss_is_not_judged_where_a_trace_outage_outlasts_pings_wait(tmp_path):
+    lossy = PING.replace("50 received", "45 received")
+    long_outage = LinkShape.parse(trace=_trace(tmp_path, [5000, 5001]), delay="40ms")
+    assert not any(c.quantity == "ping_loss" for c in rtt_checks(long_outage, lossy))
+    short = LinkShape.parse(trace=_trace(tmp_path, [1, 2, 3]), delay="40ms")
+    assert any(c.quantity == "ping_loss" and not c.ok for c in rtt_checks(short, lossy))

@@ -121,12 +121,12 @@ def test_metrics_read_the_sender_and_the_receiver() -> None:
     assert METRICS["skmem_rcv_max_bytes"].accepts == frozenset({"flow"})
 
 
-def test_registered_and_analyse_reads_the_table(tmp_path: Path) -> None:
+def test_registered_and_analyze_reads_the_table(tmp_path: Path) -> None:
     assert REGISTRY["ss_interval"] is SsMemoryProbe and SsMemoryProbe.table == "ss.csv"
-    assert SsMemoryProbe.analyse(tmp_path).empty  # an older run: nothing, no error
+    assert SsMemoryProbe.analyze(tmp_path).empty  # an older run: nothing, no error
     (tmp_path / "probes").mkdir()
     rows([(1.0, "client", text("client-latency"))], [LAT], None).to_csv(tmp_path / "probes" / "ss.csv", index=False)
-    df = SsMemoryProbe.analyse(tmp_path)
+    df = SsMemoryProbe.analyze(tmp_path)
     assert len(df) == 3 and df["t_run"].isna().all() and isinstance(df, pd.DataFrame)
 
 

@@ -63,14 +63,14 @@ def connection(ver: int, join_token: int, dsn64: bool = False, steps: tuple[int,
     return out
 
 
-def analyse(tmp_path: Path, frames: list[bytes]) -> FlowAnalysis:
+def analyze(tmp_path: Path, frames: list[bytes]) -> FlowAnalysis:
     path = K.write_pcap(tmp_path / "c.pcap", [(100 + i / 1000, f) for i, f in enumerate(frames)])
     return analyze_flow([CaptureFile(path, "p")], SPEC)
 
 
 def test_v0_hashes_with_sha1_and_reports_its_version(tmp_path: Path) -> None:
     assert idsn(KC, 0) == sha1_low64(KC) and token(KS, 0) == sha1_top32(KS)
-    r = analyse(tmp_path, connection(0, sha1_top32(KS)))
+    r = analyze(tmp_path, connection(0, sha1_top32(KS)))
     assert r.mptcp_negotiated and r.mptcp_version == 0 and r.to_dict()["mptcp_version"] == 0
     assert len(r.subflows) == 2                                  # the join matched by its SHA-1 token
     maps = r.dsn[r.dsn["kind"] == "map"]
@@ -79,17 +79,17 @@ def test_v0_hashes_with_sha1_and_reports_its_version(tmp_path: Path) -> None:
 
 
 def test_v1_join_is_matched_by_the_sha256_token_only(tmp_path: Path) -> None:
-    r = analyse(tmp_path, connection(1, sha1_top32(KS), dsn64=True))
+    r = analyze(tmp_path, connection(1, sha1_top32(KS), dsn64=True))
     assert r.mptcp_version == 1
     assert len(r.subflows) == 1 and r.connections == 2          # a SHA-1 token names no v1 connection
-    ok = analyse(tmp_path, connection(1, token(KS, 1), dsn64=True))
+    ok = analyze(tmp_path, connection(1, token(KS, 1), dsn64=True))
     assert len(ok.subflows) == 2 and sorted(set(ok.dsn.loc[ok.dsn["kind"] == "map", "dsn"])) == [1, 1001, 2001]
 
 
 def test_4_octet_dsns_follow_the_sequence_past_2_to_the_31(tmp_path: Path) -> None:
     # each step under 2^31, their sum far beyond: widened next to the IDSN alone they would wrap back
     steps = (1, 1 + (3 << 29), 1 + (6 << 29), 1 + (9 << 29), 1 + (12 << 29))
-    r = analyse(tmp_path, connection(0, sha1_top32(KS), steps=steps))
+    r = analyze(tmp_path, connection(0, sha1_top32(KS), steps=steps))
     maps = r.dsn[r.dsn["kind"] == "map"]
     assert sorted(set(maps["dsn"])) == [*steps, steps[-1] + 1000]
 

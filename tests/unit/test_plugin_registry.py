@@ -11,7 +11,7 @@ except in the modules listed in LEFT below (a module leaves that list, none join
 Probes: the registry (mptcplab/probes/registry.py) builds the ``Probes`` schema, preflight's
 probe checks and the analysis dispatch, so preflight.py and probes/analysis.py name no probe
 (its key, its class or its module), and a probe added to the registry alone is checked and
-analysed."""
+analyzed."""
 
 from __future__ import annotations
 
@@ -44,7 +44,7 @@ PKG = Path(__file__).resolve().parents[2] / "mptcplab"
 #: modules allowed to name every kind: the registry (the lab schema's side) and the record's side
 REGISTRY = {"traffic/registry.py", "traffic/results.py"}
 #: must name no kind, whatever else moves (the acceptance of issue 34)
-NEVER = {"traffic/analyse.py", "lab/scale.py", "metricdecl.py", "steps/traffic.py", "traffic/base.py"}
+NEVER = {"traffic/flowresult.py", "lab/scale.py", "metricdecl.py", "steps/traffic.py", "traffic/base.py"}
 #: known leftovers, module -> the kinds it still names (owned by other work or a later step);
 #: this may only shrink: a module that no longer names a kind must leave it
 LEFT: dict[str, set[str]] = {
@@ -312,7 +312,7 @@ class _Fake(Probe):
         return []
 
     @classmethod
-    def analyse(cls, rep_dir: Path) -> pd.DataFrame:
+    def analyze(cls, rep_dir: Path) -> pd.DataFrame:
         return pd.DataFrame({"n": [1, 2]})
 
     @classmethod
@@ -323,7 +323,7 @@ class _Fake(Probe):
 def test_a_probe_in_the_registry_alone_is_schema_preflight_and_analysis(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     from mptcplab import preflight
-    from mptcplab.probes.analysis import analyse_probes
+    from mptcplab.probes.analysis import analyze_probes
 
     reg: dict[str, type[Probe]] = {**probe_registry.REGISTRY, _Fake.name: _Fake}
     model = probes_model(reg)
@@ -340,7 +340,7 @@ def test_a_probe_in_the_registry_alone_is_schema_preflight_and_analysis(tmp_path
                     "this kernel has no tracepoint fake:event, which probes.fake reads"]
 
     (tmp_path / "probes").mkdir()
-    summary, warnings = analyse_probes(tmp_path, body, fa=SimpleNamespace(), upload=True)  # type: ignore[arg-type]
+    summary, warnings = analyze_probes(tmp_path, body, fa=SimpleNamespace(), upload=True)  # type: ignore[arg-type]
     assert summary == {"fake": {"rows": 2}} and warnings == ["fake: a warning"]
     assert (tmp_path / "probes" / "fake.csv").read_text().splitlines() == ["n", "1", "2"]
 

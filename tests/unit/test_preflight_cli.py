@@ -16,8 +16,8 @@ import yaml
 
 from mptcplab.cli import main
 from mptcplab.errors import HostNotReady, LabInputError
+from mptcplab.lab.joinwarnings import join_warnings
 from mptcplab.lab.loader import load_lab
-from mptcplab.lab.reach import join_warnings
 from mptcplab.preflight import TOOLS, HostFacts, preflight, sysctl_lookup_name
 
 REPO = Path(__file__).resolve().parents[2]

@@ -14,7 +14,7 @@ from benchmod import load_bench
 from mptcplab.emulation.capacity import DEFAULT_LIMITS, FITS, estimate
 from mptcplab.emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from mptcplab.lab.loader import load_lab
-from mptcplab.lab.reachability import scenario_estimate
+from mptcplab.lab.machinefit import scenario_estimate
 from mptcplab.lab.scale import apply_scale
 from mptcplab.record import archive
 from mptcplab.results.read import load_summary

@@ -11,6 +11,7 @@ from typing import Any, cast
 
 import pytest
 
+from mptcplab.record.model import Repetition
 from mptcplab.run import lab as labrun
 from mptcplab.run import retry
 from mptcplab.traffic.base import Outcome
@@ -24,7 +25,7 @@ NEVER_STARTED = "control socket has closed unexpectedly"
 def test_only_a_control_failure_without_data_is_a_setup_failure(kind: Any) -> None:
     assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=NEVER_STARTED)) == NEVER_STARTED
     assert kind.setup_failure(Outcome(goodput_mbps=None, error="error - unable to receive parameters from client"))
-    # data was counted: a measurement that went wrong later, analysed as it is
+    # data was counted: a measurement that went wrong later, analyzed as it is
     assert kind.setup_failure(Outcome(goodput_mbps=12.5, error=NEVER_STARTED)) is None
     # the server died mid-transfer: no end summary, but completed intervals counted data
     assert kind.setup_failure(Outcome(goodput_mbps=0.0, error=NEVER_STARTED, interval_bytes=1_250_000)) is None
@@ -164,11 +165,12 @@ def test_log_line_of_a_repetition_without_goodput() -> None:
     lines: list[str] = []
     rec = {"name": "apps", "rep": 1, "goodput_mbps": None, "analysis_seconds": None, "warnings": [],
            "mptcp": {"requested": True, "verified": True}}
-    labrun.log_rep(lines.append, rec, 1, 3.2)
+    labrun.log_rep(lines.append, Repetition.model_validate(rec), 1, 3.2)
     assert lines == ["apps rep 1/1: no goodput, MPTCP verified, measured in 3.2 s"]
     # a churn's repetition says how many connections it made instead (labs/setup)
     churn = {"attempted": 20000, "completed": 19998, "rate_per_s": 1227.2}
-    labrun.log_rep(lines.append, {**rec, "goodput_mbps": 0.0, "flows": [{"churn": churn}]}, 1, 16.3)
+    churned = {**rec, "goodput_mbps": 0.0, "flows": [{"name": "churn", "kind": "churn", "churn": churn}]}
+    labrun.log_rep(lines.append, Repetition.model_validate(churned), 1, 16.3)
     assert lines[-1] == "apps rep 1/1: 19,998 of 20,000 connections (1227/s), MPTCP verified, measured in 16.3 s"
 
 

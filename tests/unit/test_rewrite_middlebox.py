@@ -16,6 +16,7 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.schema import ExperimentBody, ModifyPayload, NodeSpec
 from mptcplab.middlebox import rewrite
 from mptcplab.net.config import middlebox_cmds
+from mptcplab.record.model import Repetition
 from mptcplab.run import daemon_problems
 from mptcplab.steps.base import Rep
 from mptcplab.steps.daemons import StopDaemons
@@ -156,11 +157,12 @@ def test_rewriter_counters_go_to_daemon_stats_not_delay_line_stats(tmp_path: Pat
 def test_each_daemon_kind_is_judged_by_its_own_rules() -> None:
     late = {"delay_us": 1000, "lateness_us": {"p99": 50_000}}
     idle = {"mbox": "isn-offset", "seq_rewritten": 0}
-    timing, invalid = daemon_problems({"delay_line_stats": {"delayline a": late, "delayline b": None},
-                                       "daemon_stats": {"mbox rewrite-isn rb1 q5": idle}})
+    timing, invalid = daemon_problems(Repetition.model_validate(
+        {"name": "s", "delay_line_stats": {"delayline a": late, "delayline b": None},
+         "daemon_stats": {"mbox rewrite-isn rb1 q5": idle}}))
     assert len(timing) == 1 and timing[0].startswith("delayline a: release lateness p99")
     assert invalid == ["mbox rewrite-isn rb1 q5: rewrote no sequence number (no SYN crossed it?)"]
-    assert daemon_problems({}) == ([], [])
+    assert daemon_problems(Repetition(name="s")) == ([], [])
 
 
 def test_containerlab_refuses_rewriting_boxes() -> None:

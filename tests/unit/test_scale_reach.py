@@ -1,5 +1,5 @@
 """The scale factor (lab/scale.py), the reachability estimate (emulation/capacity.py,
-lab/reachability.py, preflight.reachability) and how scaled runs are reported."""
+lab/machinefit.py, preflight.reachability) and how scaled runs are reported."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from mptcplab.emulation.capacity import BEYOND, FITS, MARGINAL, NOT_ESTIMATED, e
 from mptcplab.emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
+from mptcplab.lab.machinefit import BEYOND_CODE, paper_estimates
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import build_network
-from mptcplab.lab.reachability import BEYOND_CODE, paper_estimates
 from mptcplab.lab.scale import apply_scale, nice_factor_at_most, parse_scale_arg
 from mptcplab.lab.schema import Expectation, Finding, Published, PublishedSource, PublishedValue
 from mptcplab.metrics import paper_target

@@ -124,7 +124,7 @@ def test_rcvbuf_paper_subset_findings_it_cannot_judge():
     # findings without a check (not measurable, or not checkable) are neither
     assert "fig8-receiver-cpu" not in cov.not_run and "s4.2-buffer-formula" not in cov.not_run
     rec = opts.subset.record(lab, names) if opts.subset else {}
-    assert rec["scenarios_run"] == 9 and rec["scenarios_in_lab"] == 74 and rec["findings_not_run"] == cov.not_run
+    assert rec["scenarios_run"] == 9 and rec["scenarios_in_lab"] == 76 and rec["findings_not_run"] == cov.not_run
 
 
 def test_rcvbuf_paper_subset_fits_in_30_minutes():
@@ -136,6 +136,29 @@ def test_rcvbuf_paper_subset_fits_in_30_minutes():
     assert est.traffic_seconds == 3 * (7 * 60 + 2 * 10) and est.repetitions == 27
     assert est.overhead_source == "default" and est.wall_seconds < 30 * 60
     assert traffic_seconds(selected[0].body, quick=True) == 5.0
+
+
+def test_rcvbuf_trace_subset_judges_its_findings_whole_in_under_25_minutes():
+    """campaigns/rcvbuf-trace.yml runs this subset: the trace variants and the constant-rate
+    scenarios their findings compare them with, each replaying its traces from the flow's start."""
+    lab = load_lab(LABS / "rcvbuf")
+    opts = RunOptions.with_subset(lab, "trace")
+    selected = select_scenarios(lab, opts.scenarios)
+    names = [s.name for s in selected]
+    assert names == ["emu1-mptcp-rmem1m", "fig7-mptcp", "trace-emu1-mptcp-rmem1m", "trace-fig7-mptcp"]
+    assert lab.published is not None
+    cov = finding_coverage(lab.published, names)
+    trace_findings = {f.id for f in lab.published.findings if f.id.startswith("trace-")}
+    assert trace_findings == {"trace-fig4-1m-keeps-utilisation", "trace-fig7-longer-tail"}
+    assert not trace_findings & set(cov.not_run + cov.partly_run)
+    est = estimate(lab, selected, lambda sc: repetitions(lab, opts, sc), quick=False)
+    assert est.repetitions == 20 and est.wall_seconds < 25 * 60
+    for sc in selected[2:]:
+        wifi, g3 = sc.body.links["rw:eth2"].egress, sc.body.links["r3:eth2"].egress
+        assert wifi is not None and wifi.trace == "verizon-lte-down-60s"
+        assert g3 is not None and g3.trace == "tmobile-umts-down-60s"
+        restarts = {e.link for e in sc.body.traffic.events if e.action == "link_change"}
+        assert restarts == {"rw:eth2", "r3:eth2"}
 
 
 def test_estimate_takes_the_labs_latest_complete_run(tmp_path):

@@ -169,9 +169,10 @@ def test_timing_problems_invalidate_a_measurement_but_not_a_functional_check():
 
     from mptcplab.run import run_summary as _summary
 
-    bad_links = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": False, "cpu": {"client": 97.0}}
-    dropped = {**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
-               "capture_stats": {"client:eth1": {"dropped": 5}}}
+    bad_links = Repetition.model_validate({**rec("s1", 1, 90.0, 0.4), "calibration_ok": False,
+                                          "cpu": {"client": 97.0}})
+    dropped = Repetition.model_validate({**rec("s1", 2, 90.0, 0.4), "calibration_ok": True,
+                                        "capture_stats": {"client:eth1": {"dropped": 5}}})
     # stand-ins for Lab and RunOptions: _summary reads these attributes only
     lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0, scenarios=[])
     opts: Any = SimpleNamespace(quick=True, warnings=[])
@@ -200,7 +201,8 @@ def test_a_server_that_died_by_itself_invalidates_the_run():
 
     from mptcplab.run import run_summary as _summary
 
-    died = {**rec("s1", 1, 90.0, 0.4), "calibration_ok": True, "servers_died": {"main": -9}}
+    died = Repetition.model_validate({**rec("s1", 1, 90.0, 0.4), "calibration_ok": True,
+                                     "servers_died": {"main": -9}})
     lab: Any = SimpleNamespace(name="lab", published=PUB, scale=1.0, scenarios=[])
     opts: Any = SimpleNamespace(quick=True, warnings=[])
     kvm = {"virtualization": "kvm", "software_emulated_cpu": False, "source": "systemd-detect-virt"}
@@ -208,5 +210,5 @@ def test_a_server_that_died_by_itself_invalidates_the_run():
     assert not m["valid"]
     assert m["invalid_reasons"] == ["s1 rep 1: the server of flow main died before the run stopped it "
                                     "(killed by signal 9)"]
-    sound = {**died, "servers_died": {}}
+    sound = died.model_copy(update={"servers_died": {}})
     assert _summary(lab, "id", {"kernel": "6.18", "platform": kvm}, True, opts, [sound], 1)["valid"]

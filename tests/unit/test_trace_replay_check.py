@@ -136,3 +136,61 @@ def test_calibrate_trace_checks_its_arguments() -> None:
         with pytest.raises(LabInputError) as e:
             check_trace_request(req, Path("."))
         assert e.value.field == field, str(e.value)
+
+
+def test_the_verdict_as_link_check_entries(tmp_path: Path) -> None:
+    """ReplayReport.checks: what the run's link check records, judged as ``ok`` judges."""
+    t = _one_per_ms(tmp_path)
+    good = tc.compare(t, [(_capture(ms + 0.3), 1500) for ms in range(1, 2001)], _stage(), DELAY)
+    checks = {c.quantity: c for c in good.checks("a:eth1->b:eth1")}
+    assert set(checks) == {"trace_windows_out", "trace_delivered_bytes", "trace_mean_abs_error_bytes"}
+    assert all(c.ok and c.direction == "a:eth1->b:eth1" for c in checks.values())
+    assert checks["trace_delivered_bytes"].measured == checks["trace_delivered_bytes"].configured == good.expected
+    assert "at most 5% of 12 windows" in checks["trace_windows_out"].tolerance
+    # the stall of the test above: two windows out of twelve, the total right
+    stalled = tc.compare(t, [(_capture(ms if not 990 <= ms <= 1000 else 1001.1), 1500) for ms in range(1, 2001)],
+                         _stage(), DELAY)
+    c = {c.quantity: c for c in stalled.checks()}
+    assert not c["trace_windows_out"].ok and c["trace_windows_out"].measured == 2
+    assert c["trace_delivered_bytes"].ok
+    assert all(c.ok for c in stalled.checks()) is stalled.ok
+    # half the releases missing: the total is out too
+    thin = tc.compare(t, [(_capture(ms + 0.3), 1500) for ms in range(1, 2001, 2)], _stage(), DELAY)
+    assert not {c.quantity: c for c in thin.checks()}["trace_delivered_bytes"].ok
+
+
+def test_the_run_checks_a_span_with_a_queue_the_flood_keeps_full() -> None:
+    t = trace_for("verizon-lte-down-60s", ".")
+    flood = tc.flood_bps(t)
+    least = 2 * tc.saturating_queue_bytes(t, flood)
+    assert tc.replay_queue_bytes(t, 80_000) == max(least, 100 * OPP) > 80_000
+    assert tc.replay_queue_bytes(t, 10 * least) == 10 * least  # a larger own queue is kept
+    assert tc.whole_trace_seconds(t) == 61
+    a = tc.ReplayCheck(t, 0.01, 1500, tc.replay_queue_bytes(t, 80_000), 6.0)
+    assert a.key == tc.ReplayCheck(t, 0.01, 1500, tc.replay_queue_bytes(t, 100_000), 6.0).key
+    assert a.key != tc.ReplayCheck(t, 0.02, 1500, a.queue_bytes, 6.0).key
+    assert "first 6 s" in a.describe() and "verizon-lte-down-60s" in a.describe()
+    rule, capture, server, client = (c.argv for c in a.planned())
+    assert rule == tc.nflog_rule().argv and capture[:3] == ("chrt", "-f", str(tc.CAPTURE_RT_PRIO))
+    assert client[client.index("-t") + 1] == "6.0" and client[client.index("-b") + 1] == str(flood)
+
+
+def test_the_span_is_a_lab_option_checked_at_the_edge() -> None:
+    from pydantic import ValidationError
+
+    from mptcplab.lab.schema.experiment import Calibration
+
+    assert Calibration(trace_seconds="5s").trace_seconds == "5s" and Calibration().trace_seconds is None
+    for bad in ("1s", "fast"):
+        with pytest.raises(ValidationError, match="trace_seconds"):
+            Calibration(trace_seconds=bad)
+
+
+def test_a_replay_from_an_offset_is_compared_in_trace_time(tmp_path: Path) -> None:
+    """The stage's start is when the trace is at its offset (the stats' offset_ms)."""
+    t = _trace(tmp_path, [*range(1, 1001), *range(1002, 2001, 2)])  # 1 per ms, then 1 per 2 ms; 2 s loop
+    opps = [ms for ms in t.stamps_ms if ms > 1000] + [ms + 2000 for ms in t.stamps_ms if ms <= 1000]
+    pkts = [(_capture(ms - 1000 + 0.3), 1500) for ms in opps]  # every opportunity from 1 s in
+    rep = tc.compare(t, pkts, _stage(offset_ms=1000), DELAY)
+    assert rep.ok and rep.windows[0].at_ms >= 1000 and rep.total_error == 0
+    assert not tc.compare(t, pkts, _stage(), DELAY).ok  # read from the trace's start: wrong

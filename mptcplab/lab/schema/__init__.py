@@ -18,7 +18,7 @@ imports ``from mptcplab.lab.schema import ...`` without knowing which module hol
 """
 
 from .experiment import Calibration, CapturePoint, Experiment, ExperimentBody, Probes, Quick, Scenario, Subset, Sweep
-from .flows import Flow, Traffic
+from .flows import Flow, TimelineZero, Traffic
 from .links import SHAPE_FIELDS, Direction, DirectionSpec, LinkSpec
 from .middleboxes import (
     REWRITING_KINDS,
@@ -87,6 +87,7 @@ __all__ = [
     "MptcpNode",
     "NodeSpec",
     "Flow",
+    "TimelineZero",
     "Traffic",
     "Calibration",
     "CapturePoint",

@@ -86,14 +86,25 @@ class Calibration(Strict):
     enabled: bool = True
     rate_check: bool = True
     rate_seconds: str | float = "2s"
+    #: the trace replay check's span (its flood, from the trace's start): None, the whole
+    #: trace in a full run and tracecheck.QUICK_SECONDS in a quick one
+    trace_seconds: str | float | None = None
 
-    _t = field_validator("rate_seconds")(classmethod(lambda cls, v: check_unit(parse_time, v)))
+    _t = field_validator("rate_seconds", "trace_seconds")(
+        classmethod(lambda cls, v: v if v is None else check_unit(parse_time, v)))
 
     @field_validator("rate_seconds")
     @classmethod
     def _range(cls, v: Any) -> Any:
         if not 0 < parse_time(v) <= 600:
             raise ValueError("rate_seconds must be positive and at most 600 s")
+        return v
+
+    @field_validator("trace_seconds")
+    @classmethod
+    def _trace_range(cls, v: Any) -> Any:
+        if v is not None and not 2 <= parse_time(v) <= IPERF3_MAX_SECONDS:
+            raise ValueError(f"trace_seconds must be between 2 and {IPERF3_MAX_SECONDS} s (iperf3's limit)")
         return v
 
 

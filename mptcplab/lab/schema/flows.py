@@ -5,7 +5,7 @@ the kinds build on this package, not it on them; the code sees any flow as a Flo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, TypeAlias, Union
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypeAlias, Union
 
 from pydantic import Discriminator, Field, Tag
 
@@ -35,7 +35,15 @@ else:
                                    custom_error_message=f"kind must be one of {', '.join(FLOW_KINDS)}")]
 
 
+#: ``traffic.timeline_zero``'s values
+TimelineZero: TypeAlias = Literal["spawn", "connection"]
+
+
 class Traffic(Strict):
     flows: dict[Name, Flow] = Field(min_length=1)
     #: the timeline (lab/events.py): typed actions at times relative to the measured flow's start
     events: list[Event] = []
+    #: what that start is, the timeline's and the controllers' zero: ``spawn``, the measured
+    #: flow's client spawned; ``connection``, its connection ESTABLISHED on the client (the
+    #: traffic step polls ``ss`` for it, at most 30 s, traffic/control.py)
+    timeline_zero: TimelineZero = "spawn"

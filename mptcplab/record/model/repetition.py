@@ -23,7 +23,7 @@ else:
 
 
 class FlowResult(_Outcome):
-    """One flow of a repetition, analysed on its own (``flows`` of a Repetition): its outcome
+    """One flow of a repetition, analyzed on its own (``flows`` of a Repetition): its outcome
     (FlowOutcome), its kind's own numbers (traffic/results.py) and, for the kinds that open
     many connections, the capture's check of them."""
 
@@ -93,10 +93,10 @@ class HostCpu(Lenient):
 
 
 class Repetition(Flow):
-    """One repetition of one scenario: the record runner.analyse() builds, rep.json.
+    """One repetition of one scenario: the record runner.analyze() builds, rep.json.
 
     Format 1 keeps the (primary) measured flow's fields at the top level (as the runner
-    writes them); ``flows`` holds every flow analysed on its own (the first measured one is
+    writes them); ``flows`` holds every flow analyzed on its own (the first measured one is
     the top level's), ``fairness`` Jain's index and shares across the measured flows;
     ``other_flows_goodput_mbps`` is kept for readers of the earlier records.
     """

@@ -113,6 +113,11 @@ class CheckStat(Lenient):
     source: str | None = None
     #: whether the point estimate alone is on the claim's side (what inconclusive leans to)
     leans: bool | None = None
+    #: why the check is left out of its finding's verdict: what it reads does not exist on this
+    #: kernel (a counter an older kernel lacks; the kernel's own selftests print "[skip]")
+    skipped: str | None = None
+    #: the check in a few words with what it read, for tables ("MPJoinSynRx@server 1→0")
+    brief: str | None = None
 
 
 class FindingRow(Lenient):
@@ -145,8 +150,22 @@ class FindingRow(Lenient):
         return True if self.verdict == "holds" else False if self.verdict == "does not hold" else None
 
     @property
+    def skipped(self) -> list[CheckStat]:
+        """Its checks left out of the verdict: not on this kernel (CheckStat.skipped)."""
+        return [c for c in self.checks if c.skipped]
+
+    @property
     def shown(self) -> str:
-        """The verdict as tables show it; an inconclusive one says which way it leans."""
+        """The verdict as tables show it; an inconclusive one says which way it leans; skipped
+        checks are counted ("holds (3 skipped: not on this kernel)"), and a finding whose every
+        check was skipped is "n/a: not on this kernel"."""
+        skipped = len(self.skipped)
+        if skipped and skipped == len(self.checks):
+            return "n/a: not on this kernel"
+        own = self._shown()
+        return own + (f" ({skipped} skipped: not on this kernel)" if skipped else "")
+
+    def _shown(self) -> str:
         if self.verdict != "inconclusive":
             return self.verdict
         leans = {c.leans for c in self.checks if c.verdict == "inconclusive"}

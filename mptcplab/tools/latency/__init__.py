@@ -4,21 +4,10 @@
               -> commands(): the two Cmds (node, argv, why) for the traffic step and the dry run
               -> server_argv / client_argv: pure argument lists, so --dry-run prints them
 - read.py     the binary per-block records -> DataFrames; the JSON summaries -> typed objects
-- analyse.py  delay PDF in 5 ms bins, p50/p95/p99, blocked-time statistics, buffer read-back
+- analyze.py  delay PDF in 5 ms bins, p50/p95/p99, blocked-time statistics, buffer read-back
 - run.py      executing a server/client pair (tests, bench; the engine uses its own steps)
 """
 
-from .analyse import (
-    BlockedStats,
-    DelayStats,
-    LatencyResult,
-    analyse,
-    blocked_stats,
-    delay_pdf,
-    delay_stats,
-    expected_locked_buffer,
-    rate_stats,
-)
 from .params import LatencyFiles, LatencyParams, client_argv, commands, latency_binary, server_argv
 from .read import (
     LatencyFormatError,
@@ -26,6 +15,17 @@ from .read import (
     read_receiver_records,
     read_sender_records,
     read_summary,
+)
+from .summary import (
+    BlockedStats,
+    DelayStats,
+    LatencyResult,
+    analyze,
+    blocked_stats,
+    delay_pdf,
+    delay_stats,
+    expected_locked_buffer,
+    rate_stats,
 )
 
 __all__ = [
@@ -36,7 +36,7 @@ __all__ = [
     "LatencyParams",
     "LatencyResult",
     "LatencySummary",
-    "analyse",
+    "analyze",
     "blocked_stats",
     "client_argv",
     "commands",

@@ -40,7 +40,7 @@ class LatencyParams:
     Buffers: ``None`` leaves the buffer to the kernel's autotuning (tcp_wmem/tcp_rmem);
     a number is passed to setsockopt, which locks it (no autotuning) and makes the kernel
     store twice the value, capped by net.core.wmem_max/rmem_max unless ``force_buffers``
-    (see analyse.expected_locked_buffer). The paper's "send buffer" is the client's
+    (see analyze.expected_locked_buffer). The paper's "send buffer" is the client's
     ``sndbuf``, its "receive buffer" the server's ``rcvbuf``.
     Length: ``duration_s``, or ``blocks``, or ``bytes_total`` (rounded up to whole blocks);
     with none of them the tool runs 10 s. Rate: ``rate_bps`` (application payload bit/s,

@@ -1,4 +1,4 @@
-"""Each flow of a repetition analysed on its own: its client's report (the kind's
+"""Each flow of a repetition analyzed on its own: its client's report (the kind's
 parser) and its proof from the capture, as the kind asks (TrafficKind.capture_analysis):
 
 * ``connection``: analysis.analyze_flow on the flow's own server address and port (bulk);
@@ -6,7 +6,9 @@ parser) and its proof from the capture, as the kind asks (TrafficKind.capture_an
   SYN -> SYN/ACK time (traffic/connections.py; http, churn);
 * ``none``: UDP has no connection to prove; its result is iperf3's.
 
-runner.analyse assembles the repetition from these parts.
+What the lab says each flow should show (its expected paths, rates, join ports, ...) comes
+built once per repetition (analysis/labspec.LabFacts); run/record.analyze assembles the
+repetition from these parts.
 """
 
 from __future__ import annotations
@@ -19,58 +21,14 @@ from ..analysis import CaptureFile, FlowAnalysis, aggregation, analyze_flow
 from ..analysis import FlowSpec as AnalysisSpec
 from ..analysis.analyze import write_tables
 from ..analysis.delivery import HOL_KEYS
-from ..analysis.labspec import (
-    backup_paths,
-    join_ports,
-    path_of_address,
-    path_rates,
-    retired_paths,
-    signal_paths,
-)
+from ..analysis.labspec import FlowFacts, LabFacts
 from ..analysis.verdict import transfer_failure
-from ..lab.network import Network
-from ..lab.schema import ExperimentBody, Flow
 from ..record.events import read_events
 from ..record.model import EVENTS_FILE
 from ..warncodes import FLOW_NOT_RUN, coded
 from .base import Outcome
 from .connections import check_connections
 from .kinds import kind_of
-
-
-def expected_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, ...]:
-    """Paths that should carry a subflow: the bound path, plus, for MPTCP, paths
-    whose client address is a subflow/fullmesh endpoint and paths that reach an address
-    the server announces (analysis/labspec.signal_paths)."""
-    # endpoints name a path by its interface or by one of its addresses (IPv6 on a dual-stack link)
-    by_ep = {**{ep: label for label, ep in body.paths.items()}, **path_of_address(body, net)}
-    out = []
-    if flow.bind and flow.bind in by_ep:
-        out.append(by_ep[flow.bind])
-    spec = body.nodes[flow.client].mptcp
-    if flow.mptcp and spec:
-        for e in spec.endpoints:
-            if e.address in by_ep and ({"subflow", "fullmesh"} & set(e.flags)) and by_ep[e.address] not in out:
-                out.append(by_ep[e.address])
-    # addresses the server announces (ADD_ADDR) draw a subflow on the path that reaches them
-    out += [p for p in signal_paths(body, net, flow) if p not in out]
-    return tuple(out)
-
-
-def config_diagnostics(body: ExperimentBody, flow: Flow) -> list[str]:
-    """What the configuration alone says about subflows that cannot form."""
-    out = []
-    spec = body.nodes[flow.client].mptcp
-    if flow.mptcp and spec:
-        n = sum(1 for e in spec.endpoints if {"subflow", "fullmesh"} & set(e.flags))
-        if n > spec.limits.subflows:
-            out.append(f"client limits allow {spec.limits.subflows} extra subflow(s) but {n} subflow endpoints "
-                       "are configured")
-        srv = body.nodes[flow.server].mptcp
-        if srv is None or srv.limits.subflows < n:
-            have = srv.limits.subflows if srv else "default"
-            out.append(f"server subflow limit ({have}) is lower than the client's {n} subflow endpoint(s)")
-    return out
 
 
 @dataclass
@@ -93,14 +51,16 @@ def flow_dir(out: Path, name: str) -> Path:
     return out / "flows" / name
 
 
-def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: Path,
-                client: dict[str, Any] | None, captures: list[CaptureFile], workers: int | None,
-                primary: bool) -> FlowParts:
+def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, Any] | None,
+                captures: list[CaptureFile], workers: int | None, primary: bool) -> FlowParts:
+    """Flow ``facts.name`` of the repetition in ``out``: its client's report (None: it never
+    started) and its proof from the captures, as its kind asks."""
+    name, flow = facts.name, facts.flow
     kind = kind_of(flow)
-    server = f"{net.address(flow.server_address)}:{flow.port}"
+    server = f"{facts.server_ip}:{flow.port}"
     label = "" if primary else f"flow {name}: "
     if client is None:
-        # never started (a flow_start event that did not come): nothing to analyse
+        # never started (a flow_start event that did not come): nothing to analyze
         return FlowParts(name, Outcome(error="did not run"),
                          {"name": name, "kind": flow.kind, "role": flow.role, "server": server, "verified": False,
                           "mptcp": {"requested": flow.mptcp}},
@@ -127,30 +87,29 @@ def analyse_one(name: str, flow: Flow, body: ExperimentBody, net: Network, out: 
         parts.warnings.append(coded(kind.error_code, f"{label}{flow.kind} reported an error: {o.error}"))
     parts.warnings += [coded(code, f"{label}{message}") for code, message in o.notes]
     if kind.capture_analysis == "connection":
-        _connection(parts, flow, body, net, out, client, captures, workers, label, primary)
+        _connection(parts, facts, lab, out, client, captures, workers, label, primary)
     elif kind.capture_analysis == "connections":
-        _connections(parts, flow, body, net, out, client, captures, workers, label)
+        _connections(parts, facts, out, client, captures, workers, label)
     else:
         rec["verified"] = None if o.error is None else False
     return parts
 
 
-def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
-                client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str,
-                primary: bool) -> None:
-    o = parts.outcome
-    path_of_ip = path_of_address(body, net)
+def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, Any],
+                captures: list[CaptureFile], workers: int | None, label: str, primary: bool) -> None:
+    o, flow = parts.outcome, facts.flow
     # the paths the timeline or a controller took out of use (events.csv: written before the
     # analysis, with epoch times; the analysis puts them on its own axis)
-    retired, retired_why = retired_paths(body, net, flow, read_events(out / EVENTS_FILE))
-    spec = AnalysisSpec(server_ip=str(net.address(flow.server_address)), server_port=flow.port,
-                        paths=path_of_ip, expected_paths=expected_paths(body, net, flow), mptcp=flow.mptcp,
-                        direction=flow.direction, path_rates_bps=path_rates(body, net, flow.server, flow.direction),
-                        backup_paths=backup_paths(body, flow),
+    retired, retired_why = lab.retired(facts.name, read_events(out / EVENTS_FILE))
+    # the spec's dicts are its own copies: the facts are shared by every flow of the repetition
+    spec = AnalysisSpec(server_ip=facts.server_ip, server_port=flow.port,
+                        paths=dict(lab.path_of_address), expected_paths=facts.expected_paths, mptcp=flow.mptcp,
+                        direction=flow.direction, path_rates_bps=dict(facts.path_rates_bps),
+                        backup_paths=facts.backup_paths,
                         # both backends (netns, containerlab) capture on one host kernel clock
                         same_clock=True,
                         receiver_node=flow.server if flow.direction == "upload" else flow.client,
-                        join_ports=join_ports(body, flow), retired_paths=retired, retired_why=retired_why)
+                        join_ports=facts.join_ports, retired_paths=retired, retired_why=retired_why)
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec
     subflows = [asdict(s) for s in fa.subflows]
@@ -173,7 +132,7 @@ def _connection(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network
     parts.warnings += [coded(f.code, label + f.message, f.path) for f in fa.findings]
     parts.warnings += [coded(w.code, label + w) for w in fa.warnings]
     if flow.mptcp and not fa.verified:
-        parts.warnings += [coded("mptcp-limits", label + w) for w in config_diagnostics(body, flow)]
+        parts.warnings += [coded("mptcp-limits", label + w) for w in facts.diagnostics]
     parts.findings = [f.to_dict() for f in fa.findings]
     parts.record.update({
         "verified": fa.verified,
@@ -201,11 +160,10 @@ def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
 
-def _connections(parts: FlowParts, flow: Flow, body: ExperimentBody, net: Network, out: Path,
-                 client: dict[str, Any], captures: list[CaptureFile], workers: int | None, label: str) -> None:
-    o = parts.outcome
-    rep = check_connections(captures, str(net.address(flow.server_address)), flow.port, flow.server, workers,
-                            join_ports(body, flow))
+def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: dict[str, Any],
+                 captures: list[CaptureFile], workers: int | None, label: str) -> None:
+    o, flow = parts.outcome, facts.flow
+    rep = check_connections(captures, facts.server_ip, flow.port, flow.server, workers, facts.join_ports)
     d = flow_dir(out, parts.name)
     d.mkdir(parents=True, exist_ok=True)
     rep.frame().to_csv(d / "connections.csv", index=False)

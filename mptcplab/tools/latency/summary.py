@@ -141,7 +141,7 @@ class LatencyResult:
         return [f"{s.role}: {s.error}" for s in (self.server, self.client) if s.error]
 
 
-def analyse(files: LatencyFiles, block_bytes: int | None = None, bin_ms: float = PDF_BIN_MS) -> LatencyResult:
+def analyze(files: LatencyFiles, block_bytes: int | None = None, bin_ms: float = PDF_BIN_MS) -> LatencyResult:
     server = read_summary(files.server_json)
     client = read_summary(files.client_json)
     # a side that died before writing its records contributes no rows, not a traceback

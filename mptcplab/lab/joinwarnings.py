@@ -50,6 +50,9 @@ def join_warnings(lab: Lab) -> list[str]:
             for fld, ref in items:
                 ep = _endpoint_of(net, flow.client, ref)
                 src = net.address(ref)
+                if fld.endswith(".bind") and flow.bind_follows_family \
+                        and dst.version in {a.version for a in net.addresses(ref)}:
+                    src = net.address(ref, dst.version)
                 if ep is not None and src.version != dst.version:
                     # the kernel pairs addresses of one family only (mptcp_pm_addr_families_match)
                     if fld.endswith(".address") and any(s.version == src.version and path_reaches(net, ep, s)
