@@ -39,13 +39,13 @@ import signal
 import subprocess
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from .capture import parse_tcpdump_stats
 from .commands import Cmd, cmd
-from .emulation.linkmodel import LinkShape
+from .emulation.linkmodel import ETH_HEADER, LinkShape
 from .emulation.nfqueue import DEFAULT_RT_PRIO, NfqueueEmulator
 from .emulation.testline import TwoNodeLine, iperf3_client_argv, iperf3_server_argv
 from .emulation.trace import OPPORTUNITY_BYTES, PACKET_OVERHEAD, Trace
@@ -183,6 +183,10 @@ class ReplayReport:
     capture_drops: int | None = None
     #: the captured packets (capture time, IP length): a comparison with another trace reuses them
     packets: tuple[tuple[float, int], ...] = field(default=(), repr=False)
+    #: the delay lines' CPU time (utime + stime) over the run, and the bytes they forwarded
+    #: (both directions; the reverse one carries nothing but iperf3's control)
+    delayline_cpu_s: float | None = None
+    delayline_bytes: int | None = None
 
     @property
     def delivered(self) -> int:
@@ -297,11 +301,19 @@ def captured_packets(pcap: Path, display_filter: str, length_field: str) -> list
 
 def measure(trace: Trace, delayline: Path, workdir: Path, seconds: float, delay: str = "10ms",
             queue: str | int = "150KB", mtu: int = 1500, log: Callable[[str], None] = lambda s: None,
-            offset_s: float = 0.0) -> ReplayReport:
+            offset_s: float = 0.0, fixed_rate: bool = False) -> ReplayReport:
     """Replays ``trace`` a -> b, from ``offset_s`` into it, on a fresh two-namespace line under
     a UDP flood of ``seconds`` and compares the releases with the trace; the namespaces are
-    gone when it returns."""
-    shape = LinkShape.parse(delay=delay, trace=trace, queue=queue, trace_offset=offset_s)
+    gone when it returns. ``fixed_rate``: the link is the delay line's fixed-rate stage at the
+    trace's mean rate instead (bench/trace_bench.py's baseline: a constant trace's expectation
+    met by the other release stage; the rate stage counts wire bytes, a full-size packet and
+    its Ethernet header, where the trace spends one 1504-byte opportunity on it, hence the
+    (mtu + ETH_HEADER) / OPPORTUNITY_BYTES)."""
+    if fixed_rate:
+        rate = round(trace.mean_rate_bps * (mtu + ETH_HEADER) / OPPORTUNITY_BYTES)
+        shape = LinkShape.parse(delay=delay, rate=f"{rate}bit", queue=queue)
+    else:
+        shape = LinkShape.parse(delay=delay, trace=trace, queue=queue, trace_offset=offset_s)
     pcap = workdir / f"released-{trace.name}.pcap"
     flood = flood_bps(trace)
     payload = udp_payload(mtu)  # full-size datagrams: one opportunity each
@@ -323,15 +335,25 @@ def measure(trace: Trace, delayline: Path, workdir: Path, seconds: float, delay:
                 cap.send_signal(signal.SIGINT)
                 _, err = cap.communicate(timeout=10)
             sup.check()
+            cpu = sum(rd.cpu_seconds() or 0.0 for rd in sup.running)
             stats = sup.stop_all()
         finally:
             sup.close()
     if "error" in result:
         raise RuntimeError(f"iperf3: {result['error']}")
-    (stage,) = [s["trace"] for s in stats.values() if s and s.get("trace")]
     packets = captured_packets(pcap, f"udp.dstport == {PORT}", "ip.len")
     drops = parse_tcpdump_stats(err).get("dropped")
-    return compare(trace, packets, stage, shape.delay_s, flood, drops)
+    if fixed_rate:
+        # no trace stage: the grid starts with the first release (a constant trace's windows
+        # do not depend on where its grid starts to within the lag bounds)
+        start = int((min(t for t, _ in packets) - shape.delay_s) * 1e9)
+        stage: dict[str, Any] = {"start_unix_ns": start, "offset_ms": 0, "opportunities_wasted_between_drops": 0,
+                                 "opportunities_used": 0, "opportunities_wasted": 0}
+    else:
+        (stage,) = [s["trace"] for s in stats.values() if s and s.get("trace")]
+    carried = sum(int(s.get("bytes", 0)) for s in stats.values() if s)
+    report = compare(trace, packets, stage, shape.delay_s, flood, drops)
+    return replace(report, delayline_cpu_s=cpu, delayline_bytes=carried)
 
 
 #: the replay check's span in a quick run when the lab does not set one (calibration.trace_seconds)

@@ -11,6 +11,7 @@ override. The order a repetition calls them in (run/measure.py, plan.bring_up):
     post_start(net)
     ... link checks, captures, traffic ...
     pre_stop()        before processes are stopped and nodes removed
+    collect(out)      processes stopped: the nodes' files into the run directory
     destroy()         every exit path: stop spawned processes, remove nodes, state file
     post_stop()
 
@@ -39,11 +40,6 @@ if TYPE_CHECKING:
 
 Log = Callable[[str], None]
 
-#: what a backend can do beyond the basics (probes and traffic kinds will ask)
-CAP_NODE_PIDS = "node-pids"            # spawned processes are host processes (signals, /proc)
-CAP_DELAY_LINE = "delay-line"          # the native NFQUEUE delay line can run in nodes
-CAP_PRECREATED = "pre-created-labs"    # can drive nodes someone else created
-CAP_MBOX = "rewriting-middleboxes"     # mptcplab-mbox (native/mbox) can run in nodes
 
 
 class CommandFailed(Exception):
@@ -141,6 +137,13 @@ class Backend(ABC):
 
     def pre_stop(self) -> None:  # noqa: B027
         """Before the run's processes are stopped and its nodes removed."""
+
+    def collect(self, out: Path) -> None:  # noqa: B027
+        """Bring what the nodes wrote for the repetition (captures, probe files, client
+        reports) into ``out``: after its processes are stopped, before its nodes are removed.
+        Both backends here need nothing (netns nodes share the host's file system; containerlab
+        binds the run directory at the same path in every node); a backend whose nodes have
+        file systems of their own copies their files here."""
 
     def post_stop(self) -> None:  # noqa: B027
         """After destroy()."""

@@ -49,7 +49,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, ClassVar
 
 import yaml
 
@@ -57,7 +57,7 @@ from ..commands import Cmd, cmd
 from ..errors import HostNotReady
 from ..lab.network import Network
 from ..runstate import owner_live, run_states
-from .base import CAP_PRECREATED, Backend, Log, state_path
+from .base import Backend, Log, state_path
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
@@ -113,7 +113,8 @@ class ContainerlabBackend(Backend):
     #: links are emulated with tc: the NFQUEUE delay line is not in the lab images
     emulators = ("netem",)
     cleans = "container(s)"
-    capabilities = frozenset({CAP_PRECREATED})
+    # processes run through `docker exec`: their host PIDs are the exec clients (no CAP_NODE_PIDS)
+    capabilities: ClassVar[frozenset[str]] = frozenset()
     absolute_paths = True
 
     def __init__(self, topology: Path, *, lab_name: str | None = None, workdir: Path | None = None,

@@ -23,7 +23,8 @@ from typing import IO, TYPE_CHECKING
 from ..commands import Cmd, cmd
 from ..lab.network import Network
 from ..runstate import owner_live, run_states
-from .base import CAP_DELAY_LINE, CAP_MBOX, CAP_NODE_PIDS, Backend, Log, state_path
+from ..values.capabilities import CAP_MBOX, CAP_NODE_PIDS
+from .base import Backend, Log, state_path
 
 if TYPE_CHECKING:
     from ..lab.model import Lab
@@ -53,7 +54,7 @@ class NetnsBackend(Backend):
     router_routes = "ip"
     emulators = ("netem", "nfqueue")
     cleans = "namespace(s)"
-    capabilities = frozenset({CAP_NODE_PIDS, CAP_DELAY_LINE, CAP_MBOX})
+    capabilities = frozenset({CAP_NODE_PIDS, CAP_MBOX})
 
     def __init__(self, prefix: str | None = None, log: Log | None = None) -> None:
         super().__init__(log)

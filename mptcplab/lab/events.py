@@ -3,7 +3,7 @@
 One class per action, discriminated by ``action``: each class has only the fields
 its action uses, so a typo or a field of another action is a one-line error naming
 it (the loader reports ``traffic.events[k].<field>``). Times (``at``) are seconds
-relative to the measured flow's start (the timeline's zero, steps.Rep.t_zero).
+relative to the measured flow's start (the timeline's zero, steps.base.TrafficState.t_zero).
 
 What each action does on the nodes is mptcplab/timeline/actions.py's job; this
 module only says what a lab may write.

@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
 
-from ..backends.base import CAP_MBOX
 from ..commands import Cmd
 from ..emulation.base import Daemon, Emulator
 from ..errors import HostNotReady
@@ -21,6 +20,7 @@ from ..lab.model import ScenarioRun
 from ..lab.network import Network, build_network
 from ..lab.schema import ClabTopology
 from ..middlebox import rewrite
+from ..values.capabilities import CAP_MBOX
 from .bonding import balance_rr_cmds
 from .config import (
     firewall_cmds,

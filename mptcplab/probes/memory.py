@@ -210,7 +210,7 @@ class SsMemoryProbe(Probe):
                 for t, n, text in self._samples:
                     if n == node:
                         f.write(f"# t={t:.6f} {' '.join(SS_MEM_ARGV)}\n{text}")
-        rows(self._samples, flow_ends(rep.body, rep.plan.net), rep.t_zero).to_csv(d / TABLE, index=False)
+        rows(self._samples, flow_ends(rep.body, rep.plan.net), rep.traffic.t_zero).to_csv(d / TABLE, index=False)
         if self.errors:
             rep.warn(PROBE_DEGRADED, f"probe ss_interval: {self.errors} sample(s) failed")
         got = achieved_interval_s(self._samples)

@@ -14,6 +14,7 @@ import re
 import signal
 import subprocess
 import time
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -22,10 +23,12 @@ import pandas as pd
 
 from ..commands import cmd
 from ..steps.base import Planned
+from ..values.capabilities import CAP_NODE_PIDS
 from ..warncodes import PROCESS_DID_NOT_EXIT
 from .base import Joined, Probe, Setting, probes_dir
 
 if TYPE_CHECKING:
+    from ..backends.base import Backend
     from ..steps.base import Rep
 
 MONITOR_ARGV = ("ip", "-ts", "mptcp", "monitor")
@@ -74,8 +77,7 @@ class MptcpMonitor(Probe):
             sink = (probes_dir(rep.out) / file_name(n)).open("wb")
             p = rep.backend.spawn(n, MONITOR_ARGV, stdout=sink, stderr=subprocess.STDOUT)
             self._procs.append((n, p, sink))
-        if self._procs and not _wait_subscribed([p.pid for _, p, _ in self._procs], SUBSCRIBE_TIMEOUT_S):
-            time.sleep(SUBSCRIBE_S)
+        wait_subscribed(rep.backend, [p for _, p, _ in self._procs])
         for n, p, _ in self._procs:
             if p.poll() is not None:
                 raise RuntimeError(f"ip mptcp monitor on {n} exited with status {p.returncode}")
@@ -128,16 +130,23 @@ def subscribed(pid: int) -> bool | None:
     return False
 
 
-def _wait_subscribed(pids: list[int], timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+def wait_subscribed(backend: Backend, procs: Sequence[subprocess.Popen[bytes]]) -> None:
+    """Until every ``ip mptcp monitor`` in ``procs`` has joined its multicast group (events
+    before that are lost), at most SUBSCRIBE_TIMEOUT_S; where /proc cannot show it (the
+    backend's spawned processes are not the nodes' own, CAP_NODE_PIDS, or the file does not
+    say) a fixed SUBSCRIBE_S instead."""
+    if not procs:
+        return
+    pids = [p.pid for p in procs]
+    deadline = time.monotonic() + SUBSCRIBE_TIMEOUT_S
+    while CAP_NODE_PIDS in backend.capabilities and time.monotonic() < deadline:
         states = [subscribed(pid) for pid in pids]
         if None in states:
-            return False
+            break
         if all(states):
-            return True
+            return
         time.sleep(0.01)
-    return False
+    time.sleep(SUBSCRIBE_S)
 
 
 def _event_name(s: str) -> str:

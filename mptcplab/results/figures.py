@@ -25,6 +25,8 @@ from matplotlib.figure import Figure
 from ..analysis.cwnd_events import implausible
 from ..analysis.model import FlowAnalysis
 from ..analysis.stats import too_big
+from ..emulation.trace import WINDOW_S as TRACE_WINDOW_S
+from ..emulation.trace import Trace
 from ..record.model import Summary
 from ..units import rate_unit
 from .fmt import missing
@@ -566,3 +568,22 @@ def capture_figures(fa: FlowAnalysis, figdir: Path) -> None:
     plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
     ts = fa.timeseries.assign(scenario="capture", rep=1)
     plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
+
+
+def plot_trace_capacity(traces: Sequence[Trace]) -> Figure:
+    """Each delivery trace a run replayed: its capacity per 100 ms window over one period
+    (Mbit/s, as the delay line counts bytes: ``Trace.capacity_series``), with its mean."""
+    if not traces:
+        return _empty("no trace link in this run")
+    fig = Figure(figsize=(11.0, 2.2 * len(traces)), layout="constrained")
+    axes = [row[0] for row in fig.subplots(len(traces), 1, squeeze=False)]  # each its own scale
+    for ax, tr in zip(axes, traces, strict=True):
+        series = tr.capacity_series(tr.period_ms / 1000)
+        t = np.arange(len(series)) * TRACE_WINDOW_S
+        ax.step(t, np.array(series) * 8 / TRACE_WINDOW_S / 1e6, where="post", lw=0.8, color="tab:blue")
+        ax.axhline(tr.mean_rate_bps / 1e6, color="0.4", ls="--", lw=0.8, label=f"mean {tr.mean_rate_bps / 1e6:.3g}")
+        ax.set_title(tr.describe(), fontsize=8)
+        ax.set_ylabel("Mbit/s")
+        ax.legend(fontsize=7, loc="upper right")
+    axes[-1].set_xlabel(f"trace time (s), {TRACE_WINDOW_S * 1000:g} ms windows")
+    return fig

@@ -18,6 +18,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from ..checks.stats import CONFIDENCE
+from ..emulation.trace import Trace, load_trace, traces_dir
 from ..record.model import FindingRow, Manifest, Summary, Warning, load_manifest
 from ..units import fmt_factor, rate_unit
 from . import figures as F
@@ -393,6 +394,9 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
         ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order, events=events)),
     ]
+    traces = run_traces(load_manifest(run_dir))
+    if traces:
+        plan.append(("Capacity of each replayed trace", "traces.png", lambda: F.plot_trace_capacity(traces)))
     handshakes = load_syn_synack(run_dir, summary)
     missing += list(handshakes.attrs.get("missing", []))
     if not handshakes.empty:  # flows that open many connections (churn, http): labs/setup
@@ -421,6 +425,30 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         except Exception as exc:  # noqa: BLE001 - reported in the WARNINGS section
             errors.append(f"{name}: {type(exc).__name__}: {exc}")
     return files, missing, errors
+
+
+def run_traces(manifest: Manifest) -> list[Trace]:
+    """The delivery traces the run's links replayed, from the link checks' configured shapes
+    (manifest.json ``calibration``), each once, in order. A record restored on another
+    machine names a path that is not there: a shipped trace is then found by its file name
+    in traces/; a trace found nowhere is left out (the figure is an aid, the record keeps
+    the path)."""
+    seen: dict[str, Trace] = {}
+    for by_rep in manifest.calibration.values():
+        for entries in (by_rep or {}).values():
+            for e in entries or []:
+                for shape in (e.get("configured"), e.get("configured_reverse")):
+                    ref = (shape or {}).get("trace")
+                    if not ref or ref in seen:
+                        continue
+                    for cand in (Path(ref), traces_dir() / Path(ref).name):
+                        if cand.is_file():
+                            try:
+                                seen[ref] = load_trace(cand)
+                            except (OSError, ValueError):
+                                continue
+                            break
+    return list(seen.values())
 
 
 def _dsn_figure(rep_dir: Path, scenario: str) -> Figure:

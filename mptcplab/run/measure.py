@@ -16,6 +16,7 @@ from ..net.plan import build_plan
 from ..steps.base import Rep, RunContext
 from ..steps.flows import measured_flows
 from ..supervise import Supervisor
+from ..traffic.base import ClientRun
 from .sequence import Teardown, measurement_steps
 
 
@@ -31,7 +32,7 @@ class AnalysisJob:
     body: ExperimentBody
     net: Network
     measured: str
-    clients: dict[str, dict[str, Any]]
+    clients: dict[str, ClientRun]
     calibration: list[dict[str, Any]]
     extra: dict[str, Any]
     #: the steps' and the runner's coded warnings (dicts, warncodes.coded); a plain string reads as
@@ -78,5 +79,5 @@ class RepRunner:
             cmdlog.close()
         measured_name = measured_flows(self.sc.body)[0]  # the primary one: the record's top level
         job = AnalysisJob(self.sc.name, self.rep, self.sc.sweep_point, self.out, self.sc.body, plan.net,
-                          measured_name, rep.clients, rep.calibration, rep.extra, list(rep.warnings))
+                          measured_name, rep.traffic.clients, rep.calibration, rep.extra, list(rep.warnings))
         return Measured(job, rep.sysctls, time.monotonic() - t0)

@@ -86,8 +86,8 @@ def analyze(job: AnalysisJob) -> Repetition:
         "fairness": fairness,
         # servers that ended by themselves with a failure (a crash, a kill from outside):
         # their side of the record is lost, the run is invalid (run/verdicts.run_summary)
-        "servers_died": {n: c["server_rc"] for n, c in sorted(job.clients.items())
-                         if c.get("server_rc") not in (0, None)},
+        "servers_died": {n: c.server_rc for n, c in sorted(job.clients.items())
+                         if c.server_rc not in (0, None)},
         **({"probes": probes} if probes else {}),
         **job.extra,
     }

@@ -11,7 +11,7 @@ from typing import Any
 from ..emulation.nfqueue import lateness_problem
 from ..lab.model import ScenarioRun
 from ..steps.base import RunContext
-from ..traffic.base import Outcome, TrafficKind
+from ..traffic.base import ClientRun, Outcome, TrafficKind
 from ..traffic.kinds import kind_of
 from ..warncodes import coded
 from .measure import Measured, RepRunner
@@ -20,11 +20,11 @@ from .measure import Measured, RepRunner
 REPETITION_RETRIED = "repetition-retried"
 
 
-def _outcomes(m: Measured) -> Iterator[tuple[str, dict[str, Any], TrafficKind[Any], Outcome]]:
+def _outcomes(m: Measured) -> Iterator[tuple[str, ClientRun, TrafficKind[Any], Outcome]]:
     """Each client of the attempt, by flow name: its record, its kind, what its output says."""
     for name, client in sorted(m.job.clients.items()):
         kind = kind_of(m.job.body.traffic.flows[name])
-        yield name, client, kind, kind.read(Path(client["path"]))
+        yield name, client, kind, kind.read(client.path)
 
 
 def setup_failure(m: Measured) -> str | None:
@@ -54,7 +54,7 @@ def attempt_failed(m: Measured) -> str | None:
     (the faults it shows must never be hidden behind a clean re-measure), so a late delay line
     does not get it measured again."""
     for name, client in sorted(m.job.clients.items()):
-        if client.get("server_rc") not in (0, None):
+        if client.server_rc not in (0, None):
             return f"the server of flow {name} died"
     for name, _, _, outcome in _outcomes(m):
         if outcome.error:

@@ -45,9 +45,12 @@ class Teardown(Step):
         try:
             rep.backend.pre_stop()
         finally:
-            if rep.supervisor is not None:
-                rep.supervisor.close()
-            rep.backend.destroy()
+            try:
+                if rep.supervisor is not None:
+                    rep.supervisor.close()
+                rep.backend.collect(rep.out)
+            finally:
+                rep.backend.destroy()
         rep.backend.post_stop()
 
 

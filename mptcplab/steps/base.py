@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from ..net.plan import Plan
     from ..progress import TrafficProgress
     from ..supervise import Supervisor
+    from ..traffic.base import ClientRun
     from ..traffic.control import FlowControl
 
 
@@ -108,6 +109,23 @@ class RepHold(Protocol):
 
 
 @dataclass
+class TrafficState:
+    """What the traffic step starts and the timeline and probes read while it runs."""
+
+    clients: dict[str, ClientRun] = field(default_factory=dict)
+    servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
+    #: node -> whether its iperf3 has --multipath (asked once)
+    multipath: dict[str, bool] = field(default_factory=dict)
+    #: time.time() when the (first) measured flow's client was spawned, or its connection seen
+    #: ESTABLISHED (``traffic.timeline_zero: connection``): the timeline's zero, on the capture
+    #: clock (docs/results-format.md, events.csv); t_zero_event is set at that moment
+    t_zero: float | None = None
+    t_zero_event: threading.Event = field(default_factory=threading.Event)
+    #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
+    flow_control: FlowControl | None = None
+
+
+@dataclass
 class Rep:
     """What the steps of one repetition share: inputs, and what they found."""
 
@@ -122,16 +140,8 @@ class Rep:
     calibration: list[dict[str, Any]] = field(default_factory=list)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
-    clients: dict[str, dict[str, Any]] = field(default_factory=dict)
-    servers: dict[str, tuple[subprocess.Popen[bytes], Path]] = field(default_factory=dict)
-    multipath: dict[str, bool] = field(default_factory=dict)
-    #: time.time() when the (first) measured flow's client was spawned, or its connection seen
-    #: ESTABLISHED (``traffic.timeline_zero: connection``): the timeline's zero, on the capture
-    #: clock (docs/results-format.md, events.csv); t_zero_event is set at that moment
-    t_zero: float | None = None
-    t_zero_event: threading.Event = field(default_factory=threading.Event)
-    #: start(name) / stop(name) of named flows, set by the Traffic step (traffic/control.py)
-    flow_control: FlowControl | None = None
+    #: the flows' servers and clients, and the timeline's zero (the traffic step's)
+    traffic: TrafficState = field(default_factory=TrafficState)
     #: the probes of this repetition (probes/step.py builds them: probes/base.Probe), started
     #: before traffic; typed by the protocols above, like timeline and cc_holds: the framework
     #: imports none of the packages that build on it

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ..commands import Cmd, cmd
 from ..lab.schema import Flow
-from ..traffic.base import KindContext
+from ..traffic.base import ClientRun, KindContext
 from ..traffic.control import ESTABLISHED_TIMEOUT_S, FlowControl, Zero, established_cmd, wait_established
 from ..traffic.iperf3 import IPERF3_HELP, help_has_multipath
 from ..traffic.kinds import kind_of
@@ -34,7 +34,7 @@ class Traffic(Step):
     (hold), waited for until their kind says they are ready, then the other clients at their
     start offsets (counted from then; flows a timeline event starts wait for it); what runs
     is the flow's kind's (mptcplab/traffic/). Background clients are stopped when the others
-    have ended. Sets rep.t_zero, the timeline's zero: when the first measured client starts,
+    have ended. Sets rep.traffic.t_zero, the timeline's zero: when the first measured client starts,
     or (``traffic.timeline_zero: connection``) once a thread has seen its connection
     ESTABLISHED on the client; rep.extra["timeline_zero"] says which (traffic/control.Zero)."""
 
@@ -51,7 +51,7 @@ class Traffic(Step):
 
     def _ctx(self, rep: Rep, flow: Flow, node: str | None = None) -> KindContext:
         # the dry run asks the host's iperf3 (node None), the run each node's
-        mp = rep.multipath.get(node) if node else None
+        mp = rep.traffic.multipath.get(node) if node else None
         return KindContext(rep.plan.net, flow_duration(rep.ctx, rep.body, flow), mp, rep.out)
 
     def _server(self, rep: Rep, name: str, flow: Flow, node: str | None = None) -> Cmd:
@@ -99,13 +99,13 @@ class Traffic(Step):
         backend, body = rep.backend, rep.body
         for n in self._iperf3_nodes(rep):
             helped = backend.run([self.help_cmd(n)])[0]
-            rep.multipath[n] = help_has_multipath(helped.stdout + helped.stderr)
+            rep.traffic.multipath[n] = help_has_multipath(helped.stdout + helped.stderr)
         for name, flow in body.traffic.flows.items():
             kind_of(flow).prepare(flow, name, self._ctx(rep, flow, flow.server))
         for name, flow in body.traffic.flows.items():
             c = self._server(rep, name, flow, flow.server)
             path = rep.out / kind_of(flow).server_output_name(name)
-            rep.servers[name] = (backend.spawn(flow.server, c.argv, stdout=path.open("wb"),
+            rep.traffic.servers[name] = (backend.spawn(flow.server, c.argv, stdout=path.open("wb"),
                                                stderr=subprocess.STDOUT), path)
         for name, flow in body.traffic.flows.items():
             ready = kind_of(flow).ready_cmd(flow)
@@ -123,12 +123,13 @@ class Traffic(Step):
         beside its client's: a server that died by itself (a crash, a kill from outside)
         fails its flow even when the client finished, since its side of the record is lost."""
         flows = rep.body.traffic.flows
-        for name, (server, _) in rep.servers.items():
+        for name, (server, _) in rep.traffic.servers.items():
             signalled = False
             if not kind_of(flows[name]).server_exits and server.poll() is None:
                 rep.backend.signal(server, signal.SIGTERM)  # a web or echo server runs until told
                 signalled = True
-            client_stopped = bool(rep.clients.get(name, {}).get("stopped"))
+            client = rep.traffic.clients.get(name)
+            client_stopped = client is not None and client.stopped
             # a server whose client the run stopped ends within a round trip if the connection
             # still works (the client's close): no need to wait as long for it
             if not waited(server, 2 if client_stopped else 5):
@@ -142,10 +143,9 @@ class Traffic(Step):
                     rep.backend.signal(server, signal.SIGKILL)
                     server.wait(timeout=5)
                     signalled = True
-            if name in rep.clients:
+            if client is not None:
                 # None: this run stopped the server or its client; its status says nothing
-                stopped = signalled or rep.clients[name].get("stopped")
-                rep.clients[name]["server_rc"] = None if stopped else server.returncode
+                client.server_rc = None if signalled or client.stopped else server.returncode
 
     def _spawn_client(self, rep: Rep, name: str) -> tuple[subprocess.Popen[bytes], Path]:
         flow = rep.body.traffic.flows[name]
@@ -198,8 +198,8 @@ class Traffic(Step):
             if z.problem:
                 rep.warn(TIMELINE_ZERO_FALLBACK, f"flow {z.flow}'s connection: {z.problem} ({z.polls} polls); "
                          "the timeline ran from the client's spawn")
-            rep.t_zero = z.epoch
-            rep.t_zero_event.set()
+            rep.traffic.t_zero = z.epoch
+            rep.traffic.t_zero_event.set()
 
         def wait_connection(name: str, at: float) -> None:
             proc = control.started[name].proc
@@ -213,7 +213,7 @@ class Traffic(Step):
             # the timeline's zero: the first measured client's spawn, or its connection
             # (docs/results-format.md); the wait runs on its own thread, so the clients'
             # schedule and limits go on meanwhile
-            if name not in measured or rep.t_zero_event.is_set() or waiter:
+            if name not in measured or rep.traffic.t_zero_event.is_set() or waiter:
                 return
             if asked == "spawn":
                 set_zero(Zero(asked, "spawn", name, at, at))
@@ -223,7 +223,7 @@ class Traffic(Step):
             waiter[0].start()
 
         control = FlowControl(lambda n: self._spawn_client(rep, n), rep.backend.signal, started)
-        rep.flow_control = control
+        rep.traffic.flow_control = control
         background = background_flows(rep.body)
         schedule = StartOffsets({n: f for n, f in flows.items() if n not in by_event and n not in background})
         measured_start = min(parse_time(flows[n].start) for n in measured)
@@ -268,7 +268,6 @@ class Traffic(Step):
                 rep.backend.signal(control.started[name].proc, signal.SIGKILL)
         for name in sorted(by_event - set(control.started)):
             rep.warn(FLOW_NOT_RUN, f"flow {name} waited for a flow_start event that never came: it did not run")
-        rep.clients = {name: {"path": s.path, "started": s.at, "rc": s.proc.returncode, "kind": flows[name].kind,
-                              "stopped": s.stopped}
-                       for name, s in control.started.items()}
+        rep.traffic.clients = {name: ClientRun(s.path, s.at, flows[name].kind, s.proc.returncode, s.stopped)
+                               for name, s in control.started.items()}
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, TYPE_CHECKING
@@ -27,9 +26,6 @@ if TYPE_CHECKING:
     from ..backends.base import Backend
 
 LISTENER_ARGV = ("ip", "-ts", "mptcp", "monitor")
-#: how long to wait for the subscription to show in /proc, then how long to wait blind
-#: (a docker exec'd process is not in the host's /proc; mptcplab/probes/monitor.py's bounds)
-SUBSCRIBE_TIMEOUT_S, SUBSCRIBE_S = 2.0, 0.3
 
 
 def file_name(node: str) -> str:
@@ -51,21 +47,13 @@ class Listeners:
     procs: list[tuple[str, subprocess.Popen[bytes], IO[bytes]]] = field(default_factory=list)
 
     def start(self, backend: Backend, body: ExperimentBody, out: Path) -> None:
-        from ..probes.monitor import subscribed
+        from ..probes.monitor import wait_subscribed
 
         for c in listener_cmds(body):
             assert c.node is not None
             sink = (out / file_name(c.node)).open("wb")
             self.procs.append((c.node, backend.spawn(c.node, c.argv, stdout=sink, stderr=subprocess.STDOUT), sink))
-        deadline = time.monotonic() + SUBSCRIBE_TIMEOUT_S
-        pending = [p.pid for _, p, _ in self.procs]
-        while pending and time.monotonic() < deadline:
-            states = [subscribed(pid) for pid in pending]
-            if None in states:  # not a host process: wait blind
-                time.sleep(SUBSCRIBE_S)
-                break
-            pending = [pid for pid, ok in zip(pending, states, strict=True) if not ok]
-            time.sleep(0.01)
+        wait_subscribed(backend, [p for _, p, _ in self.procs])
         for n, p, _ in self.procs:
             if p.poll() is not None:
                 raise RuntimeError(f"ip mptcp monitor (the userspace PM's listener) on {n} exited "

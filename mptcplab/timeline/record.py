@@ -2,7 +2,7 @@
 each controller's own trace (controller-<name>-<node>.csv: what it saw at each step).
 
 A row is record.model.Event, one typed record for the writers and the readers (read back
-by record/events.read_events). Times are seconds from the timeline's zero (steps.Rep.t_zero:
+by record/events.read_events). Times are seconds from the timeline's zero (steps.base.TrafficState.t_zero:
 the measured flow's client spawn or its connection, time.time(), the clock tcpdump stamps
 packets with). ``capture_s`` is added by the analysis: the same instant on the time-series
 axis (seconds since the data connection's first SYN), so figures can mark events on

@@ -2,7 +2,7 @@
 
 ``Timeline`` runs before the traffic: it resolves every event into commands, starts
 the scheduler thread and the controller threads, which all wait for the measured
-flow's start (``Rep.t_zero_event``, set by the traffic step). ``TimelineEnd`` runs
+flow's start (``rep.traffic.t_zero_event``, set by the traffic step). ``TimelineEnd`` runs
 after the traffic: it stops them and writes events.csv. Teardown stops them too
 when an earlier step failed (``Rep.on_teardown``), and events.csv is still written.
 With ``traffic.timeline_zero: connection`` events.csv's first row says where the zero
@@ -32,7 +32,7 @@ from .scheduler import Scheduler, backend_executor
 
 def action_env(rep: Rep) -> ActionEnv:
     return ActionEnv(rep.plan.net, rep.ctx.emulator, frr_routers=rep.backend.router_routes == "frr",
-                     flow_control=lambda: rep.flow_control, body=rep.body)
+                     flow_control=lambda: rep.traffic.flow_control, body=rep.body)
 
 
 def zero_event(zero: dict[str, Any] | None) -> Event | None:
@@ -124,11 +124,11 @@ class Timeline(Step):
                               zero=lambda: rep.extra.get("timeline_zero"))
         rep.on_teardown.append(lambda: state.finish(rep.out))
         state.listeners.start(backend, rep.body, rep.out)
-        state.scheduler.start(items, rep.t_zero_event, lambda: rep.t_zero)
+        state.scheduler.start(items, rep.traffic.t_zero_event, lambda: rep.traffic.t_zero)
         for spec in rep.body.controllers:
             sampler = SsSampler(spec.node, lambda c: backend.run([c])[0].stdout)
             ct = ControllerThread(controller_class(spec.name)(spec), sampler, env, state.scheduler,
-                                  rep.t_zero_event, lambda: rep.t_zero)
+                                  rep.traffic.t_zero_event, lambda: rep.traffic.t_zero)
             state.controllers.append(ct)
             ct.start()
         rep.timeline = state

@@ -154,3 +154,20 @@ class TrafficKind(ABC, Generic[F]):
     @abstractmethod
     def read(self, path: Path) -> Outcome:
         """The client's output file -> its Outcome (an error Outcome when unreadable)."""
+
+
+@dataclass
+class ClientRun:
+    """A flow's client as the traffic step left it: where its report is, how it ended, and
+    how its server did. The repetition's analysis (run/record.py) reads it."""
+
+    #: its report (the kind's parser reads it)
+    path: Path
+    #: time.time() when it was spawned
+    started: float
+    kind: str
+    rc: int | None = None
+    #: stopped by the run (a flow_stop event, the end of a background flow), not ended by itself
+    stopped: bool = False
+    #: the server's exit status when the run did not stop it (a crash shows here); None: stopped
+    server_rc: int | None = None

@@ -1,4 +1,4 @@
-"""Starting and stopping named flows during a run (the seam ``rep.flow_control`` the timeline drives).
+"""Starting and stopping named flows during a run (the seam ``rep.traffic.flow_control`` the timeline drives).
 
 The Traffic step starts flows at their start offsets through this object; a timeline
 event (``flow_start`` / ``flow_stop``, another thread) calls the same ``start`` and

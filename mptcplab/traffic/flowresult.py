@@ -26,7 +26,7 @@ from ..analysis.verdict import transfer_failure
 from ..record.events import read_events
 from ..record.model import EVENTS_FILE
 from ..warncodes import FLOW_NOT_RUN, coded
-from .base import Outcome
+from .base import ClientRun, Outcome
 from .connections import check_connections
 from .kinds import kind_of
 
@@ -51,7 +51,7 @@ def flow_dir(out: Path, name: str) -> Path:
     return out / "flows" / name
 
 
-def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, Any] | None,
+def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: ClientRun | None,
                 captures: list[CaptureFile], workers: int | None, primary: bool) -> FlowParts:
     """Flow ``facts.name`` of the repetition in ``out``: its client's report (None: it never
     started) and its proof from the captures, as its kind asks."""
@@ -65,15 +65,15 @@ def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, An
                          {"name": name, "kind": flow.kind, "role": flow.role, "server": server, "verified": False,
                           "mptcp": {"requested": flow.mptcp}},
                          [coded(FLOW_NOT_RUN, f"{label}the flow did not run")])
-    o = kind.read(Path(client["path"]))
-    if client.get("stopped") and o.error and "terminated" in o.error:
+    o = kind.read(client.path)
+    if client.stopped and o.error and "terminated" in o.error:
         # stopped by the run (SIGINT): iperf3 reports "interrupt - the client has terminated"
         # with the results so far; that is the stop working, not a failure
         o.error = None
-    if client.get("stopped"):
-        o = kind.stopped_outcome(flow, name, o, Path(client["path"]), out)
+    if client.stopped:
+        o = kind.stopped_outcome(flow, name, o, client.path, out)
     rec: dict[str, Any] = {
-        "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.get("stopped", False),
+        "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.stopped,
         "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),
         "sender_mbps": None if o.sender_mbps is None else round(o.sender_mbps, 3),
         "retransmits": o.retransmits, "duration_s": o.seconds, "iperf3_error": o.error,
@@ -95,7 +95,7 @@ def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, An
     return parts
 
 
-def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, client: dict[str, Any],
+def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, client: ClientRun,
                 captures: list[CaptureFile], workers: int | None, label: str, primary: bool) -> None:
     o, flow = parts.outcome, facts.flow
     # the paths the timeline or a controller took out of use (events.csv: written before the
@@ -124,8 +124,8 @@ def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, cl
                                         "this is a plain TCP result (fallback)"))
         elif fa.fallback:
             parts.warnings.append(coded("mptcp-fallback", f"{label}MPTCP fell back to TCP during the connection"))
-    failed = transfer_failure(o.error, o.goodput_mbps or 0.0, client.get("rc"), client.get("server_rc"))
-    if failed is not None and not client.get("stopped"):
+    failed = transfer_failure(o.error, o.goodput_mbps or 0.0, client.rc, client.server_rc)
+    if failed is not None and not client.stopped:
         # a transfer that failed verifies nothing, whatever the capture shows
         fa.verified = False
         fa.findings.insert(0, failed)
@@ -160,7 +160,7 @@ def _round(v: float | None) -> float | None:
     return None if v is None else round(v, 4)
 
 
-def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: dict[str, Any],
+def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: ClientRun,
                  captures: list[CaptureFile], workers: int | None, label: str) -> None:
     o, flow = parts.outcome, facts.flow
     rep = check_connections(captures, facts.server_ip, flow.port, flow.server, workers, facts.join_ports)
@@ -182,8 +182,8 @@ def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: dict[str
         parts.warnings.append(coded("mptcp-fallback", f"{label}{seen - mp} of {seen} connections were NOT MPTCP "
                                     "(no MP_CAPABLE in SYN, SYN/ACK and third ACK): fallback"))
     parts.warnings += [coded(w.code, label + w) for w in rep.warnings]
-    ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.get("rc") in (0, None) \
-        and client.get("server_rc") in (0, None)
+    ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.rc in (0, None) \
+        and client.server_rc in (0, None)
     parts.record.update({
         "verified": ok, "connections": summary,
         "mptcp": {"requested": flow.mptcp, "negotiated": (mp == seen and seen > 0) if flow.mptcp else False,

@@ -20,6 +20,7 @@ import pytest
 from mptcplab.lab.loader import load_lab
 from mptcplab.net.plan import network_for
 from mptcplab.run import AnalysisJob, analyze
+from mptcplab.traffic.base import ClientRun
 
 from .labkit import by_name, codes, on_path, run_quick, write_lab
 
@@ -96,7 +97,7 @@ def test_failed_transfer_is_never_verified(run: tuple[Path, Path, dict[str, dict
 
     def job(path: Path, rc: int) -> AnalysisJob:
         return AnalysisJob("clean", 1, {}, rep, sc.body, net, "main",
-                           {"main": {"path": path, "started": 0.0, "rc": rc}}, [], {}, [])
+                           {"main": ClientRun(path, 0.0, "iperf3", rc)}, [], {}, [])
 
     assert analyze(job(good, 0)).mptcp.verified   # the control: same captures, good transfer
     bad = rep / "iperf3-failed.json"

@@ -60,7 +60,7 @@ def test_registry_declares_what_each_backend_supports(monkeypatch: pytest.Monkey
     assert set(st) == {"netns", "containerlab"}
     assert st["netns"].emulators == ("netem", "nfqueue") and st["containerlab"].emulators == ("netem",)
     assert st["containerlab"].available is False and st["containerlab"].why == "no containerlab binary on PATH"
-    assert "delay-line" in st["netns"].capabilities and "delay-line" not in st["containerlab"].capabilities
+    assert "node-pids" in st["netns"].capabilities and "node-pids" not in st["containerlab"].capabilities
     with pytest.raises(ValueError, match="unknown backend 'docker'"):
         backends.get("docker")
 

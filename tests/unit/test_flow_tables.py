@@ -28,6 +28,7 @@ from mptcplab.net.plan import network_for
 from mptcplab.record.model import Repetition, Summary
 from mptcplab.results.read import load_dsn, load_timeseries
 from mptcplab.run import AnalysisJob, analyze
+from mptcplab.traffic.base import ClientRun
 from mptcplab.traffic.connections import check_connections
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -141,7 +142,7 @@ def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
     second = reinjection_conn(s=srv, port=5202, cport=41000, kc=0x0102030405060708, ks=0x1112131415161718)
     split_by_client([main, second], out, {"client:eth1": C1, "client:eth2": C2})
     report = DATA / "mptcp_b_starved__iperf3.json"
-    clients = {n: {"path": str(report), "started": 0.0, "rc": 0} for n in ("main", "second")}
+    clients = {n: ClientRun(report, 0.0, "iperf3", 0) for n in ("main", "second")}
     rec = analyze(AnalysisJob(sc.name, 1, {}, out, sc.body, net, "main", clients, [], {}, []))
 
     files = [*TABLE_FILES.values(), "subflows.csv"]

@@ -203,3 +203,35 @@ def test_the_dry_run_prints_one_tcpdump_per_capture_point_under_start_probes() -
     assert all(line.endswith(" tcp or icmp &") for line in tcpdump)
     assert "/tmp/x/capture-client-eth1.pcap" in tcpdump[0] and "-i eth2" in tcpdump[1]
     assert out[-1].startswith("# step: stop probes")  # a signal stops it: no command
+
+
+def test_teardown_runs_the_backends_hooks_in_order_and_removes_nodes_when_collect_fails() -> None:
+    """pre_stop, then collect (the nodes' files into the run directory), then destroy, then
+    post_stop; a collect that raises still leaves destroy to run (nothing of the run stays)."""
+    calls: list[str] = []
+
+    class Recording(NetnsBackend):
+        def pre_stop(self) -> None:
+            calls.append("pre_stop")
+
+        def collect(self, out: Path) -> None:
+            calls.append(f"collect {out}")
+            if fail:
+                raise OSError("node gone")
+
+        def destroy(self) -> None:
+            calls.append("destroy")
+
+        def post_stop(self) -> None:
+            calls.append("post_stop")
+
+    for fail in (False, True):
+        calls.clear()
+        rep = rep_for("blackhole-probing-1")
+        rep.backend = Recording(prefix="mplabcdef-")
+        try:
+            Teardown().run(rep)
+        except OSError:
+            assert fail
+        assert calls == (["pre_stop", "collect /tmp/x", "destroy"] if fail
+                         else ["pre_stop", "collect /tmp/x", "destroy", "post_stop"])

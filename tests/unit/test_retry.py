@@ -14,7 +14,7 @@ import pytest
 from mptcplab.record.model import Repetition
 from mptcplab.run import lab as labrun
 from mptcplab.run import retry
-from mptcplab.traffic.base import Outcome
+from mptcplab.traffic.base import ClientRun, Outcome
 from mptcplab.traffic.iperf3 import Iperf3Kind
 from mptcplab.traffic.udp import UdpKind
 
@@ -135,7 +135,7 @@ def test_a_late_attempt_with_a_fault_is_reported_not_measured_again(tmp_path: Pa
 
     def with_dead_server(self: FakeRunner) -> Any:
         m = real(self)
-        m.job.clients = {"mp": {"server_rc": -9, "path": "unused"}}
+        m.job.clients = {"mp": ClientRun(Path("unused"), 0.0, "iperf3", 0, server_rc=-9)}
         return m
 
     monkeypatch.setattr(FakeRunner, "measure", with_dead_server)
