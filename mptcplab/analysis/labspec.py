@@ -16,7 +16,7 @@ from ipaddress import IPv4Network, IPv6Network, ip_address
 
 from ..emulation.linkmodel import Endpoint
 from ..lab.eventcheck import uses_userspace_pm
-from ..lab.network import IPAddress, Link, Network
+from ..lab.network import IPAddress, Link, MappedAddress, Network, wire_address
 from ..lab.schema import ExperimentBody, Flow
 from ..record.model import Event
 
@@ -76,7 +76,15 @@ def _targets(net: Network, server: str) -> list[IPAddress]:
 def path_of_address(body: ExperimentBody, net: Network) -> dict[str, str]:
     """Every address of each path's client interface (both families on a dual-stack link) ->
     the path's label: a subflow from any of them is on that path."""
-    return {str(ip): label for label, ep in body.paths.items() for ip in net.addresses(ep)}
+    # an IPv4 address's IPv4-mapped form too (an endpoint written ::ffff:10.0.3.2, as
+    # mptcp_join.sh does): on the wire its packets are IPv4, from that address
+    return {form: label for label, ep in body.paths.items() for ip in net.addresses(ep)
+            for form in ((str(ip), str(MappedAddress(f"::ffff:{ip}"))) if ip.version == 4 else (str(ip),))}
+
+
+def _wire(net: Network, ref: str) -> IPAddress:
+    """The address a reference stands for as the capture shows it (an IPv4-mapped one: IPv4)."""
+    return wire_address(net.address(ref))
 
 
 def path_rates(body: ExperimentBody, net: Network, server: str,
@@ -166,7 +174,7 @@ def signal_paths(body: ExperimentBody, net: Network, flow: Flow) -> tuple[str, .
     for e in srv.endpoints:
         if "signal" not in e.flags:
             continue
-        dst = net.address(e.address)
+        dst = _wire(net, e.address)
         label = next((lb for lb, ep in body.paths.items() if path_links(net, Endpoint.parse(ep), dst)), None)
         if label is not None and label not in out:
             out.append(label)
@@ -229,11 +237,11 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow, events: Sequen
     links = _path_links(body, net, flow.server)
     addr_path = path_of_address(body, net) if addr_path is None else addr_path
     spec = body.nodes[flow.client].mptcp
-    ids = {e.id: str(net.address(e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
+    ids = {e.id: str(_wire(net, e.address)) for e in (spec.endpoints if spec else []) if e.id is not None}
     srv = body.nodes[flow.server].mptcp
     srv_signal = [e for e in (srv.endpoints if srv else []) if "signal" in e.flags]
-    srv_ids = {e.id: str(net.address(e.address)) for e in srv_signal if e.id is not None}
-    initial = str(net.address(flow.server_address))
+    srv_ids = {e.id: str(_wire(net, e.address)) for e in srv_signal if e.id is not None}
+    initial = str(_wire(net, flow.server_address))
     bound = addr_path.get(str(net.address(flow.bind))) if flow.bind else None
     #: address ids each side's userspace path manager gave an address (upm_announce,
     #: upm_subflow_create), so that a later upm_remove of the id names the address
@@ -243,7 +251,7 @@ def retired_paths(body: ExperimentBody, net: Network, flow: Flow, events: Sequen
 
     def ip_of(ref: str | None) -> str | None:
         try:
-            return str(net.address(ref)) if ref else None
+            return str(_wire(net, ref)) if ref else None
         except (KeyError, ValueError):
             return None
 
@@ -369,7 +377,7 @@ class LabFacts:
 
 def flow_facts(body: ExperimentBody, net: Network, name: str, flow: Flow,
                addr_path: Mapping[str, str]) -> FlowFacts:
-    return FlowFacts(name=name, flow=flow, server_ip=str(net.address(flow.server_address)),
+    return FlowFacts(name=name, flow=flow, server_ip=str(_wire(net, flow.server_address)),
                      expected_paths=expected_paths(body, net, flow, addr_path),
                      backup_paths=backup_paths(body, flow),
                      path_rates_bps=path_rates(body, net, flow.server, flow.direction),

@@ -14,13 +14,13 @@ from ..emulation.linkmodel import Endpoint
 from ..values.fields import is_endpoint_ref
 from .loader import EXPERIMENT
 from .model import Lab
-from .network import Network, build_network, path_reaches
+from .network import Network, build_network, path_reaches, wire_address
 
 
 def _endpoint_of(net: Network, node: str, ref: str) -> Endpoint | None:
     if is_endpoint_ref(ref):
         return Endpoint.parse(ref)
-    ip = ip_address(ref)
+    ip = wire_address(ip_address(ref))
     for ep, link in net.interfaces(node):
         if any(a.ip == ip for a in link.addrs(ep)):
             return ep
@@ -37,9 +37,11 @@ def join_warnings(lab: Lab) -> list[str]:
         for fname, flow in body.traffic.flows.items():
             if not flow.mptcp:
                 continue
-            dst = net.address(flow.server_address)
+            # as on the wire: an IPv4-mapped address (::ffff:10.0.1.1) connects over IPv4
+            dst = wire_address(net.address(flow.server_address))
             server = body.nodes[flow.server].mptcp
-            signals = [net.address(e.address) for e in (server.endpoints if server else []) if "signal" in e.flags]
+            signals = [wire_address(net.address(e.address))
+                       for e in (server.endpoints if server else []) if "signal" in e.flags]
             client = body.nodes[flow.client].mptcp
             items: list[tuple[str, str]] = []
             if flow.bind:
@@ -49,7 +51,7 @@ def join_warnings(lab: Lab) -> list[str]:
                     items.append((f"nodes.{flow.client}.mptcp.endpoints[{j}].address", e.address))
             for fld, ref in items:
                 ep = _endpoint_of(net, flow.client, ref)
-                src = net.address(ref)
+                src = wire_address(net.address(ref))
                 if fld.endswith(".bind") and flow.bind_follows_family \
                         and dst.version in {a.version for a in net.addresses(ref)}:
                     src = net.address(ref, dst.version)

@@ -30,7 +30,7 @@ from .events import (
     UpmSubflowCreate,
     UpmSubflowDestroy,
 )
-from .network import Link, Network, Numbering
+from .network import Link, Network, Numbering, wire_address
 from .schema import ExperimentBody
 from .stripe import stripe_of
 
@@ -110,25 +110,32 @@ def check_network(net: Network, body: ExperimentBody, file: str) -> None:
             if bad:
                 raise LabInputError(file, f"traffic.events[{k}].{bad[0]}", bad[1])
     for fname, flow in body.traffic.flows.items():
-        if not is_endpoint_ref(flow.server_address) \
-                and ip_address(flow.server_address) not in net.node_addresses(flow.server):
+        if not is_endpoint_ref(flow.server_address) and not net.owns(flow.server, flow.server_address):
             raise LabInputError(file, f"traffic.flows.{fname}.server_address",
-                                f"{flow.server_address} is not an address of {flow.server}")
+                                _not_of(flow.server_address, flow.server))
         _check_server_addresses(net, flow, f"traffic.flows.{fname}", file)
     for name, spec in body.nodes.items():
         for j, e in enumerate(spec.mptcp.endpoints if spec.mptcp else []):
-            if not is_endpoint_ref(e.address) and ip_address(e.address) not in net.node_addresses(name):
-                raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address",
-                                    f"{e.address} is not an address of {name}")
+            if not is_endpoint_ref(e.address) and not net.owns(name, e.address):
+                raise LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].address", _not_of(e.address, name))
     for name in body.nodes:
         stripe_of(net, body, name, file)  # a leg that cannot reach the peer address
     for k, ev in enumerate(body.traffic.events):
         if isinstance(ev, EndpointAdd | EndpointFlags | EndpointDelete) and ev.address is not None \
-                and not is_endpoint_ref(ev.address) and ip_address(ev.address) not in net.node_addresses(ev.node):
-            raise LabInputError(file, f"traffic.events[{k}].address", f"{ev.address} is not an address of {ev.node}")
+                and not is_endpoint_ref(ev.address) and not net.owns(ev.node, ev.address):
+            raise LabInputError(file, f"traffic.events[{k}].address", _not_of(ev.address, ev.node))
         for field, ref, owner in upm_addresses(body, ev):
-            if not is_endpoint_ref(ref) and ip_address(ref) not in net.node_addresses(owner):
-                raise LabInputError(file, f"traffic.events[{k}].{field}", f"{ref} is not an address of {owner}")
+            if not is_endpoint_ref(ref) and not net.owns(owner, ref):
+                raise LabInputError(file, f"traffic.events[{k}].{field}", _not_of(ref, owner))
+
+
+def _not_of(literal: str, node: str) -> str:
+    """The problem of an address literal ``node`` does not own (an IPv4-mapped one: its IPv4
+    address is not ``node``'s)."""
+    mapped = wire_address(ip_address(literal))
+    if str(mapped) != literal and mapped.version == 4:
+        return f"{literal} is not an address of {node}: it maps {mapped}, which {node} does not have"
+    return f"{literal} is not an address of {node}"
 
 
 def _check_server_addresses(net: Network, flow: FlowBase, where: str, file: str) -> None:
@@ -144,8 +151,8 @@ def _check_server_addresses(net: Network, flow: FlowBase, where: str, file: str)
             if version not in {a.version for a in net.addresses(ref)}:
                 raise LabInputError(file, f"{where}.{field}",
                                     f"{ref} has no IPv{version} address (server_address is IPv{version})")
-        elif ip_address(ref) not in net.node_addresses(flow.server):
-            raise LabInputError(file, f"{where}.{field}", f"{ref} is not an address of {flow.server}")
+        elif not net.owns(flow.server, ref):
+            raise LabInputError(file, f"{where}.{field}", _not_of(ref, flow.server))
         elif ip_address(ref).version != version:
             raise LabInputError(file, f"{where}.{field}",
                                 f"{ref} is IPv{ip_address(ref).version}, server_address is IPv{version}")

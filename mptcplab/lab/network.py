@@ -44,6 +44,26 @@ IPInterface = IPv4Interface | IPv6Interface
 IPNetwork = IPv4Network | IPv6Network
 
 
+class MappedAddress(IPv6Address):
+    """An IPv4-mapped IPv6 address written as mptcp_join.sh and Python 3.13 write it,
+    ``::ffff:10.0.1.1`` (Python 3.11 prints ``::ffff:a00:101``): commands show it as the lab
+    gives it. Equal to the plain IPv6Address of the same value."""
+
+    def __str__(self) -> str:
+        return f"::ffff:{self.ipv4_mapped}"
+
+
+def _as_written(ip: IPAddress) -> IPAddress:
+    return MappedAddress(ip) if isinstance(ip, IPv6Address) and ip.ipv4_mapped is not None else ip
+
+
+def wire_address(ip: IPAddress) -> IPAddress:
+    """The address the packets carry: an IPv4-mapped IPv6 address (``::ffff:a.b.c.d``, RFC 4291
+    2.5.5.2) is its IPv4 address on the wire (an AF_INET6 socket talking IPv4); any other, itself."""
+    mapped = ip.ipv4_mapped if isinstance(ip, IPv6Address) else None
+    return mapped if mapped is not None else ip
+
+
 @dataclass(frozen=True)
 class Numbering:
     """One family's subnet of a link and its two ends' addresses."""
@@ -193,7 +213,7 @@ class Network:
         if is_endpoint_ref(ref):
             e = Endpoint.parse(ref)
             return self.link_of(e).addr(e, version).ip
-        return ip_address(ref)
+        return _as_written(ip_address(ref))
 
     def addresses(self, ref: str) -> list[IPAddress]:
         """Every address a reference stands for: both families of a dual-stack 'node:iface',
@@ -201,11 +221,16 @@ class Network:
         if is_endpoint_ref(ref):
             e = Endpoint.parse(ref)
             return [a.ip for a in self.link_of(e).addrs(e)]
-        return [ip_address(ref)]
+        return [_as_written(ip_address(ref))]
 
     def node_addresses(self, node: str) -> set[IPAddress]:
         """Every address of every interface of ``node``."""
         return {a.ip for ep, link in self.interfaces(node) for a in link.addrs(ep)}
+
+    def owns(self, node: str, literal: str) -> bool:
+        """Whether an address literal is one of ``node``'s: one of its addresses, or the
+        IPv4-mapped IPv6 form of one of its IPv4 addresses (mptcp_join.sh's ``::ffff:10.0.1.1``)."""
+        return wire_address(ip_address(literal)) in self.node_addresses(node)
 
     @property
     def versions(self) -> set[int]:

@@ -86,7 +86,8 @@ class _Results:
         """A repetition measured: its calibration and sysctls into the manifest, its analysis
         to the worker."""
         if m.job.calibration:
-            self.manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = m.job.calibration
+            self.manifest["calibration"].setdefault(sc.name, {})[f"rep{rep}"] = [
+                c.model_dump() for c in m.job.calibration]
         if m.sysctls and rep == 1:
             self.manifest["sysctls"][sc.name] = m.sysctls
         m.job.workers = 1

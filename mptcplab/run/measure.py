@@ -13,6 +13,7 @@ from ..lab.model import ScenarioRun
 from ..lab.network import Network
 from ..lab.schema import ExperimentBody
 from ..net.plan import build_plan
+from ..record.model import LinkCalibration
 from ..steps.base import Rep, RunContext
 from ..steps.flows import measured_flows
 from ..supervise import Supervisor
@@ -33,7 +34,7 @@ class AnalysisJob:
     net: Network
     measured: str
     clients: dict[str, ClientRun]
-    calibration: list[dict[str, Any]]
+    calibration: list[LinkCalibration]
     extra: dict[str, Any]
     #: the steps' and the runner's coded warnings (dicts, warncodes.coded); a plain string reads as
     #: unclassified

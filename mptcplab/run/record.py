@@ -13,7 +13,7 @@ from ..analysis.labspec import lab_facts
 from ..capture import capture_file_name
 from ..probes.analysis import OtherFlow, analyze_probes
 from ..probes.nstat import NstatProbe, blackholes
-from ..record.model import UNCLASSIFIED, Repetition
+from ..record.model import UNCLASSIFIED, Fairness, Repetition, Warning
 from ..timeline.record import EVENTS_FILE, add_capture_time
 from ..traffic.fairness import jain_index, shares
 from ..traffic.flowresult import analyze_one
@@ -64,35 +64,31 @@ def analyze(job: AnalysisJob) -> Repetition:
                 if parts[n].outcome.goodput_mbps is not None}
     share_of = shares(goodputs)
     for n, p in parts.items():
-        p.record["share"] = share_of.get(n)
-    fairness = {"flows": len(goodputs), "jain_index": jain_index(list(goodputs.values())), "shares": share_of}
+        p.result.share = share_of.get(n)
+    fairness = Fairness(flows=len(goodputs), jain_index=jain_index(list(goodputs.values())), shares=share_of)
     others = {n: p.outcome.goodput_mbps for n, p in parts.items() if n != job.measured}
-    m = main.record
-    record = {
-        "name": job.scenario, "rep": job.rep, "dir": None,
-        "sweep": job.sweep_point,
-        **{k: m.get(k) for k in ("goodput_mbps", "sender_mbps", "retransmits", "duration_s", "iperf3_error", "cpu")},
-        "goodput_mbps": m.get("goodput_mbps") or 0.0,
-        "mptcp": m["mptcp"],
-        "subflows": m.get("subflows", []),
-        "add_addrs": m.get("add_addrs", []),
-        "warnings": warnings,
-        "findings": [f for p in parts.values() for f in p.findings],
-        "calibration_ok": all(c["ok"] for c in job.calibration),
-        "other_flows_goodput_mbps": others,
-        "analysis_seconds": round(fa.analysis_seconds, 3) if fa is not None else None,
-        "packets": fa.packets if fa is not None else None,
-        "flows": [p.record for p in parts.values()],
-        "fairness": fairness,
+    m = main.result
+    # what the model has no field for stays as the record's extras: the findings (dicts, as the
+    # analysis writes them), the probes' tables, the runner's facts (job.extra)
+    extras: dict[str, Any] = {"findings": [f for p in parts.values() for f in p.findings],
+                              **({"probes": probes} if probes else {}), **job.extra}
+    # the result model is the contract (docs/results-format.md): a record it cannot read fails here
+    rep = Repetition(
+        name=job.scenario, rep=job.rep, dir=None, sweep=job.sweep_point,
+        goodput_mbps=m.goodput_mbps or 0.0, sender_mbps=m.sender_mbps, retransmits=m.retransmits,
+        duration_s=m.duration_s, iperf3_error=m.iperf3_error, cpu=m.cpu,
+        mptcp=m.mptcp, subflows=m.subflows, add_addrs=m.add_addrs,
+        warnings=[Warning.model_validate(w) for w in warnings],
+        calibration_ok=all(c.ok for c in job.calibration),
+        other_flows_goodput_mbps=others,
+        analysis_seconds=round(fa.analysis_seconds, 3) if fa is not None else None,
+        packets=fa.packets if fa is not None else None,
+        flows=[p.result for p in parts.values()],
+        fairness=fairness,
         # servers that ended by themselves with a failure (a crash, a kill from outside):
         # their side of the record is lost, the run is invalid (run/verdicts.run_summary)
-        "servers_died": {n: c.server_rc for n, c in sorted(job.clients.items())
-                         if c.server_rc not in (0, None)},
-        **({"probes": probes} if probes else {}),
-        **job.extra,
-    }
-    # the result model is the contract (docs/results-format.md): a record it cannot read fails here
-    rep = Repetition.model_validate(record)
+        servers_died={n: c.server_rc for n, c in sorted(job.clients.items()) if c.server_rc not in (0, None)},
+        **extras)
     (out / "rep.json").write_text(json.dumps(rep.model_dump(), indent=2, default=str))
     return rep
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from ..linkcheck import Check
     from ..net.plan import Plan
     from ..progress import TrafficProgress
+    from ..record.model import LinkCalibration
     from ..supervise import Supervisor
     from ..traffic.base import ClientRun
     from ..traffic.control import FlowControl
@@ -137,7 +138,8 @@ class Rep:
     supervisor: Supervisor | None = None  # None in a dry run
     #: coded warnings (warncodes.coded; rep.warn adds one); plain strings read as unclassified
     warnings: list[str | dict[str, Any]] = field(default_factory=list)
-    calibration: list[dict[str, Any]] = field(default_factory=list)
+    #: each impaired link's checks in this repetition (steps/links.py; manifest.json ``calibration``)
+    calibration: list[LinkCalibration] = field(default_factory=list)
     sysctls: dict[str, dict[str, str]] = field(default_factory=dict)
     extra: dict[str, Any] = field(default_factory=dict)
     #: the flows' servers and clients, and the timeline's zero (the traffic step's)

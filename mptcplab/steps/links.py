@@ -17,6 +17,7 @@ from ..emulation.base import delayline_binary
 from ..emulation.linkmodel import DirectedLink
 from ..lab.network import Link
 from ..linkcheck import Check, RateCheckCmds, judge_rate, ping_cmd, rate_check_cmds, rtt_checks
+from ..record.model import CalibrationCheck, LinkCalibration, TraceReplay
 from ..tracecheck import QUICK_SECONDS, ReplayCheck, replay_queue_bytes, whole_trace_seconds
 from ..units import parse_time
 from ..warncodes import LINK_OUT_OF_TOLERANCE
@@ -31,6 +32,18 @@ def _shape_dict(shape: Any, mtu: int, direction: str) -> dict[str, Any]:
 
 def _direction_name(dl: DirectedLink) -> str:
     return f"{dl.src}->{dl.dst}"
+
+
+def link_calibration(link: Link, checks: list[Check], rate_measured_here: bool,
+                     replays: list[TraceReplay]) -> LinkCalibration:
+    """One link's checks in this repetition, as manifest.json keeps them (``trace_replays``
+    only for a link with a trace)."""
+    ab, ba = link.directions()
+    return LinkCalibration(link=link.name, configured=_shape_dict(ab.shape, link.mtu, _direction_name(ab)),
+                           configured_reverse=_shape_dict(ba.shape, link.mtu, _direction_name(ba)),
+                           checks=[CalibrationCheck.model_validate(c.as_dict()) for c in checks],
+                           ok=all(c.ok for c in checks), rate_measured_in_this_rep=rate_measured_here,
+                           trace_replays=replays or None)
 
 
 class LinkCheck(Step):
@@ -136,23 +149,17 @@ class LinkCheck(Step):
                                                          _direction_name(dl))
                     rate_measured_here = True
                 checks.append(rep.ctx.rate_cache[key])
-            replays: list[dict[str, Any]] = []
+            replays: list[TraceReplay] = []
             for dl, rc_ in self._replays(rep, link):
                 here = rc_.key not in rep.ctx.trace_cache
                 if here:
                     rep.ctx.trace_cache[rc_.key] = self._replay(rep, link, dl, rc_)
                 checks += [c for c in rep.ctx.trace_cache[rc_.key] if c.direction == _direction_name(dl)] or \
                     [replace(c, direction=_direction_name(dl)) for c in rep.ctx.trace_cache[rc_.key]]
-                replays.append({"direction": _direction_name(dl), "check": rc_.describe(),
-                                "measured_in_this_rep": here})
-            ab, ba = link.directions()
-            entry = {"link": link.name, "configured": _shape_dict(ab.shape, link.mtu, _direction_name(ab)),
-                     "configured_reverse": _shape_dict(ba.shape, link.mtu, _direction_name(ba)),
-                     "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
-                     "rate_measured_in_this_rep": rate_measured_here}
-            if replays:
-                entry["trace_replays"] = replays
-            if not entry["ok"]:
+                replays.append(TraceReplay(direction=_direction_name(dl), check=rc_.describe(),
+                                           measured_in_this_rep=here))
+            entry = link_calibration(link, checks, rate_measured_here, replays)
+            if not entry.ok:
                 bad = "; ".join(f"{c.quantity}{f' {c.direction}' if c.direction not in (None, 'both') else ''} "
                                 f"{c.measured} vs {c.configured} ({c.tolerance})"
                                 for c in checks if not c.ok)

@@ -24,7 +24,7 @@ from ..analysis.delivery import HOL_KEYS
 from ..analysis.labspec import FlowFacts, LabFacts
 from ..analysis.verdict import transfer_failure
 from ..record.events import read_events
-from ..record.model import EVENTS_FILE
+from ..record.model import EVENTS_FILE, ConnectionsCheck, FlowResult, MptcpVerdict, Subflow
 from ..warncodes import FLOW_NOT_RUN, coded
 from .base import ClientRun, Outcome
 from .connections import check_connections
@@ -33,12 +33,14 @@ from .kinds import kind_of
 
 @dataclass
 class FlowParts:
-    """One flow's analysis: its FlowResult record, its coded warnings and findings, and for
-    a ``connection`` flow the capture analysis itself (time series, ICMP, ...)."""
+    """One flow's analysis: its record (``result``: its client's numbers from the start, the
+    capture's proof added by the kind's analysis, its ``share`` by run/record.analyze), its
+    coded warnings and findings, and for a ``connection`` flow the capture analysis itself
+    (time series, ICMP, ...)."""
 
     name: str
     outcome: Outcome
-    record: dict[str, Any]
+    result: FlowResult
     warnings: list[dict[str, Any]] = field(default_factory=list)
     findings: list[dict[str, Any]] = field(default_factory=list)
     fa: FlowAnalysis | None = None
@@ -62,8 +64,8 @@ def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: ClientRun | 
     if client is None:
         # never started (a flow_start event that did not come): nothing to analyze
         return FlowParts(name, Outcome(error="did not run"),
-                         {"name": name, "kind": flow.kind, "role": flow.role, "server": server, "verified": False,
-                          "mptcp": {"requested": flow.mptcp}},
+                         FlowResult(name=name, kind=flow.kind, role=flow.role, server=server, verified=False,
+                                    mptcp=MptcpVerdict(requested=flow.mptcp)),
                          [coded(FLOW_NOT_RUN, f"{label}the flow did not run")])
     o = kind.read(client.path)
     if client.stopped and o.error and "terminated" in o.error:
@@ -72,17 +74,16 @@ def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: ClientRun | 
         o.error = None
     if client.stopped:
         o = kind.stopped_outcome(flow, name, o, client.path, out)
-    rec: dict[str, Any] = {
-        "name": name, "kind": flow.kind, "role": flow.role, "server": server, "stopped": client.stopped,
-        "goodput_mbps": None if o.goodput_mbps is None else round(o.goodput_mbps, 3),
-        "sender_mbps": None if o.sender_mbps is None else round(o.sender_mbps, 3),
-        "retransmits": o.retransmits, "duration_s": o.seconds, "iperf3_error": o.error,
-        "cpu": {"client": o.cpu_host, "server": o.cpu_remote},
-        "mptcp": {"requested": flow.mptcp},
-    }
-    if kind.result_field is not None:
-        rec[kind.result_field] = dict(o.metrics)
-    parts = FlowParts(name, o, rec)
+    # the kind's own numbers: its report's dict parsed into its result model, the field it names
+    metrics: dict[str, Any] = {} if kind.result_field is None else {kind.result_field: dict(o.metrics)}
+    result = FlowResult(
+        name=name, kind=flow.kind, role=flow.role, server=server, stopped=client.stopped,
+        goodput_mbps=None if o.goodput_mbps is None else round(o.goodput_mbps, 3),
+        sender_mbps=None if o.sender_mbps is None else round(o.sender_mbps, 3),
+        retransmits=o.retransmits, duration_s=o.seconds, iperf3_error=o.error,
+        cpu={"client": o.cpu_host, "server": o.cpu_remote},
+        mptcp=MptcpVerdict(requested=flow.mptcp), **metrics)
+    parts = FlowParts(name, o, result)
     if o.error:
         parts.warnings.append(coded(kind.error_code, f"{label}{flow.kind} reported an error: {o.error}"))
     parts.warnings += [coded(code, f"{label}{message}") for code, message in o.notes]
@@ -91,7 +92,7 @@ def analyze_one(facts: FlowFacts, lab: LabFacts, out: Path, client: ClientRun | 
     elif kind.capture_analysis == "connections":
         _connections(parts, facts, out, client, captures, workers, label)
     else:
-        rec["verified"] = None if o.error is None else False
+        result.verified = None if o.error is None else False
     return parts
 
 
@@ -112,7 +113,6 @@ def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, cl
                         join_ports=facts.join_ports, retired_paths=retired, retired_why=retired_why)
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec
-    subflows = [asdict(s) for s in fa.subflows]
     # the primary flow's tables at the repetition's top level (format 1), the others' beside
     # their flow: the same files either way
     d = out if primary else flow_dir(out, parts.name)
@@ -134,26 +134,26 @@ def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, cl
     if flow.mptcp and not fa.verified:
         parts.warnings += [coded("mptcp-limits", label + w) for w in facts.diagnostics]
     parts.findings = [f.to_dict() for f in fa.findings]
-    parts.record.update({
-        "verified": fa.verified,
-        "mptcp": {"requested": flow.mptcp, "negotiated": fa.mptcp_negotiated, "fallback": fa.fallback,
-                  "verified": fa.verified if flow.mptcp else False,
-                  "subflows": sum(1 for s in fa.subflows if s.established),
-                  "expected_paths": list(spec.expected_paths),
-                  # MPTCP depth of the capture (analysis/depth.py)
-                  "data_retransmissions": fa.mptcp_retransmissions,
-                  "data_retrans_bytes": fa.mptcp_retrans_bytes,
-                  "data_window_probes": fa.mptcp_window_probes,
-                  "data_late_originals": fa.mptcp_late_originals,
-                  "dss_checksum": fa.dss_checksum, "checksum_required": fa.checksum_required,
-                  # receiver reordering and head-of-line delay (analysis/delivery.py)
-                  **{k: fa.hol_connection.get(k) for k in HOL_KEYS}, "hol_unavailable": fa.hol_unavailable},
-        "subflows": subflows, "add_addrs": fa.add_addrs,
-    })
+    r = parts.result
+    r.verified = fa.verified
+    r.mptcp = MptcpVerdict(
+        requested=flow.mptcp, negotiated=fa.mptcp_negotiated, fallback=fa.fallback,
+        verified=fa.verified if flow.mptcp else False,
+        subflows=sum(1 for s in fa.subflows if s.established),
+        expected_paths=list(spec.expected_paths),
+        # MPTCP depth of the capture (analysis/depth.py)
+        data_retransmissions=fa.mptcp_retransmissions, data_retrans_bytes=fa.mptcp_retrans_bytes,
+        data_window_probes=fa.mptcp_window_probes, data_late_originals=fa.mptcp_late_originals,
+        dss_checksum=fa.dss_checksum, checksum_required=fa.checksum_required,
+        # receiver reordering and head-of-line delay (analysis/delivery.py)
+        **{k: fa.hol_connection.get(k) for k in HOL_KEYS}, hol_unavailable=fa.hol_unavailable)
+    # the analysis' dataclasses become the record's models here, once
+    r.subflows = [Subflow.model_validate(asdict(s)) for s in fa.subflows]
+    r.add_addrs = list(fa.add_addrs)
     # Kaspar et al.'s aggregation benefit (analysis/aggregation.py): goodput vs the paths' rates
     caps = aggregation.capacities_mbps(spec)
-    parts.record["path_capacity_mbps"] = caps
-    parts.record["aggregation_benefit"] = _round(aggregation.benefit(o.goodput_mbps, caps))
+    r.path_capacity_mbps = caps
+    r.aggregation_benefit = _round(aggregation.benefit(o.goodput_mbps, caps))
 
 
 def _round(v: float | None) -> float | None:
@@ -167,13 +167,13 @@ def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: ClientRu
     d = flow_dir(out, parts.name)
     d.mkdir(parents=True, exist_ok=True)
     rep.frame().to_csv(d / "connections.csv", index=False)
-    summary = rep.summary()
+    check = ConnectionsCheck.model_validate(rep.summary())
     seen, mp = rep.seen, rep.mptcp
     if kind_of(flow).proves_nothing(flow):
         # the flow asked for nothing to prove (e.g. a hold of none)
-        parts.record.update({"verified": None, "connections": summary,
-                             "mptcp": {"requested": flow.mptcp, "negotiated": False, "fallback": False,
-                                       "verified": False, "subflows": None, "expected_paths": []}})
+        parts.result.verified, parts.result.connections = None, check
+        parts.result.mptcp = MptcpVerdict(requested=flow.mptcp, negotiated=False, fallback=False, verified=False,
+                                          subflows=None, expected_paths=[])
         return
     if seen == 0:
         parts.warnings.append(coded("no-connection", f"{label}no connection to {flow.server_address} port "
@@ -184,9 +184,8 @@ def _connections(parts: FlowParts, facts: FlowFacts, out: Path, client: ClientRu
     parts.warnings += [coded(w.code, label + w) for w in rep.warnings]
     ok = seen > 0 and (mp == seen if flow.mptcp else True) and o.error is None and client.rc in (0, None) \
         and client.server_rc in (0, None)
-    parts.record.update({
-        "verified": ok, "connections": summary,
-        "mptcp": {"requested": flow.mptcp, "negotiated": (mp == seen and seen > 0) if flow.mptcp else False,
-                  "fallback": bool(flow.mptcp and mp < seen), "verified": ok if flow.mptcp else False,
-                  "subflows": None, "expected_paths": []},
-    })
+    parts.result.verified, parts.result.connections = ok, check
+    parts.result.mptcp = MptcpVerdict(
+        requested=flow.mptcp, negotiated=(mp == seen and seen > 0) if flow.mptcp else False,
+        fallback=bool(flow.mptcp and mp < seen), verified=ok if flow.mptcp else False,
+        subflows=None, expected_paths=[])

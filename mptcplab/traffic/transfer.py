@@ -17,7 +17,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ..lab.network import IPAddress
+from ..lab.network import IPAddress, MappedAddress, wire_address
 from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
 from .transfer_diff import foreign_bytes, ranges
@@ -53,9 +53,14 @@ def _version(flow: TransferFlow, ctx: KindContext) -> int:
     return ctx.net.address(flow.server_address).version
 
 
-def _source(ref: str, version: int, ctx: KindContext) -> IPAddress:
+def _source(ref: str, flow: TransferFlow, ctx: KindContext) -> IPAddress:
     """The client's ``bind`` interface's address of the connection's family; its IPv4 one
-    when it has none of that family (the connect then fails and says so, as before)."""
+    when it has none of that family (the connect then fails and says so, as before). To an
+    IPv4-mapped server address the AF_INET6 socket talks IPv4: its IPv4 address, mapped."""
+    dst = ctx.net.address(flow.server_address)
+    if wire_address(dst) != dst:
+        return MappedAddress(f"::ffff:{ctx.net.address(ref, 4)}")
+    version = dst.version
     try:
         return ctx.net.address(ref, version)
     except KeyError:
@@ -103,7 +108,7 @@ class TransferKind(TrafficKind[TransferFlow]):
         argv = [*_tool(), "client", "--address", str(ctx.net.address(flow.server_address)),
                 "--port", str(flow.port), "--bytes", str(parse_size(flow.bytes)), "--seed", str(flow.seed)]
         if flow.bind:
-            argv += ["--bind", str(_source(flow.bind, _version(flow, ctx), ctx))]
+            argv += ["--bind", str(_source(flow.bind, flow, ctx))]
         if flow.mptcp:
             argv += ["--mptcp"]
         return tuple(argv)

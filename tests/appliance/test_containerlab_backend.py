@@ -185,10 +185,10 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
             assert stats.get("captured", 0) > 0 and stats.get("dropped") == 0, stats
             assert (out / f"capture-{point.replace(':', '-')}.pcap").stat().st_size > 0
         # the link checks pinged through the containers; the shaping is tbf at 100 Mbit/s
-        assert {c["link"] for c in measured.job.calibration} == {"client:eth1--ra:eth1", "client:eth2--rb1:eth1"}
+        assert {c.link for c in measured.job.calibration} == {"client:eth1--ra:eth1", "client:eth2--rb1:eth1"}
         for entry in measured.job.calibration:
-            rtt = [c for c in entry["checks"] if c["quantity"] == "rtt_min_ms"]
-            assert rtt and rtt[0]["measured"] is not None, entry
+            rtt = [c for c in entry.checks if c.quantity == "rtt_min_ms"]
+            assert rtt and rtt[0].measured is not None, entry
         for node, dev in (("client", "eth1"), ("client", "eth2"), ("ra", "eth1"), ("rb1", "eth1")):
             qdisc = in_container(container_name(prefix, node), "tc", "qdisc", "show", "dev", dev)
             assert "tbf" in qdisc and "rate 100Mbit" in qdisc, (node, qdisc)

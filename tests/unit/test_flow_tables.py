@@ -9,6 +9,7 @@ the bad-lab suite's valid base with a second MPTCP flow.
 from __future__ import annotations
 
 import dataclasses
+import re
 import shutil
 from pathlib import Path
 
@@ -25,7 +26,7 @@ from mptcplab.analysis.standalone import analyze_files
 from mptcplab.capture import capture_file_name
 from mptcplab.lab.loader import load_lab
 from mptcplab.net.plan import network_for
-from mptcplab.record.model import Repetition, Summary
+from mptcplab.record.model import CalibrationCheck, LinkCalibration, Repetition, Summary
 from mptcplab.results.read import load_dsn, load_timeseries
 from mptcplab.run import AnalysisJob, analyze
 from mptcplab.traffic.base import ClientRun
@@ -123,7 +124,11 @@ def split_by_client(conns: list[Conn], out: Path, points: dict[str, str]) -> Non
         K.write_pcap(out / capture_file_name(point), mine)
 
 
-def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
+def two_flow_rep(tmp_path: Path, ran: tuple[str, ...] = ("main", "second"),
+                 calibration: list[LinkCalibration] | None = None) -> tuple[Path, Path, Repetition]:
+    """The bad-lab suite's valid base with a second MPTCP flow, its captures written and analyzed:
+    (run directory, repetition directory, the record analyze returned). ``ran``: the flows whose
+    client ran (the others never started)."""
     lab_dir = tmp_path / "lab"
     shutil.copytree(DATA / "bad-labs" / "_base", lab_dir)
     exp = yaml.safe_load((lab_dir / "experiment.yml").read_text())
@@ -142,8 +147,12 @@ def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
     second = reinjection_conn(s=srv, port=5202, cport=41000, kc=0x0102030405060708, ks=0x1112131415161718)
     split_by_client([main, second], out, {"client:eth1": C1, "client:eth2": C2})
     report = DATA / "mptcp_b_starved__iperf3.json"
-    clients = {n: ClientRun(report, 0.0, "iperf3", 0) for n in ("main", "second")}
-    rec = analyze(AnalysisJob(sc.name, 1, {}, out, sc.body, net, "main", clients, [], {}, []))
+    clients = {n: ClientRun(report, 0.0, "iperf3", 0) for n in ran}
+    return run, out, analyze(AnalysisJob(sc.name, 1, {}, out, sc.body, net, "main", clients, calibration or [], {}, []))
+
+
+def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
+    run, out, rec = two_flow_rep(tmp_path)
 
     files = [*TABLE_FILES.values(), "subflows.csv"]
     # the top-level flow's tables stay where they were
@@ -179,3 +188,25 @@ def test_every_mptcp_flow_gets_its_depth_tables(tmp_path: Path) -> None:
     assert set(theirs["subflow"]) == {f"{C1}:41000", f"{C2}:41001"} and theirs.attrs["missing"] == []
     assert set(load_timeseries(run, summary, flow="second")["subflow"]) == {f"{C1}:41000", f"{C2}:41001"}
     assert load_dsn(run, summary, flow="absent").empty
+
+
+def _link(ok: bool) -> LinkCalibration:
+    return LinkCalibration(link="l", ok=ok, checks=[CalibrationCheck(quantity="rtt_min_ms", ok=ok)])
+
+
+@pytest.mark.parametrize(("case", "ran", "links_ok"), [("both", ("main", "second"), (True, False)),
+                                                       ("second-not-run", ("main",), (True, True))])
+def test_rep_json_is_the_one_the_dict_records_wrote(tmp_path: Path, case: str, ran: tuple[str, ...],
+                                                    links_ok: tuple[bool, ...]) -> None:
+    """rep.json, byte for byte, as analyze wrote it when the flows' records were dicts
+    (tests/data/flow-tables-rep/<case>.json, written then from this fixture; the analysis'
+    own time set to 0.0): the typed FlowResults and calibration change nothing in the file."""
+    _, out, rec = two_flow_rep(tmp_path, ran, [_link(ok) for ok in links_ok])
+    text = re.sub(r'"analysis_seconds": [0-9.e-]+', '"analysis_seconds": 0.0', (out / "rep.json").read_text())
+    assert text == (DATA / "flow-tables-rep" / f"{case}.json").read_text()
+    assert rec.calibration_ok is all(links_ok)
+    flows = {f.name: f for f in rec.flows}
+    assert list(flows) == ["main", "second"] and rec.mptcp is flows["main"].mptcp
+    if case == "second-not-run":
+        assert flows["second"].verified is False and flows["second"].mptcp.requested
+        assert any(w.code == "flow-not-run" for w in rec.warnings)

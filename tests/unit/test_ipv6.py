@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from labfiles import write_lab
 
 from mptcplab.analysis.labspec import (
     expected_paths,
@@ -64,11 +64,7 @@ def experiment(addressing: dict[str, Any], **over: Any) -> dict[str, Any]:
 
 
 def write(tmp: Path, exp: dict[str, Any]) -> Path:
-    lab = tmp / "six"
-    lab.mkdir(exist_ok=True)
-    (lab / "topology.clab.yml").write_text(yaml.safe_dump(TOPOLOGY))
-    (lab / "experiment.yml").write_text(yaml.safe_dump(exp))
-    return lab
+    return write_lab(tmp, "six", TOPOLOGY, exp)
 
 
 def load(tmp: Path, exp: dict[str, Any]):
@@ -304,8 +300,8 @@ def test_dual_stack_paths_know_both_families(tmp_path: Path) -> None:
     exp["traffic"]["flows"]["main"]["server_address"] = SERVER6
     _, sc, net = load(tmp_path, exp)
     body, flow = sc.body, sc.body.traffic.flows["main"]
-    assert path_of_address(body, net) == {"10.0.1.2": "A", "fd00:35:0:1::2": "A",
-                                          "10.0.2.2": "B", "fd00:35:0:2::2": "B"}
+    assert path_of_address(body, net) == {"10.0.1.2": "A", "::ffff:10.0.1.2": "A", "fd00:35:0:1::2": "A",
+                                          "10.0.2.2": "B", "::ffff:10.0.2.2": "B", "fd00:35:0:2::2": "B"}
     # the v6 literal endpoint is path B's; the announced v6 address is reached first by A
     assert expected_paths(body, net, flow) == ("A", "B")
     assert signal_paths(body, net, flow) == ("A",)

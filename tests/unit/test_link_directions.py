@@ -4,6 +4,7 @@ check's per-direction rate checks."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 from typing import Any
@@ -20,10 +21,11 @@ from mptcplab.errors import LabInputError
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Link, build_network
-from mptcplab.linkcheck import expected_rtt_s, rtt_checks
+from mptcplab.linkcheck import Check, expected_rtt_s, rtt_checks
 from mptcplab.net.plan import build_plan
+from mptcplab.record.model import Manifest, TraceReplay
 from mptcplab.steps.base import Rep, RunContext
-from mptcplab.steps.links import LinkCheck
+from mptcplab.steps.links import LinkCheck, _shape_dict, link_calibration
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
 CLIENT_ETH1 = Endpoint("client", "eth1")
@@ -203,3 +205,37 @@ def test_link_check_plans_one_replay_check_per_distinct_trace_direction(tmp_path
     assert [p.cmd.argv[0] for p in replay] == ["iptables", "chrt", "iperf3", "iperf3"]
     assert "const-24mbit" in replay[0].note and "first 3 s" in replay[0].note
     assert not any("iperf3 -c 10.0" in " ".join(p.cmd.argv) for p in planned)  # no rate check: no rate
+
+
+def _dict_entry(link: Link, checks: list[Check], rate_measured: bool, replays: list[dict[str, Any]]) -> dict[str, Any]:
+    """A link's manifest entry as steps/links.py built it when entries were dicts."""
+    ab, ba = link.directions()
+    entry = {"link": link.name, "configured": _shape_dict(ab.shape, link.mtu, f"{ab.src}->{ab.dst}"),
+             "configured_reverse": _shape_dict(ba.shape, link.mtu, f"{ba.src}->{ba.dst}"),
+             "checks": [c.as_dict() for c in checks], "ok": all(c.ok for c in checks),
+             "rate_measured_in_this_rep": rate_measured}
+    if replays:
+        entry["trace_replays"] = replays
+    return entry
+
+
+def test_link_calibration_writes_the_manifest_entry_the_dicts_wrote(tmp_path: Path) -> None:
+    """manifest.json's calibration is unchanged by its model (LinkCalibration): the same keys
+    in the same order, counts kept as ints (a trace replay's), ``trace_replays`` only for a
+    trace link; and the manifest reads it back typed."""
+    trace = link_of(make_lab(tmp_path / "t", {"client:eth1": {"trace": "const-24mbit", "delay": "5ms"}}),
+                    "client:eth1")
+    plain = link_of(make_lab(tmp_path / "p", {"client:eth1": {"rate": "40mbit", "delay": "5ms"}}), "client:eth1")
+    rtt = rtt_checks(plain.shape_ab, "rtt min/avg/max/mdev = 10.300/10.5/11/0.1 ms\n", back=plain.shape_ba)
+    counts = [Check("trace_windows_out", 0, 3, "<= 0", False, "a->b"), Check("trace_replay", 0, None, "x", False)]
+    replays = [{"direction": "a->b", "check": "replay of const-24mbit", "measured_in_this_rep": True}]
+    cases = [(plain, rtt, True, []), (trace, rtt + counts, False, replays)]
+    for link, checks, measured, rp in cases:
+        model = link_calibration(link, checks, measured, [TraceReplay.model_validate(r) for r in rp])
+        assert json.dumps(model.model_dump(), indent=2) == json.dumps(_dict_entry(link, checks, measured, rp), indent=2)
+    written = [link_calibration(*c[:3], [TraceReplay.model_validate(r) for r in c[3]]).model_dump() for c in cases]
+    read = Manifest.model_validate({"calibration": {"s": {"rep1": written}}}).calibration_of("s", 1)
+    assert read is not None and read[0].trace_replays is None and not read[1].ok
+    assert read[1].trace_replays == [TraceReplay(direction="a->b", check="replay of const-24mbit",
+                                                 measured_in_this_rep=True)]
+    assert [c.measured for c in read[1].checks][-2:] == [3, None] and isinstance(read[1].checks[-2].configured, int)

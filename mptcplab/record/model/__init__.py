@@ -26,7 +26,7 @@ from .base import (
 from .connections import ConnectionsCheck
 from .event import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, EVENTS_FILE, Event
 from .flow import Flow, FlowOutcome, HolNumbers, MptcpVerdict, Subflow
-from .manifest import CalibrationCheck, Git, LinkCalibration, Manifest, load_manifest
+from .manifest import CalibrationCheck, Git, LinkCalibration, Manifest, TraceReplay, load_manifest
 from .repetition import CaptureStats, CpuTime, Fairness, FlowResult, HostCpu, Repetition
 from .summary import (
     VERDICTS,
@@ -74,6 +74,7 @@ __all__ = [
     "CalibrationCheck",
     "Git",
     "LinkCalibration",
+    "TraceReplay",
     "Manifest",
     "load_manifest",
     "EVENTS_FILE",

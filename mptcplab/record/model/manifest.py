@@ -23,12 +23,22 @@ class CalibrationCheck(Lenient):
     """One measured quantity of a link against its configured value (linkcheck.Check)."""
 
     quantity: str
-    configured: float | None = None
-    measured: float | None = None
+    # int | float: a count (a trace replay's windows, bytes) stays an int, as the check wrote it
+    configured: int | float | None = None
+    measured: int | float | None = None
     tolerance: str | None = None
     ok: bool
     #: the measured direction ("a:if->b:if"); "both" for a round trip
     direction: str | None = None
+
+
+class TraceReplay(Lenient):
+    """One trace direction's replay check (steps/links.py, tracecheck.ReplayCheck): which
+    check, and whether this repetition ran it (once per run per distinct configuration)."""
+
+    direction: str
+    check: str
+    measured_in_this_rep: bool
 
 
 class LinkCalibration(Lenient):
@@ -40,6 +50,8 @@ class LinkCalibration(Lenient):
     checks: list[CalibrationCheck] = Field(default_factory=list)
     ok: bool
     rate_measured_in_this_rep: bool | None = None
+    #: a link with a trace: its directions' replay checks (absent from the file otherwise)
+    trace_replays: list[TraceReplay] | None = Field(default=None, exclude_if=lambda v: v is None)
 
 
 _LINK_CALIBRATIONS = TypeAdapter(list[LinkCalibration])
