@@ -97,7 +97,7 @@ def checks() -> list[Item]:
     for t, fix in (("docker", "apt-get install docker.io"), ("containerlab", "see docs/appliance.md"),
                    ("vagrant", "apt-get install vagrant")):
         items.append(_tool(t, fix, required=False))
-    items.append(Item("link emulation backend", True, "netem" if netem else ("nfqueue" if nfq and dl_ok else "none")))
+    items.append(Item("link emulator", True, "netem" if netem else ("nfqueue" if nfq and dl_ok else "none")))
     return items
 
 
@@ -130,7 +130,7 @@ def reachability(items: list[Item], lab: Lab | None = None, cpus: int | None = N
     from .lab.scale import nice_factor_at_most
     from .units import fmt_factor
 
-    emulator = next((i.detail for i in items if i.name == "link emulation backend"), "nfqueue")
+    emulator = next((i.detail for i in items if i.name == "link emulator"), "nfqueue")
     if emulator == "none":
         emulator = "nfqueue"  # what a run would use once the delay line is built
     out = [f"reachability estimate ({emulator}; model and limits: mptcplab/emulation/capacity.py):"]

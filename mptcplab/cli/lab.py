@@ -24,7 +24,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                             "with its repetitions unless --reps or --quick say otherwise")
     r.add_argument("--dry-run", action="store_true", help="print every command a run would execute; run none")
     r.add_argument("--results", type=Path, default=Path("results"), help="results root (default: results/)")
-    r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link-emulation backend")
+    r.add_argument("--emulation", choices=["netem", "nfqueue"], help="force the link emulator")
     r.add_argument("--backend", choices=[*backends.names(), "auto"], default="auto",
                    help="where nodes run: " + "; ".join(f"{n}: {backends.DESCRIPTIONS[n]}" for n in backends.names())
                         + " (auto: the first of " + ", ".join(backends.AUTO_ORDER) + " this host can use)")

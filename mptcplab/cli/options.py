@@ -16,6 +16,6 @@ def rate_in_tbf(em: Emulator, asked: bool) -> Emulator:
         from ..emulation.nfqueue import NfqueueEmulator
 
         if not isinstance(em, NfqueueEmulator):
-            raise LabInputError("command line", "--rate-in-tbf", "needs the nfqueue emulation backend")
+            raise LabInputError("command line", "--rate-in-tbf", "needs the nfqueue link emulator")
         em.rate_in_delayline = False
     return em

@@ -20,7 +20,7 @@ def test_select_auto_and_forced() -> None:
     assert select_emulator("netem", netem_available=True).name == "netem"
     with pytest.raises(HostNotReady, match="sch_netem"):
         select_emulator("netem", netem_available=False)
-    with pytest.raises(ValueError, match="unknown emulation backend"):
+    with pytest.raises(ValueError, match="unknown link emulator"):
         select_emulator("tbf", netem_available=True)
 
 
