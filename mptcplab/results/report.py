@@ -371,7 +371,8 @@ def _save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=100, format="png")
 
 
-def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list[str], list[str]]:
+def write_figures(run_dir: Path, summary: Summary,
+                  manifest: Manifest) -> tuple[dict[str, str], list[str], list[str]]:
     """Draw every report figure into <run_dir>/figures/.
 
     Returns (caption -> relative path, missing input files, figure errors). A figure that
@@ -394,7 +395,7 @@ def write_figures(run_dir: Path, summary: Summary) -> tuple[dict[str, str], list
         ("Segment sizes per path", "segment_sizes.png", lambda: F.plot_segment_sizes(summary, icmp)),
         ("ICMP events", "icmp.png", lambda: F.plot_icmp(icmp, order, events=events)),
     ]
-    traces = run_traces(load_manifest(run_dir))
+    traces = run_traces(manifest)
     if traces:
         plan.append(("Capacity of each replayed trace", "traces.png", lambda: F.plot_trace_capacity(traces)))
     handshakes = load_syn_synack(run_dir, summary)
@@ -471,7 +472,7 @@ def write_report(run_dir: str | Path) -> Path:
     run_dir = Path(run_dir)
     summary = load_summary(run_dir)
     manifest = load_manifest(run_dir)
-    files, missing, errors = write_figures(run_dir, summary)
+    files, missing, errors = write_figures(run_dir, summary, manifest)
     if not manifest.present:
         missing = ["manifest.json", *missing]
     out = run_dir / "report.md"

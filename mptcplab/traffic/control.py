@@ -88,8 +88,9 @@ class FlowControl:
 def established_cmd(node: str, address: str, port: int) -> Cmd:
     """The client's TCP sockets ESTABLISHED to ``address``:``port`` (an MPTCP connection's
     initial subflow is one; a fallen-back connection too): a line once connected."""
-    ip = ipaddress.ip_address(address)
-    dst = f"[{ip}]" if ip.version == 6 else str(ip)  # ss reads a bare IPv6 address as a port
+    # as written (an IPv4-mapped literal stays ::ffff:a.b.c.d); ss reads a bare IPv6 address
+    # as a port, hence the brackets
+    dst = f"[{address}]" if ipaddress.ip_address(address).version == 6 else address
     return cmd("ss", "-tnH", "state", "established", "dst", dst, "dport", "=", f":{port}", node=node,
                check=False, why="is the measured flow's connection established? (the timeline's zero)")
 
