@@ -154,6 +154,9 @@ declare("flow_goodput_mbps", "mean",
         "the named flow's receiver-side goodput (any kind that reports one)", unit="Mbit/s", scales=True, accepts=FLOW)
 declare("flow_share", "mean",
         "the named flow's fraction of the measured flows' summed goodput (two or more measured flows)", accepts=FLOW)
+declare("flows_goodput_sum_mbps", "mean",
+        "the measured flows' receiver-side goodputs added up (two or more measured flows: what flows sharing a "
+        "bottleneck carry together, to set against its rate)", unit="Mbit/s", scales=True)
 declare("aggregation_benefit", "mean",
         "Kaspar et al.'s Ben of the flow's goodput g over its non-backup paths' configured rates C (mptcpanalyzer's "
         "aggr_benefit): (g - Cmax) / (sum C - Cmax) when g >= Cmax, else (g - Cmax) / Cmax; 1 the paths' sum, 0 the "
@@ -172,6 +175,10 @@ declare("path_pps", "mean",
 declare("path_pps_cv", "mean",
         "the coefficient of variation (std / mean) of the path's packets per 100 ms bin over the window: how steady "
         "the flow is", accepts=PATH_WINDOW)
+declare("path_idle_share", "median",
+        "the share of the path's 100 ms bins in which it stopped (at most one data packet, metrics/series.py "
+        "IDLE_PACKETS) between its first and last sending bin, within the window (timeseries.csv packets): on/off "
+        "sending, 0 when the path never stops for a whole bin; none when it never sent", accepts=PATH_WINDOW)
 
 # cwnd.py: the congestion window over time (tcp_probe's probes/subflow_series.csv)
 declare("cwnd_median", "median",
@@ -181,6 +188,10 @@ declare("cwnd_median", "median",
 declare("cwnd_p95", "median",
         "the 95th percentile of the congestion window (segments), as cwnd_median",
         unit="segments", accepts=PATH_FLOW_WINDOW)
+declare("cwnd_max", "median",
+        "the largest congestion window (segments) of the flow's subflow senders on the path, over the same per-bin "
+        "samples as cwnd_median (the cwnd at each 100 ms bin's last ACK: a peak inside a bin that falls before the "
+        "bin's end is not seen)", unit="segments", accepts=PATH_FLOW_WINDOW)
 declare("cwnd_initial_share", "mean",
         f"the fraction of 100 ms bins whose congestion window is at or below the initial window ({INITIAL_CWND} "
         "segments), as cwnd_median", accepts=PATH_FLOW_WINDOW)

@@ -380,7 +380,7 @@ def flow_facts(body: ExperimentBody, net: Network, name: str, flow: Flow,
     return FlowFacts(name=name, flow=flow, server_ip=str(_wire(net, flow.server_address)),
                      expected_paths=expected_paths(body, net, flow, addr_path),
                      backup_paths=backup_paths(body, flow),
-                     path_rates_bps=path_rates(body, net, flow.server, flow.direction),
+                     path_rates_bps=path_rates(body, net, flow.server, flow.data_direction()),
                      join_ports=join_ports(body, flow), diagnostics=tuple(config_diagnostics(body, flow)))
 
 

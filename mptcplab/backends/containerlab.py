@@ -13,6 +13,11 @@ then configures the nodes from inside with ``docker exec`` (the appliance VM).
   out after a stop), and the ``net.ipv{4,6}.conf.*`` sysctls, which Docker applies
   when it creates the container's network namespace, before containerlab adds the
   links: an interface copies net.ipv4.conf.default.* (rp_filter) when it is created.
+- The engine's own stdlib-only programs (timeline/upm_tool.py for the userspace path
+  manager, traffic/churn_tool.py, transfer_tool.py) are commands ``<engine's python> -I
+  <path in the package>``; the copy binds the engine's package directory read-only at the
+  same path in every node, and node_argv runs them with the node's ``python3`` (the host
+  image has it) in place of the engine's interpreter, which is not in the container.
 - Sysctls run inside the nodes with ``docker exec ... sysctl``: containerlab starts
   every node privileged (0.69: runtime/docker sets HostConfig.Privileged), so
   /proc/sys is writable, and net.* sysctls are per network namespace, i.e. the node's
@@ -45,6 +50,7 @@ import shlex
 import shutil
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -75,6 +81,11 @@ PID_WRAPPER = 'echo $$ > "$1"; shift; exec "$@"'
 NODE_TIMEOUT_S = 120.0     # one command on a node (a ping, an iperf3 rate check)
 HOST_TIMEOUT_S = 600.0     # containerlab deploy/destroy
 PID_WAIT_S = 5.0           # until a spawned process has written its PID file
+#: the engine's package, bound read-only at the same path into every node: its stdlib-only
+#: programs run there by path (the module docstring)
+ENGINE_DIR = Path(__file__).parents[1]
+#: the interpreter of a node (images/host) for a command the engine runs with its own
+NODE_PYTHON = "python3"
 
 
 def _for_lab(lab: Lab, run_dir: Path, log: Log | None, lab_name: str | None = None) -> ContainerlabBackend:
@@ -197,7 +208,7 @@ class ContainerlabBackend(Backend):
         return container_name(self.lab, node)
 
     def node_argv(self, node: str, argv: Sequence[str]) -> list[str]:
-        return [self.docker, "exec", self.container(node), *argv]
+        return [self.docker, "exec", self.container(node), *in_node(argv)]
 
     # ---------------------------------------------------------------- topology
     def clab_topology(self, net: Network) -> dict[str, Any]:
@@ -209,8 +220,7 @@ class ContainerlabBackend(Backend):
             node["network-mode"] = "none"
             binds = [self._absolute_bind(str(b)) for b in node.get("binds") or []]
             binds += [f"{b}:{b}" for b in self.binds]
-            if binds:
-                node["binds"] = binds
+            node["binds"] = [*binds, f"{ENGINE_DIR}:{ENGINE_DIR}:ro"]
             if name in net.nodes:
                 early = {k: str(v) for k, v in net.nodes[name].sysctls.items()
                          if k.startswith(CREATION_SYSCTL_PREFIXES)}
@@ -292,7 +302,7 @@ class ContainerlabBackend(Backend):
         return [self.docker, "exec", "-i", self.container(node), "ip", "-batch", "-"]
 
     def spawn_argv(self, node: str, pidfile: str, argv: Sequence[str]) -> list[str]:
-        return self.node_argv(node, ["sh", "-c", PID_WRAPPER, "sh", pidfile, *argv])
+        return self.node_argv(node, ["sh", "-c", PID_WRAPPER, "sh", pidfile, *in_node(argv)])
 
     def spawn(self, node: str, argv: Sequence[str], stdout: IO[bytes] | int | None = None,
               stderr: IO[bytes] | int | None = None) -> subprocess.Popen[bytes]:
@@ -348,6 +358,14 @@ class ContainerlabBackend(Backend):
                 continue
         _killpg(rec.p, signal.SIGKILL)  # the Docker daemon does not answer: at least the client goes
         rec.p.wait(timeout=5)
+
+
+def in_node(argv: Sequence[str]) -> list[str]:
+    """argv as a node runs it: the engine's interpreter becomes the node's python3 (its
+    program's path is valid there: ENGINE_DIR is bound in)."""
+    if argv and argv[0] == sys.executable:
+        return [NODE_PYTHON, *argv[1:]]
+    return list(argv)
 
 
 def _killpg(p: subprocess.Popen[bytes], sig: int) -> None:

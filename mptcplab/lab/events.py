@@ -68,36 +68,42 @@ class _OnLink(_Timed):
 
 
 LinkDownHow = Literal["ip-link", "drop"]
+#: ip-link: which interfaces go down, both ends or only ``link``'s
+LinkEnds = Literal["both", "one"]
 
 
-class LinkDown(_OnLink):
+class _LinkOnOff(_OnLink):
+    how: LinkDownHow = "ip-link"
+    #: one: ``ip link set down`` on ``link``'s end only, as mptcp_join.sh's link_failure
+    #: (``ip link set ns1ethN down``): its peer loses carrier and stays administratively up
+    ends: LinkEnds = "both"
+
+    @model_validator(mode="after")
+    def _how_fits(self) -> _LinkOnOff:
+        if self.direction == "one" and self.how != "drop":
+            raise ValueError("direction: one needs how: drop (ip link set down stops both directions; "
+                             "ends: one takes only this end down)")
+        if self.ends == "one" and self.how != "ip-link":
+            raise ValueError("ends: one needs how: ip-link (how: drop chooses the egress with direction)")
+        return self
+
+
+class LinkDown(_LinkOnOff):
     """Take a link out. ``how: ip-link`` (default) is Mininet's "link down": ``ip link
     set down`` on both ends; the kernel removes every route through the interfaces,
-    and link_up puts the lab's routes back. ``how: drop`` keeps the interfaces and
-    routes and drops every packet in nftables at the egress of the chosen end(s);
-    ``direction: one`` (one end's egress only) needs it."""
+    and link_up puts the lab's routes back. ``ends: one`` takes only ``link``'s end down
+    (its routes go; the peer interface loses carrier, keeps its routes and stays up), as
+    mptcp_join.sh's link_failure does. ``how: drop`` keeps the interfaces and routes and
+    drops every packet in nftables at the egress of the chosen end(s); ``direction: one``
+    (one end's egress only) needs it."""
 
     action: Literal["link_down"]
-    how: LinkDownHow = "ip-link"
-
-    @model_validator(mode="after")
-    def _one_needs_drop(self) -> LinkDown:
-        if self.direction == "one" and self.how != "drop":
-            raise ValueError("direction: one needs how: drop (ip link set down always takes both directions)")
-        return self
 
 
-class LinkUp(_OnLink):
-    """Undo a link_down of the same link, direction and ``how``."""
+class LinkUp(_LinkOnOff):
+    """Undo a link_down of the same link, ``direction``, ``how`` and ``ends``."""
 
     action: Literal["link_up"]
-    how: LinkDownHow = "ip-link"
-
-    @model_validator(mode="after")
-    def _one_needs_drop(self) -> LinkUp:
-        if self.direction == "one" and self.how != "drop":
-            raise ValueError("direction: one needs how: drop (ip link set up always takes both directions)")
-        return self
 
 
 class LinkChange(_OnLink):

@@ -1,6 +1,7 @@
 """Metrics over the congestion window in time (tcp_probe's ``probes/subflow_series.csv``):
-where a path's or a flow's cwnd sits, and how much of the time it stays at the initial
-window (Kato et al. 2019, Figures 11 and 13: LIA's subflows held at 10 packets).
+where a path's or a flow's cwnd sits, how high it peaks (Kato et al. 2020, Fig 6: the slow
+subflow's ~700 packets), and how much of the time it stays at the initial window (Kato et
+al. 2019, Figures 11 and 13: LIA's subflows held at 10 packets).
 
 A repetition's sample is one 100 ms bin of the series with a tcp_probe sample in it: the
 data sender's cwnd at its last ACK in the bin (join.py). Bins are time-weighted where the
@@ -86,5 +87,6 @@ def _implausible(r: Repetition, sel: Select) -> float | None:
 
 register("cwnd_median", _stat(np.median))
 register("cwnd_p95", _stat(lambda x: np.percentile(x, 95)))
+register("cwnd_max", _stat(np.max))
 register("cwnd_initial_share", _stat(lambda x: np.mean(x <= INITIAL_CWND)))
 register("cwnd_implausible", _implausible)

@@ -1,5 +1,6 @@
-"""Per-flow metrics: one named flow's goodput, its share of the measured flows' total and its
-aggregation benefit over its paths' rates (analysis/aggregation.py).
+"""Per-flow metrics: one named flow's goodput, its share of the measured flows' total, that
+total itself (what flows sharing a bottleneck carry together) and a flow's aggregation
+benefit over its paths' rates (analysis/aggregation.py).
 
 Labs with several measured flows at once (labs/cc: an MPTCP flow against a single-path TCP
 flow on one bottleneck) compare flows, not paths. ``flow`` selects a flow of experiment.yml by
@@ -51,6 +52,15 @@ def _flow_share(r: Repetition, sel: Select) -> float | None:
     return f.share if f is not None else None
 
 
+def _goodput_sum(r: Repetition, sel: Select) -> float | None:
+    # flows sharing a bottleneck: one flow alone is goodput_mbps; a measured flow without a
+    # goodput leaves the sum unknown, not smaller
+    measured = [f.goodput_mbps for f in r.flows if f.role == "measured"]
+    if len(measured) < 2 or any(g is None for g in measured):
+        return None
+    return float(sum(g for g in measured if g is not None))
+
+
 def _aggregation_benefit(r: Repetition, sel: Select) -> float | None:
     f = selected_flow(r, sel)
     return f.aggregation_benefit if f is not None else None
@@ -58,4 +68,5 @@ def _aggregation_benefit(r: Repetition, sel: Select) -> float | None:
 
 register("flow_goodput_mbps", _flow_goodput)
 register("flow_share", _flow_share)
+register("flows_goodput_sum_mbps", _goodput_sum)
 register("aggregation_benefit", _aggregation_benefit)

@@ -1,5 +1,6 @@
 """Metrics over a repetition's time series (timeseries.csv, 100 ms bins per subflow):
-throughput and packets/s of the connection or of one path inside a time window.
+throughput and packets/s of the connection or of one path inside a time window, and how
+often a path stops sending (Kato et al. 2020, Fig 4: "repeats sending and stopping").
 
 The paper-style findings these serve compare windows of one transfer (before and after a
 path is removed at 5 s, during and after a flood) and a scenario with the TCP reference
@@ -120,7 +121,27 @@ def _pps_cv(r: Repetition, sel: Select) -> float | None:
     return float(bins.std(ddof=0) / bins.mean())
 
 
+#: a bin with at most this many data packets on the path is a stop: a lone sub-MSS segment
+#: (the 880-byte single packets between the slow subflow's bursts in labs/sndbuf's records)
+#: moves no visible data; one packet per 100 ms is 0.1 % of a 100 Mbit/s path
+IDLE_PACKETS = 1
+
+
+def _idle_share(r: Repetition, sel: Select) -> float | None:
+    # only between the path's first and last sending bin: before its join and after its last
+    # data the path is not stopping, it has not started or has finished
+    bins = window_bins(r, sel, "packets")
+    if bins is None:
+        return None
+    sending = bins.to_numpy() > IDLE_PACKETS
+    if not sending.any():
+        return None  # the path never sent: no on/off to measure
+    first, last = sending.argmax(), len(sending) - 1 - sending[::-1].argmax()
+    return float(1.0 - sending[first:last + 1].mean())
+
+
 register("throughput_mbps", _mean_rate("bytes", 8 / 1e6))
 register("path_throughput_mbps", _mean_rate("bytes", 8 / 1e6))
 register("path_pps", _mean_rate("packets", 1.0))
 register("path_pps_cv", _pps_cv)
+register("path_idle_share", _idle_share)

@@ -13,6 +13,15 @@ xt_NFQUEUE but not the native queue expression (``nft add rule ... queue num 7``
 table's FORWARD hook: after the delay lines (raw PREROUTING) and the routing decision,
 so the box sees what the router forwards, in both directions.
 
+On a host (``modify-payload`` only: the schema refuses the others there) the rule is in
+mangle POSTROUTING, for what the host sends (``iface``: leaving by it): the last netfilter
+hook before the qdisc, as close as netfilter gets to where the selftests' tc pedit corrupts
+(clsact egress), after the routing decision (so ``-o`` is the interface the segment really
+leaves by, also when a mark set in OUTPUT re-routed it: balance_rr) and after the host's
+own nftables filters saw the segment as TCP sent it. The kernel completes a partial
+checksum before queueing (no NFQA_CFG_F_GSO), so the box's TCP checksum fix leaves a valid
+TCP checksum; only MPTCP's DSS checksum (net.mptcp.checksum_enabled) can tell.
+
 Queue numbers continue after the links' delay lines (net/plan.py's counter), so they never
 collide with a delay line of the same router.
 """
@@ -56,7 +65,8 @@ def mode_argv(box: Box) -> tuple[str, ...]:
         return ("--after", str(box.after), "--every", str(box.every), "split")
     if isinstance(box, CoalesceSegments):
         return ("--after", str(box.after), "--every", str(box.every), "--max-len", str(box.max_len), "merge")
-    return ("--after", str(box.after), "--every", str(box.every), "--byte-offset", str(box.byte_offset),
+    count = ("--count", str(box.count)) if box.count is not None else ()
+    return ("--after", str(box.after), "--every", str(box.every), "--byte-offset", str(box.byte_offset), *count,
             "payload-flip")
 
 
@@ -66,9 +76,16 @@ def daemon(node: str, box: Box, queue: int, workdir: Path, exe: Path) -> Daemon:
                   stats_path=str(stats_path(node, queue, workdir)))
 
 
-def rule_cmds(node: str, box: Box, queue: int) -> list[Cmd]:
-    """The router's forwarded IPv4 TCP (arriving on ``box.iface`` when given) to the
-    box's queue; no ``--queue-bypass``: fail closed."""
+def rule_cmds(node: str, box: Box, queue: int, role: str = "router") -> list[Cmd]:
+    """The router's forwarded IPv4 TCP (arriving on ``box.iface`` when given), or the host's
+    sent IPv4 TCP (leaving by ``box.iface``), to the box's queue; no ``--queue-bypass``:
+    fail closed."""
+    if role == "host":
+        where = ("-o", box.iface) if box.iface else ()
+        return [cmd("iptables", "-w", "-t", "mangle", "-A", "POSTROUTING", *where, "-p", "tcp",
+                    "-j", "NFQUEUE", "--queue-num", queue, node=node,
+                    why=f"host filter {box.kind}: TCP this host sends{' by ' + box.iface if box.iface else ''} "
+                        f"to mptcplab-mbox queue {queue}")]
     where = ("-i", box.iface) if box.iface else ()
     return [cmd("iptables", "-w", "-t", "mangle", "-A", "FORWARD", *where, "-p", "tcp",
                 "-j", "NFQUEUE", "--queue-num", queue, node=node,
@@ -93,7 +110,7 @@ def plan(body: ExperimentBody, first_queue: int, workdir: Path,
     daemons: list[Daemon] = []
     for i, (node, box) in enumerate(found):
         daemons.append(daemon(node, box, first_queue + i, workdir, exe))
-        cmds += rule_cmds(node, box, first_queue + i)
+        cmds += rule_cmds(node, box, first_queue + i, body.nodes[node].role)
     return cmds, daemons
 
 

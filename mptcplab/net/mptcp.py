@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
 
 from ..commands import Cmd, cmd
-from ..lab.network import Network
+from ..lab.network import Network, wire_address
 from ..lab.schema import ExperimentBody
 from ..values.fields import is_endpoint_ref
 
@@ -19,6 +19,24 @@ def mptcp_sysctls(body: ExperimentBody, name: str) -> dict[str, str]:
     if spec and spec.path_manager:
         out["net.mptcp.pm_type"] = "0" if spec.path_manager == "kernel" else "1"
     return out
+
+
+def endpoint_dev(net: Network, node: str, ref: str) -> str | None:
+    """The ``dev`` of ``ip mptcp endpoint add``: the interface a 'node:iface' names, or the
+    one of ``node``'s interfaces that has a literal address, as mptcp_join.sh writes
+    ``dead:beef:3::2 dev ns2eth3``. Without it the kernel binds a subflow to no interface
+    and its join leaves by the route to the peer (client:eth1 in labs/selftests), its answer
+    coming back by the endpoint's own interface. An IPv4 or IPv4-mapped literal (the IPv4
+    address it maps) gets it always: IPv4 sends to a peer it has no route for through a
+    bound interface as if on its link. An IPv6 literal only when the node routes that source
+    by its own table (a per-source table's default route through the interface): IPv6 finds
+    no route for a bound interface otherwise, and the join fails to connect. None: no dev."""
+    if is_endpoint_ref(ref):
+        return ref.split(":", 1)[1]
+    wire = wire_address(ip_address(ref))
+    if wire.version == 6 and not any(r.src == wire for r in net.nodes[node].rules):
+        return None
+    return next((ep.iface for ep, link in net.interfaces(node) if any(a.ip == wire for a in link.addrs(ep))), None)
 
 
 def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
@@ -34,8 +52,8 @@ def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
     for e in spec.endpoints:
         addr = net.address(e.address)
         argv = ["ip", "mptcp", "endpoint", "add", str(addr)]
-        if is_endpoint_ref(e.address):
-            argv += ["dev", e.address.split(":", 1)[1]]
+        if (dev := endpoint_dev(net, name, e.address)) is not None:
+            argv += ["dev", dev]
         if e.port is not None:
             argv += ["port", str(e.port)]
         if e.id is not None:

@@ -127,7 +127,7 @@ def connection_totals(table: pd.DataFrame) -> pd.DataFrame:
 def sender_role(body: ExperimentBody, flow: str) -> str:
     """Which end of ``flow`` sends its data: the client, or the server of a download."""
     f = body.traffic.flows.get(flow)
-    return "server" if f is not None and f.direction == "download" else "client"
+    return "server" if f is not None and f.data_direction() == "download" else "client"
 
 
 def summary(table: pd.DataFrame, body: ExperimentBody) -> dict[str, Any]:

@@ -54,9 +54,9 @@ def analyze(job: AnalysisJob) -> Repetition:
     probes: dict[str, Any] = {}
     if fa is not None:
         primary = facts.flows[job.measured]
-        beside = [OtherFlow(n, p.fa, facts.flows[n].flow.direction == "upload")
+        beside = [OtherFlow(n, p.fa, facts.flows[n].flow.data_direction() == "upload")
                   for n, p in parts.items() if n != job.measured and p.fa is not None]
-        probes, probe_warnings = analyze_probes(out, body, fa, primary.flow.direction == "upload",
+        probes, probe_warnings = analyze_probes(out, body, fa, primary.flow.data_direction() == "upload",
                                                 primary.backup_paths, flow=job.measured, others=beside)
         warnings += [coded(PROBE_DEGRADED, w) for w in probe_warnings]
     measured = [n for n, f in body.traffic.flows.items() if f.role == "measured"]

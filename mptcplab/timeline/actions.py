@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..commands import Cmd, cmd
-from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape, QueueLimit
+from ..emulation.linkmodel import DirectedLink, Endpoint, LinkShape
 from ..errors import LabInputError
 from ..lab.events import (
     EndpointAdd,
@@ -35,9 +35,9 @@ from ..lab.events import (
     UpmSubflowDestroy,
 )
 from ..lab.network import Link, Network, Route, build_network
+from ..lab.shapes import changed_shape, changes_direction
 from ..net.config import route_argv
-from ..units import parse_fraction, parse_rate, parse_time
-from ..values.fields import is_endpoint_ref
+from ..net.mptcp import endpoint_dev
 
 if TYPE_CHECKING:
     from ..emulation.base import Emulator
@@ -129,11 +129,18 @@ def _chain(iface: str) -> str:
     return "down_" + re.sub(r"[^A-Za-z0-9_]", "_", iface)
 
 
+def _ip_link_ends(link: Link, ev: LinkDown | LinkUp) -> list[Endpoint]:
+    """The interfaces ``ip link set`` takes down or up: both ends, or ``ends: one``'s."""
+    return [link.a, link.b] if ev.ends == "both" else [Endpoint.parse(ev.link)]
+
+
 def link_down_cmds(env: ActionEnv, ev: LinkDown) -> list[Cmd]:
     link = env.net.link_of(ev.link)
     if ev.how == "ip-link":
+        why = ("the kernel drops its routes" if ev.ends == "both"
+               else "this end only: its routes go, the peer loses carrier and stays up")
         return [cmd("ip", "link", "set", "dev", ep.iface, "down", node=ep.node, check=False,
-                    why=f"link {link.name} down (the kernel drops its routes)") for ep in (link.a, link.b)]
+                    why=f"link {link.name} down ({why})") for ep in _ip_link_ends(link, ev)]
     out: list[Cmd] = []
     for ep in _ends(link, ev.link, ev.direction):
         chain = _chain(ep.iface)
@@ -150,9 +157,11 @@ def link_down_cmds(env: ActionEnv, ev: LinkDown) -> list[Cmd]:
 def link_up_cmds(env: ActionEnv, ev: LinkUp) -> list[Cmd]:
     link = env.net.link_of(ev.link)
     if ev.how == "ip-link":
+        ends = _ip_link_ends(link, ev)
         out = [cmd("ip", "link", "set", "dev", ep.iface, "up", node=ep.node, check=False, why=f"link {link.name} up")
-               for ep in (link.a, link.b)]
-        for ep in (link.a, link.b):
+               for ep in ends]
+        # a peer that only lost carrier kept its routes: only the ends taken down lost theirs
+        for ep in ends:
             node = env.net.nodes[ep.node]
             if env.frr_routers and node.role == "router":
                 continue
@@ -167,34 +176,10 @@ def link_up_cmds(env: ActionEnv, ev: LinkUp) -> list[Cmd]:
     return out
 
 
-def changed_shape(shape: LinkShape, ev: LinkChange, net: Network | None = None) -> LinkShape:
-    """The shape after ``ev``: the parameters it names, the others as they were. A trace
-    switch takes the trace the network loaded for it (``net.event_traces``)."""
-    new = shape
-    if ev.switches_trace:
-        trace = shape.trace
-        if ev.trace is not None:
-            if net is None or ev.trace not in net.event_traces:
-                raise ValueError(f"trace {ev.trace!r} was not loaded with the lab")
-            trace = net.event_traces[ev.trace]
-        offset = parse_time(ev.trace_offset) if ev.trace_offset is not None else 0.0
-        new = replace(new, trace=trace, trace_offset_s=offset)
-    if ev.rate is not None:
-        new = replace(new, rate_bps=parse_rate(ev.rate))
-    if ev.delay is not None:
-        new = replace(new, delay_s=parse_time(ev.delay))
-    if ev.loss is not None:
-        new = replace(new, loss=parse_fraction(ev.loss))
-    if ev.queue is not None:
-        new = replace(new, queue=QueueLimit.parse(ev.queue))
-    return new
-
-
 def link_change_cmds(env: ActionEnv, ev: LinkChange) -> list[Cmd]:
     """Raises ValueError when the emulator cannot make the change on a running link."""
     link = env.net.link_of(ev.link)
-    end = Endpoint.parse(ev.link)
-    dirs = [dl for dl in link.directions() if ev.direction == "both" or dl.src == end]
+    dirs = [dl for dl in link.directions() if changes_direction(ev, dl)]
     out: list[Cmd] = []
     with env.lock:
         for dl in dirs:
@@ -244,8 +229,8 @@ def endpoint_cmds(env: ActionEnv, ev: EndpointAdd | EndpointDelete | EndpointFla
                     why=f"endpoint {what}: {ev.flags} ({_CHANGE_WHY[ev.flags]})")]
     addr = str(env.net.address(ev.address))
     argv = ["ip", "mptcp", "endpoint", "add", addr]
-    if is_endpoint_ref(ev.address):
-        argv += ["dev", ev.address.split(":", 1)[1]]
+    if (dev := endpoint_dev(env.net, ev.node, ev.address)) is not None:
+        argv += ["dev", dev]
     if ev.id is not None:
         argv += ["id", str(ev.id)]
     if ev.port is not None:
@@ -286,7 +271,9 @@ def upm_resolved(env: ActionEnv, ev: UpmAnnounce | UpmRemove | UpmSubflowCreate 
 
 
 def _target(ev: Event) -> str:
-    if isinstance(ev, LinkDown | LinkUp | LinkChange):
+    if isinstance(ev, LinkDown | LinkUp):
+        return f"{ev.link} ({ev.direction})" + (" this end only" if ev.ends == "one" else "")
+    if isinstance(ev, LinkChange):
         return f"{ev.link} ({ev.direction})"
     if isinstance(ev, FlowStart | FlowStop):
         return ev.flow

@@ -11,7 +11,8 @@ run prints the lookup and the commands with their placeholders; events.csv recor
 commands as run, with the values filled in.
 
 The commands themselves are timeline/upm_tool.py's (the kernel's ``mptcp_pm`` generic
-netlink family; no packaged tool sends them), run with the engine's Python by path.
+netlink family; no packaged tool sends them), run with the engine's Python by path (on
+containerlab the node's python3, the package bound in: backends/containerlab.py).
 """
 
 from __future__ import annotations

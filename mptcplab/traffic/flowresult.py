@@ -105,11 +105,11 @@ def _connection(parts: FlowParts, facts: FlowFacts, lab: LabFacts, out: Path, cl
     # the spec's dicts are its own copies: the facts are shared by every flow of the repetition
     spec = AnalysisSpec(server_ip=facts.server_ip, server_port=flow.port,
                         paths=dict(lab.path_of_address), expected_paths=facts.expected_paths, mptcp=flow.mptcp,
-                        direction=flow.direction, path_rates_bps=dict(facts.path_rates_bps),
+                        direction=flow.data_direction(), path_rates_bps=dict(facts.path_rates_bps),
                         backup_paths=facts.backup_paths,
                         # both backends (netns, containerlab) capture on one host kernel clock
                         same_clock=True,
-                        receiver_node=flow.server if flow.direction == "upload" else flow.client,
+                        receiver_node=flow.server if flow.data_direction() == "upload" else flow.client,
                         join_ports=facts.join_ports, retired_paths=retired, retired_why=retired_why)
     fa = analyze_flow(captures, spec, workers=workers)
     parts.fa, parts.spec = fa, spec

@@ -1,13 +1,16 @@
 """Kind ``transfer``: a verified transfer (traffic/transfer_tool.py): ``bytes`` of a seeded
-pseudo-random stream over one MPTCP (or TCP) connection; the result says whether what the
-server received hashes (SHA-256) to what the client sent. The connection is proved MPTCP
-(or a fallback) from the capture like iperf3's (``connection``). Either family: the client's
-socket is of ``server_address``'s family and ``bind`` names its interface's address of that
-family; the server listens on ``::`` (both families) or on ``server_bind`` alone.
+pseudo-random stream in each ``direction`` (upload, download, or both at once) over one MPTCP
+(or TCP) connection; the result says, per direction, whether what arrived hashes (SHA-256) to
+what was sent. The connection is proved MPTCP (or a fallback) from the capture like iperf3's
+(``connection``). Either family: the client's socket is of ``server_address``'s family and
+``bind`` names its interface's address of that family; the server listens on ``::`` (both
+families) or on ``server_bind`` alone. ``rate``: each sender's pace; ``fastclose``: that side
+closes after ``bytes`` with the peer's data unread (MP_FASTCLOSE): the reset is the expected
+end, so what was sent and received is reported, not an error.
 
 Files of a flow ``<name>``: ``transfer-<name>.client.json`` (the client's stdout) and
-``transfer-<name>.server.json`` (the server's report). The server is told the seed and length
-too, and reports where what arrived differs; transfer_diff.py says whose bytes those are."""
+``transfer-<name>.server.json`` (the server's report). Both sides are told the seed and length,
+and each receiver reports where what arrived differs; transfer_diff.py says whose bytes those are."""
 
 from __future__ import annotations
 
@@ -22,6 +25,7 @@ from ..units import parse_size
 from .base import KindContext, Outcome, TrafficKind
 from .transfer_diff import foreign_bytes, ranges
 from .transfer_schema import TransferFlow
+from .transfer_tool import SERVER_SEED_OFFSET
 
 TOOL = Path(__file__).with_name("transfer_tool.py")
 PREFIX = "transfer-"
@@ -46,6 +50,33 @@ def verdict(sent: str | None, received: str | None, sent_bytes: int | None, rece
     if sent_bytes != received_bytes:
         return "incomplete"
     return "equal" if sent == received else "differs"
+
+
+def combined(verdicts: list[str]) -> str:
+    """The flow's verdict over its directions: equal when every one is; else differs when one
+    does; else incomplete."""
+    if verdicts and all(v == "equal" for v in verdicts):
+        return "equal"
+    return "differs" if "differs" in verdicts else "incomplete"
+
+
+def _int(v: Any) -> int | None:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
+
+
+def _leg(sender: dict[str, Any], receiver: dict[str, Any], size: int | None, client_sends: bool,
+         seed: int | None) -> dict[str, Any]:
+    """One direction: what ``sender`` sent and ``receiver`` got. A sender's SHA-256 covers its
+    first ``size`` bytes (a fast close's peer sends more until the reset), so what arrived is
+    compared with that much. Older reports: ``bytes`` is the client's sent, the server's received."""
+    sent = _int(sender.get("sent_bytes", sender.get("bytes") if client_sends else None))
+    received = _int(receiver.get("received_bytes", receiver.get("bytes") if client_sends else None))
+    hashed = sent if sent is None or size is None else min(sent, size)
+    leg: dict[str, Any] = {"sent_bytes": sent, "received_bytes": received,
+                           "sent_sha256": sender.get("sent_sha256"), "received_sha256": receiver.get("received_sha256")}
+    leg["verdict"] = verdict(leg["sent_sha256"], leg["received_sha256"], hashed, received)
+    leg.update(_differences(receiver.get("differs"), seed, hashed))
+    return leg
 
 
 def _version(flow: TransferFlow, ctx: KindContext) -> int:
@@ -102,11 +133,12 @@ class TransferKind(TrafficKind[TransferFlow]):
                 if flow.server_bind else [])
         return (*_tool(), "server", *bind, "--port", str(flow.port),
                 "--out", str(server_file(ctx.workdir, name)), "--seed", str(flow.seed),
-                "--bytes", str(parse_size(flow.bytes)), *(["--mptcp"] if flow.mptcp else []))
+                "--bytes", str(parse_size(flow.bytes)), *_common(flow), *(["--mptcp"] if flow.mptcp else []))
 
     def client_argv(self, flow: TransferFlow, name: str, ctx: KindContext) -> tuple[str, ...]:
         argv = [*_tool(), "client", "--address", str(ctx.net.address(flow.server_address)),
-                "--port", str(flow.port), "--bytes", str(parse_size(flow.bytes)), "--seed", str(flow.seed)]
+                "--port", str(flow.port), "--bytes", str(parse_size(flow.bytes)), "--seed", str(flow.seed),
+                *_common(flow)]
         if flow.bind:
             argv += ["--bind", str(_source(flow.bind, flow, ctx))]
         if flow.mptcp:
@@ -120,24 +152,59 @@ class TransferKind(TrafficKind[TransferFlow]):
         name = path.name.removeprefix(PREFIX).removesuffix(CLIENT_OUT)
         client, cerr = _json(path)
         server, serr = _json(server_file(path.parent, name))
-        sent_b = client.get("bytes")
-        recv_b = server.get("bytes")
+        size = _int(client.get("size"))
+        seed = _int(client.get("seed"))
+        direction = client.get("direction", "upload")
+        fastclose = client.get("fastclose_side")
+        legs: dict[str, dict[str, Any]] = {}
+        if direction in ("upload", "both"):
+            legs["upload"] = _leg(client, server, size, True, seed)
+        if direction in ("download", "both"):
+            legs["download"] = _leg(server, client, size, False,
+                                    None if seed is None else seed + SERVER_SEED_OFFSET)
         stopped = bool(client.get("stopped") or server.get("stopped"))
+        reset = bool(client.get("reset") or server.get("reset"))
+        sent_b = _sum(leg["sent_bytes"] for leg in legs.values())
+        recv_b = _sum(leg["received_bytes"] for leg in legs.values())
         metrics: dict[str, Any] = {
-            "bytes": sent_b, "received_bytes": recv_b, "size": client.get("size"), "stopped": stopped,
-            "sent_sha256": client.get("sent_sha256"), "received_sha256": server.get("received_sha256"),
-            "connect_s": client.get("connect_s"), "seed": client.get("seed"), "mptcp_socket": client.get("mptcp"),
+            "bytes": sent_b, "received_bytes": recv_b, "size": None if size is None else size * len(legs),
+            "stopped": stopped, "connect_s": client.get("connect_s"), "seed": seed,
+            "mptcp_socket": client.get("mptcp"), "direction": direction, "fastclose": fastclose,
+            "reset": reset, "rate_bps": _int(client.get("rate_bps")), **legs,
+            "verdict": combined([leg["verdict"] for leg in legs.values()]),
         }
-        metrics["verdict"] = verdict(metrics["sent_sha256"], metrics["received_sha256"], sent_b, recv_b)
-        metrics.update(_differences(server.get("differs"), client.get("seed"), sent_b))
+        if len(legs) == 1:  # one direction: its numbers are the flow's, as they always were
+            (leg,) = legs.values()
+            metrics.update({k: leg.get(k) for k in ("sent_sha256", "received_sha256")})
+            metrics.update({k: leg[k] for k in ("differing_bytes", "differences", "foreign_bytes") if k in leg})
+        elif all("differing_bytes" in leg for leg in legs.values()):
+            metrics["differing_bytes"] = sum(leg["differing_bytes"] for leg in legs.values())
+            metrics["foreign_bytes"] = _sum(leg["foreign_bytes"] for leg in legs.values())
         seconds = server.get("seconds") or client.get("seconds")
         goodput = recv_b * 8 / seconds / 1e6 if isinstance(recv_b, int) and seconds else None
         error = cerr or client.get("error") or serr or server.get("error")
-        if error is None and metrics["verdict"] == "incomplete" and not stopped:
+        if error is None and metrics["verdict"] == "incomplete" and not stopped and not fastclose:
             # stopped by the run (its duration limit) is the stall measured, not a failure:
-            # the verdict says incomplete and the flow's warning says it was stopped
-            error = f"incomplete: {recv_b} of {sent_b} bytes received"
+            # the verdict says incomplete and the flow's warning says it was stopped. A fast
+            # close cuts the transfer on purpose: the legs say what was sent and received
+            error = "incomplete: " + "; ".join(f"{d} {leg['received_bytes']} of {leg['sent_bytes']} bytes received"
+                                               for d, leg in legs.items() if leg["verdict"] != "equal")
         return Outcome(goodput_mbps=goodput, seconds=seconds, error=error, metrics=metrics)
+
+
+def _sum(values: Any) -> int | None:
+    got = list(values)
+    return None if any(v is None for v in got) else sum(got)
+
+
+def _common(flow: TransferFlow) -> list[str]:
+    """The options both sides are given: who sends, the pace, who closes fast."""
+    argv = ["--direction", flow.direction]
+    if (rate := flow.rate_bps()) is not None:
+        argv += ["--rate", str(rate)]
+    if flow.fastclose:
+        argv += ["--fastclose", flow.fastclose]
+    return argv
 
 
 #: the kind this module runs (traffic/kinds.py finds it by the module's name)

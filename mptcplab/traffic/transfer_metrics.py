@@ -1,10 +1,12 @@
 """How the transfer kind's metrics (declared in transfer_result.py) are computed from the
 flow's TransferMetrics (traffic/kind_metrics.py: registered by metrics/).
 
-* ``transfer_intact``: 1 when the SHA-256 of what the server received equals the client's of
-  what it sent (same length), else 0 (traffic/transfer.py).
-* ``transfer_received_fraction``: bytes the server received over the bytes the flow was to
-  send: below 1 when the transfer stalled and the run stopped it at its duration limit.
+* ``transfer_intact``: 1 when, in every direction the flow sends, the SHA-256 of what arrived
+  equals the sender's of what it sent (same length), else 0 (traffic/transfer.py: the
+  combined verdict).
+* ``transfer_received_fraction``: bytes received over the bytes the flow was to send, summed
+  over its directions: below 1 when the transfer stalled and the run stopped it at its
+  duration limit.
 * ``transfer_differing_bytes``, ``transfer_foreign_bytes``: bytes where what arrived differs
   from the sent stream, and of those the ones not shown to be the stream's own bytes from
   another offset (the server's comparison, traffic/transfer_diff.py): 0 and 0 when intact;

@@ -22,18 +22,47 @@ class TransferDifference(Lenient):
     misplaced: int = 0
 
 
+class TransferLeg(Lenient):
+    """One direction of a transfer: what its sender sent and its receiver got. With a fast
+    close the peer of the closing side sends until the reset: ``sent_bytes`` may exceed the
+    flow's ``bytes``, and ``sent_sha256`` covers that many, what is compared."""
+
+    sent_bytes: int | None = None
+    received_bytes: int | None = None
+    sent_sha256: str | None = None
+    received_sha256: str | None = None
+    #: equal, differs (same length, other content) or incomplete
+    verdict: str | None = None
+    differing_bytes: int | None = None
+    differences: list[TransferDifference] = []
+    foreign_bytes: int | None = None
+
+
 class TransferMetrics(Lenient):
-    """The verified transfer's report (traffic/transfer.py): what was sent and received."""
+    """The verified transfer's report (traffic/transfer.py): what was sent and received. The
+    top-level counts are summed over the directions (one direction: that direction's, as in
+    records written before ``direction``); ``upload`` and ``download`` say each."""
 
     bytes: int | None = None
     received_bytes: int | None = None
-    #: the bytes the flow was to send (``bytes`` of the lab file)
+    #: the bytes the flow was to send (``bytes`` of the lab file, times the directions)
     size: int | None = None
+    #: upload, download or both (None: a record written before it: upload)
+    direction: str | None = None
+    #: the side that closed fast (MP_FASTCLOSE) after ``bytes``, as the lab asked; None: none
+    fastclose: str | None = None
+    #: the connection ended by a reset (expected with ``fastclose``)
+    reset: bool | None = None
+    #: each sender's pace (bit/s); None: unpaced
+    rate_bps: int | None = None
+    upload: TransferLeg | None = None
+    download: TransferLeg | None = None
     #: the run stopped the transfer at its duration limit before it ended (a stall)
     stopped: bool | None = None
     sent_sha256: str | None = None
     received_sha256: str | None = None
-    #: equal, differs (same length, other content) or incomplete
+    #: equal, differs (same length, other content) or incomplete; over both directions:
+    #: equal when each is, differs when one does
     verdict: str | None = None
     connect_s: float | None = None
     seed: int | None = None
@@ -48,13 +77,13 @@ class TransferMetrics(Lenient):
 
 
 declare("transfer_intact", "min",
-        "1 when SHA-256 of what the server received equals the client's of what it sent (transfer kind); min over "
-        "reps: 1 only when every repetition arrived intact", accepts=FLOW)
+        "1 when SHA-256 of what each receiving side received equals its peer's of what it sent, in every direction "
+        "the flow sends (transfer kind); min over reps: 1 only when every repetition arrived intact", accepts=FLOW)
 declare("transfer_received_fraction", "min",
-        "bytes the server received / bytes the transfer was to send (transfer kind): below 1 when it stalled and "
-        "the run stopped it at its duration limit; min over reps", accepts=FLOW)
+        "bytes received / bytes the transfer was to send, over its directions (transfer kind): below 1 when it "
+        "stalled and the run stopped it at its duration limit; min over reps", accepts=FLOW)
 declare("transfer_differing_bytes", "max",
-        "bytes where what the server received differs from the seeded stream the client sent (the server's "
+        "bytes where what a receiving side received differs from the seeded stream its peer sent (the receiver's "
         "comparison; transfer kind); max over reps", unit="bytes", accepts=FLOW)
 declare("transfer_foreign_bytes", "max",
         "of the differing bytes, those not found to be the sent stream's own bytes from another offset: made up "

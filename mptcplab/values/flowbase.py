@@ -59,6 +59,12 @@ class FlowBase(Strict):
             raise ValueError(f"{v!r} is longer than iperf3's limit of {IPERF3_MAX_SECONDS} s")
         return v
 
+    def data_direction(self) -> Literal["upload", "download"]:
+        """The direction whose data the capture analysis follows (the receiver, the paths'
+        rates, the sender's socket memory); a kind whose ``direction`` has more (transfer's
+        ``both``) says which one it is."""
+        return self.direction
+
     @field_validator("start")
     @classmethod
     def _start_range(cls, v: Any) -> Any:

@@ -16,7 +16,8 @@
  *                       the server's segments -OFFSET (both directions must pass).
  *   payload-flip        in segments with payload, invert one byte (--byte-offset,
  *                       the last byte when the payload is shorter), on each subflow
- *                       after its first --after segments and then every --every-th.
+ *                       after its first --after segments and then every --every-th
+ *                       (at most --count per subflow when given).
  *   split               (row j) the data segments the same schedule picks leave as two,
  *                       each with every TCP option of the original (its DSS mapping
  *                       too), as a TSO NIC splits: the verdict carries the first half,
@@ -205,7 +206,7 @@ static void write_stats(struct ctx *c)
 	char line[2048];
 	snprintf(line, sizeof(line),
 		 "{\"mbox\": \"%s\", \"queue\": %u, \"offset\": %u, \"after\": %u, \"every\": %u, \"byte_offset\": %u,"
-		 " \"packets\": %" PRIu64 ", \"not_ipv4_tcp\": %" PRIu64 ", \"malformed\": %" PRIu64
+		 " \"count\": %u, \"packets\": %" PRIu64 ", \"not_ipv4_tcp\": %" PRIu64 ", \"malformed\": %" PRIu64
 		 ", \"syns\": %" PRIu64 ", \"untracked\": %" PRIu64 ", \"table_full\": %" PRIu64
 		 ", \"seq_rewritten\": %" PRIu64 ", \"ack_rewritten\": %" PRIu64 ", \"sack_blocks_rewritten\": %" PRIu64
 		 ", \"data_segments\": %" PRIu64 ", \"flipped\": %" PRIu64
@@ -213,7 +214,7 @@ static void write_stats(struct ctx *c)
 		 ", \"merge_released\": %" PRIu64 ", \"max_len\": %u, \"raw_errors\": %" PRIu64
 		 ", \"enobufs\": %" PRIu64 ", \"verdict_errors\": %" PRIu64 "}\n",
 		 MODES[g->mode], c->queue, g->offset, g->after, g->every,
-		 g->byte_offset, t->packets, t->not_ipv4_tcp, t->malformed, t->syns, t->untracked, t->table_full,
+		 g->byte_offset, g->count, t->packets, t->not_ipv4_tcp, t->malformed, t->syns, t->untracked, t->table_full,
 		 t->seq_rewritten, t->ack_rewritten, t->sack_blocks_rewritten, t->data_segments, t->flipped,
 		 t->picked, t->split, t->merged, t->merge_released, g->max_len, c->raw_errors,
 		 c->enobufs, c->verdict_errors);
@@ -231,7 +232,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: mptcplab-mbox --queue N [--stats FILE] isn-offset OFFSET\n"
-		"       mptcplab-mbox --queue N [--stats FILE] [--after K] [--every M] [--byte-offset B] payload-flip\n"
+		"       mptcplab-mbox --queue N [--stats FILE] [--after K] [--every M] [--byte-offset B] [--count C] payload-flip\n"
 		"       mptcplab-mbox --queue N [--stats FILE] [--after K] [--every M] split\n"
 		"       mptcplab-mbox --queue N [--stats FILE] [--after K] [--every M] [--max-len L] merge\n");
 }
@@ -255,7 +256,7 @@ int main(int argc, char **argv)
 	state.cfg.after = 20, state.cfg.every = 1, state.cfg.byte_offset = 0, state.cfg.max_len = 1500;
 	static const struct option lo[] = {{"queue", 1, 0, 'q'}, {"stats", 1, 0, 's'}, {"after", 1, 0, 'a'},
 					   {"every", 1, 0, 'e'}, {"byte-offset", 1, 0, 'b'},
-					   {"max-len", 1, 0, 'm'}, {0, 0, 0, 0}};
+					   {"max-len", 1, 0, 'm'}, {"count", 1, 0, 'c'}, {0, 0, 0, 0}};
 	int o;
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		int bad = 0;
@@ -265,6 +266,7 @@ int main(int argc, char **argv)
 		case 'a': bad = parse_u32(optarg, &state.cfg.after); break;
 		case 'e': bad = parse_u32(optarg, &state.cfg.every) || state.cfg.every == 0; break;
 		case 'b': bad = parse_u32(optarg, &state.cfg.byte_offset); break;
+		case 'c': bad = parse_u32(optarg, &state.cfg.count); break;
 		case 'm': bad = parse_u32(optarg, &state.cfg.max_len) || state.cfg.max_len < 40 ||
 			      state.cfg.max_len > 0xffff; break;
 		default: bad = 1;

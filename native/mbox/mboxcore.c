@@ -248,7 +248,9 @@ int mb_process(struct mb_state *s, uint8_t *pkt, size_t len)
 	} else if (plen > 0) {
 		uint64_t n = ++c->data_segs;
 		s->st.data_segments++;
-		if (n > s->cfg.after && (n - s->cfg.after) % s->cfg.every == 0) {
+		if (n > s->cfg.after && (n - s->cfg.after) % s->cfg.every == 0 &&
+		    (!s->cfg.count || c->flips < s->cfg.count)) {
+			c->flips++;
 			size_t at = s->cfg.byte_offset < plen ? s->cfg.byte_offset : plen - 1;
 			tcp[doff + at] ^= 0xff;
 			s->st.flipped++;

@@ -14,6 +14,7 @@ struct mb_conn {
 	uint16_t cport, sport;
 	uint8_t used;
 	uint64_t data_segs; /* segments with payload seen on this subflow */
+	uint64_t flips;     /* payload-flip: segments of this subflow modified */
 };
 
 struct mb_cfg {
@@ -22,6 +23,7 @@ struct mb_cfg {
 	uint32_t after;       /* payload-flip: leave the first K data segments alone */
 	uint32_t every;       /* payload-flip: then flip every Mth */
 	uint32_t byte_offset; /* payload-flip: which payload byte (the last when shorter) */
+	uint32_t count;       /* payload-flip: at most this many per subflow (0: no limit) */
 	uint32_t max_len;     /* merge: the longest IPv4 packet a merge may make */
 };
 

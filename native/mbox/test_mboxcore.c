@@ -87,6 +87,18 @@ int main(void)
 	n = mk(p, c, v, 40000, 5201, 1, 1, 0x10, 0, 0); /* a pure ACK is no data segment */
 	assert(mb_process(&f, p, n) == 0 && f.st.data_segments == 10);
 
+	/* --count 1: the first picked segment of each subflow only (the selftests' one corrupted packet) */
+	static struct mb_state one;
+	one.cfg.mode = MB_PAYLOAD_FLIP, one.cfg.after = 1, one.cfg.every = 1, one.cfg.count = 1;
+	for (int i = 0; i < 5; i++) {
+		n = mk(p, c, v, 40002, 5201, 1 + 50 * (uint32_t)i, 1, 0x18, 0, 50);
+		assert(mb_process(&one, p, n) == (i == 1) && csum_ok(p, n));
+	}
+	n = mk(p, c, v, 40003, 5201, 1, 1, 0x18, 0, 50); /* another subflow: its own count */
+	assert(mb_process(&one, p, n) == 0);
+	n = mk(p, c, v, 40003, 5201, 51, 1, 0x18, 0, 50);
+	assert(mb_process(&one, p, n) == 1 && one.st.flipped == 2);
+
 	/* split: two pieces, the options (here a SACK block standing for the DSS) in both */
 	static struct mb_state sp;
 	static uint8_t q[1600];

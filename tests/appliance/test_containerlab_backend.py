@@ -10,11 +10,15 @@ endpoints say, MTU as containerlab sets it. Then one quick repetition of the mtu
 mptcp-bottleneck scenario runs through the real runner, with the backend in its
 pre-created mode (no deploy/destroy): node execution, FRR routes on the routers, rate
 shaping (tbf: this kernel has no netem, and rate-only links need none), captures
-into the run directory, traffic, stop and teardown. Everything is removed in finally.
+into the run directory, traffic, stop and teardown. A second test runs a two-host lab
+whose nodes use the userspace path manager the same way: its listener (``ip mptcp monitor``)
+in the containers, the token read from ``ss`` in the container, and upm_tool.py run by the
+image's python3 from the engine's package bound in. Everything is removed in finally.
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import json
 import os
@@ -22,18 +26,23 @@ import secrets
 import shutil
 import signal
 import subprocess
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from mptcplab import runstate
 from mptcplab.backends import containerlab as clab
 from mptcplab.backends.containerlab import LAB_LABEL, ContainerlabBackend, container_name
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.lab.loader import TOPOLOGY, load_lab
+from mptcplab.lab.model import Lab, ScenarioRun
 from mptcplab.net.plan import network_for
 from mptcplab.run import analyze, measure_repetition
+from mptcplab.run.measure import Measured
 from mptcplab.run.retry import REPETITION_RETRIED
 from mptcplab.steps.base import RunContext
 
@@ -133,18 +142,12 @@ def in_container(c: str, *argv: str) -> str:
     return sh(["docker", "exec", c, *argv]).stdout
 
 
-def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_ready: None, tmp_path: Path) -> None:
-    prefix = "mplt" + secrets.token_hex(4)
-    lab = load_lab(REPO / "labs/mtu")
-    sc = next(s for s in lab.scenarios if s.name == "mptcp-bottleneck")
-    # The link rate check serves iperf3 on the link's far end, here a router, and the
-    # router image has no iperf3: RTT checks (ping) stay, the rate check is off, and the
-    # shaping is checked below from the qdiscs and the goodput instead.
-    body = sc.body.model_copy(update={"calibration": sc.body.calibration.model_copy(update={"rate_check": False})})
-    sc = dataclasses.replace(sc, body=body)
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    out = run_dir / "rep1"
+@contextmanager
+def pre_created(lab: Lab, sc: ScenarioRun, prefix: str, run_dir: Path
+                ) -> Iterator[tuple[dict[str, Any], list[ContainerlabBackend], Callable[[Any], ContainerlabBackend]]]:
+    """The lab's containers and links made as containerlab would (the backend's topology
+    copy), a make_backend for the runner in pre-created mode, and everything removed at the
+    end, checked: no container, no veth end in the host, no namespace."""
     backends: list[ContainerlabBackend] = []
 
     def make_backend(log: Any) -> ContainerlabBackend:
@@ -164,8 +167,34 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
     host_before = host_ifnames()
     try:
         create_lab_like_containerlab(topo)
-        ctx = RunContext(lab, NetemEmulator(), quick=True, log=print, calibrate=True, make_backend=make_backend)
-        measured = measure_repetition(ctx, sc, 1, out, print)  # once more if iperf3 never started
+        yield topo, backends, make_backend
+    finally:
+        remove_lab(prefix)
+    assert leftovers(prefix) == [], "containers left behind"
+    # the veth ends went with the containers' namespaces; none is in the host's
+    assert not (host_ifnames() - host_before) & lab_ifaces
+    assert not [ns for ns in sh(["ip", "netns", "list"]).stdout.split() if ns.startswith(prefix)]
+
+
+def measure(lab: Lab, sc: ScenarioRun, out: Path, make_backend: Callable[[Any], ContainerlabBackend]) -> Measured:
+    ctx = RunContext(lab, NetemEmulator(), quick=True, log=print, calibrate=True, make_backend=make_backend)
+    return measure_repetition(ctx, sc, 1, out, print)  # once more if iperf3 never started
+
+
+def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_ready: None, tmp_path: Path) -> None:
+    prefix = "mplt" + secrets.token_hex(4)
+    lab = load_lab(REPO / "labs/mtu")
+    sc = next(s for s in lab.scenarios if s.name == "mptcp-bottleneck")
+    # The link rate check serves iperf3 on the link's far end, here a router, and the
+    # router image has no iperf3: RTT checks (ping) stay, the rate check is off, and the
+    # shaping is checked below from the qdiscs and the goodput instead.
+    body = sc.body.model_copy(update={"calibration": sc.body.calibration.model_copy(update={"rate_check": False})})
+    sc = dataclasses.replace(sc, body=body)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    out = run_dir / "rep1"
+    with pre_created(lab, sc, prefix, run_dir) as (topo, backends, make_backend):
+        measured = measure(lab, sc, out, make_backend)
         record = analyze(measured.job).model_dump()  # read as rep.json holds it
         subs = {s["path"]: s for s in record["subflows"]}
         print(f"\ncontainerlab backend, {sc.name}: {record['goodput_mbps']:.1f} Mbit/s, verified "
@@ -224,12 +253,6 @@ def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_re
         assert len(backends) in (1, 2), len(backends)
         retried = [w for w in measured.job.warnings if isinstance(w, dict) and w["code"] == REPETITION_RETRIED]
         assert (len(backends) == 2) == bool(retried), record["warnings"]
-    finally:
-        remove_lab(prefix)
-    assert leftovers(prefix) == [], "containers left behind"
-    # the veth ends went with the containers' namespaces; none is in the host's
-    assert not (host_ifnames() - host_before) & lab_ifaces
-    assert not [ns for ns in sh(["ip", "netns", "list"]).stdout.split() if ns.startswith(prefix)]
 
 
 def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> None:
@@ -258,3 +281,81 @@ def test_clean_removes_the_containers_of_a_killed_run(docker_ready: None) -> Non
             remove_lab(lab)
             state.unlink(missing_ok=True)
     assert leftovers(dead_lab) == [] and leftovers(live_lab) == []
+
+
+#: two hosts joined by two links (paths A and B), both on the userspace path manager
+UPM_TOPO = {"nodes": {n: {"kind": "linux", "image": IMAGES[0]} for n in ("client", "server")},
+            "links": [{"endpoints": ["client:eth1", "server:eth1"]}, {"endpoints": ["client:eth2", "server:eth2"]}]}
+ANNOUNCE, CREATE = 1.0, 2.0
+UPM_EXP: dict[str, Any] = {
+    "paths": {"A": "client:eth1", "B": "client:eth2"},
+    "nodes": {n: {"role": "host", "mptcp": {"path_manager": "userspace"}} for n in ("client", "server")},
+    "links": {"client:eth1": {"rate": "20mbit"}, "client:eth2": {"rate": "20mbit"}},
+    "traffic": {
+        "flows": {"main": {"client": "client", "server": "server", "server_address": "server:eth1",
+                           "bind": "client:eth1", "mptcp": True, "duration": "5s"}},
+        "events": [
+            {"at": ANNOUNCE, "action": "upm_announce", "node": "server", "flow": "main",
+             "address": "server:eth2", "id": 5},
+            {"at": CREATE, "action": "upm_subflow_create", "node": "client", "flow": "main",
+             "local": "client:eth2", "local_id": 2, "remote": "server:eth2"}]},
+    "capture": [{"point": "client:eth1"}, {"point": "client:eth2"}],
+    "calibration": {"enabled": False},
+    "quick": {"duration": "5s", "repetitions": 1},
+    "scenarios": [{"name": "upm", "description": "userspace PM: server:eth2 announced at 1 s, "
+                                                 "a subflow to it from client:eth2 at 2 s"}],
+}
+
+
+def test_userspace_path_manager_events_in_containers(docker_ready: None, tmp_path: Path) -> None:
+    """The server announces server:eth2 at 1 s, the client opens a subflow from client:eth2
+    to it at 2 s, both through upm_tool.py in the containers; the join is accepted because
+    the listener runs in the server's container (without it the kernel refuses it)."""
+    prefix = "mplt" + secrets.token_hex(4)
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / TOPOLOGY).write_text(yaml.safe_dump({"name": "upm", "topology": UPM_TOPO}))
+    (tmp_path / "lab" / "experiment.yml").write_text(yaml.safe_dump(UPM_EXP, sort_keys=False))
+    lab = load_lab(tmp_path / "lab")
+    sc = lab.scenarios[0]
+    net = network_for(lab.topology, sc, "experiment.yml")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    out = run_dir / "rep1"
+    with pre_created(lab, sc, prefix, run_dir) as (topo, backends, make_backend):
+        measured = measure(lab, sc, out, make_backend)
+        record = analyze(measured.job).model_dump()
+        with (out / "events.csv").open() as f:
+            events = {r["action"]: r for r in csv.DictReader(f)}
+        print(f"\ncontainerlab backend, userspace PM: subflows {record['subflows']}, events {events}, "
+              f"measured in {measured.seconds:.1f} s")
+
+        # every event ran, exit status 0, with the token read from ss in the container
+        assert set(events) == {"upm_announce", "upm_subflow_create"}, events
+        for r in events.values():
+            assert r["rc"] == "0" and r["capture_s"], r
+            assert "{token}=" in r["result"] and "{token}" not in r["commands"], r
+        log = (out / "commands.log").read_text()
+        client = container_name(prefix, "client")
+        assert f"docker exec {client} python3 -I {clab.ENGINE_DIR}/timeline/upm_tool.py subflow-create" in log
+
+        # the created subflow, client:eth2 -> server:eth2, carried data from after the create on
+        created = float(events["upm_subflow_create"]["capture_s"])
+        b = [s for s in record["subflows"] if s["path"] == "B"]
+        assert len(b) == 1 and b[0]["initial"] is False and b[0]["established"], record["subflows"]
+        assert b[0]["src"] == str(net.address("client:eth2")) and b[0]["dst"] == str(net.address("server:eth2"))
+        assert (b[0]["bytes"] or 0) > 100_000, b[0]
+        assert created < b[0]["first_data_t"] < created + 1.0, (created, b[0])
+        a = [s for s in record["subflows"] if s["path"] == "A" and s["initial"]]
+        assert a and a[0]["first_data_t"] < created and (a[0]["bytes"] or 0) > 0, a
+        assert record["mptcp"]["negotiated"] and record["mptcp"]["verified"], record["warnings"]
+
+        # the listeners ran in both containers; the server's saw the join it accepted
+        assert "SF_ESTABLISHED" in (out / "upm-listener-server.log").read_text()
+        assert (out / "upm-listener-client.log").exists()
+        # stopped at teardown: no listener, tool or PID file left in a container
+        for node in topo["topology"]["nodes"]:
+            ps = in_container(container_name(prefix, node), "ps", "-eo", "args")
+            assert "mptcp monitor" not in ps and "upm_tool" not in ps and "iperf3" not in ps, (node, ps)
+            assert in_container(container_name(prefix, node), "sh", "-c",
+                                "ls /tmp | grep -c mptcplab- || true").strip() == "0"
+        assert len(backends) in (1, 2), len(backends)

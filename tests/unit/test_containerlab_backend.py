@@ -8,6 +8,7 @@ import json
 import os
 import signal
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +105,8 @@ def test_topology_copy(tmp_path: Path, state_dir: Path) -> None:
     run = str((tmp_path / "run").absolute())
     for node in topo["topology"]["nodes"].values():
         assert node["network-mode"] == "none"
-        assert node["binds"] == [f"{run}:{run}"]
+        # the run directory, and the engine's package read-only (its programs run by path)
+        assert node["binds"] == [f"{run}:{run}", f"{clab.ENGINE_DIR}:{clab.ENGINE_DIR}:ro"]
         # what a new interface copies is set when Docker creates the namespace
         assert node["sysctls"] == {"net.ipv4.conf.all.rp_filter": "0", "net.ipv4.conf.default.rp_filter": "0"}
     st = json.loads((state_dir / f"clab-{LAB}.json").read_text())
@@ -121,7 +123,26 @@ def test_relative_binds_of_the_lab_point_into_the_lab_directory(tmp_path: Path) 
     be = ContainerlabBackend(topo_file, lab_name=LAB, workdir=tmp_path / "w")
     net = plan_for(be).net
     binds = be.clab_topology(net)["topology"]["nodes"]["client"]["binds"]
-    assert binds == [f"{tmp_path / 'lab' / 'data'}:/data:ro", "/abs:/abs"]
+    assert binds[:2] == [f"{tmp_path / 'lab' / 'data'}:/data:ro", "/abs:/abs"]
+
+
+def test_the_engines_programs_run_with_the_nodes_python_from_the_bound_package(tmp_path: Path) -> None:
+    from mptcplab.timeline import upm
+
+    be = backend(tmp_path)
+    tool = [sys.executable, "-I", str(upm.TOOL), "remove", "--token", "7", "--id", "5"]
+    argv = be.node_argv("server", tool)
+    assert argv == ["docker", "exec", "clab-mpl0a1b2c-mtu-server", "python3", "-I", str(upm.TOOL),
+                    "remove", "--token", "7", "--id", "5"]
+    # the tool's path is inside the directory every node gets bound in
+    assert upm.TOOL.is_relative_to(clab.ENGINE_DIR) and (clab.ENGINE_DIR / "__init__.py").is_file()
+    net = plan_for(be).net
+    assert all(f"{clab.ENGINE_DIR}:{clab.ENGINE_DIR}:ro" in n["binds"]
+               for n in be.clab_topology(net)["topology"]["nodes"].values())
+    # spawned ones too (the wrapper execs the rest of its arguments)
+    assert be.spawn_argv("server", "/tmp/p.pid", tool)[-8:-6] == ["python3", "-I"]
+    # any other command is left alone
+    assert be.node_argv("server", ["python3", "x"])[3:] == ["python3", "x"]
 
 
 def test_consecutive_ip_commands_of_a_node_are_one_batch(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

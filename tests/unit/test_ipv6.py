@@ -259,7 +259,8 @@ def test_v6_mptcp_endpoints(tmp_path: Path) -> None:
     mptcp = argvs(p.mptcp)
     assert ("client", ("ip", "mptcp", "endpoint", "add", "fd00:35:0:2::2", "dev", "eth2", "id", "2", "subflow")) \
         in mptcp
-    # a literal address names no interface: no `dev`
+    # a v6 literal of a node without a per-source table (one interface): no `dev`
+    # (net/mptcp.endpoint_dev: IPv6 would find no route through a bound interface)
     assert ("server", ("ip", "mptcp", "endpoint", "add", SERVER6, "port", "7001", "signal")) in mptcp
 
 
@@ -270,8 +271,9 @@ def test_timeline_endpoint_events_with_v6(tmp_path: Path) -> None:
     assert [c.argv for c in endpoint_cmds(env, add)] == [
         ("ip", "mptcp", "endpoint", "add", "fd00:35:0:2::2", "dev", "eth2", "id", "3", "subflow")]
     lit = EndpointAdd(at=1.0, action="endpoint_add", node="client", address="fd00:35:0:2::2", flags=["subflow"])
+    # a literal of a per-source table's address: its interface (mptcp_join.sh's `dev ns2eth3`)
     assert [c.argv for c in endpoint_cmds(env, lit)] == [
-        ("ip", "mptcp", "endpoint", "add", "fd00:35:0:2::2", "subflow")]
+        ("ip", "mptcp", "endpoint", "add", "fd00:35:0:2::2", "dev", "eth2", "subflow")]
     flags = EndpointFlags(at=1.0, action="endpoint_flags", node="client", address="client:eth2", flags="backup")
     assert [c.argv for c in endpoint_cmds(env, flags)] == [
         ("ip", "mptcp", "endpoint", "change", "fd00:35:0:2::2", "backup")]

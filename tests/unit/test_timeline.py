@@ -10,25 +10,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import TypeAdapter, ValidationError
+from eventkit import BASE, ev
+from pydantic import ValidationError
 
 from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.emulation.tc import NetemEmulator
 from mptcplab.errors import LabInputError
-from mptcplab.lab.events import Event, FlowStart, LinkChange, LinkDown
+from mptcplab.lab.events import FlowStart, LinkChange, LinkDown
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.record.model import Event as Recorded
 from mptcplab.timeline.actions import ActionEnv, Resolved, check_timelines, resolve, resolve_timeline
 from mptcplab.timeline.record import add_capture_time, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
-
-BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
-EVENT: TypeAdapter[Any] = TypeAdapter(Event)
-
-
-def ev(**kw: Any) -> Any:
-    return EVENT.validate_python({"at": kw.pop("at", 1), **kw})
 
 
 @pytest.fixture(scope="module")

@@ -9,7 +9,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from ipaddress import IPv4Address, IPv6Address, ip_address
 from pathlib import Path
@@ -17,6 +16,7 @@ from typing import Any
 
 import pytest
 import yaml
+from toolkit import free_port, listening
 
 from mptcplab.cli import main
 from mptcplab.errors import LabInputError
@@ -30,22 +30,8 @@ from mptcplab.traffic.transfer_tool import ANY, family
 LAB = Path(__file__).resolve().parents[2] / "labs" / "selftests"
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET6) as probe:
-        probe.bind(("::1", 0))
-        return int(probe.getsockname()[1])
 
 
-def _listening(port: int) -> None:
-    """Waits for a listener on ``port`` of either family, without connecting to it."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-            rows = Path(table).read_text().splitlines()[1:]
-            if any(r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A" for r in rows):
-                return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
 
 
 @pytest.fixture
@@ -54,10 +40,10 @@ def server(tmp_path: Path) -> Iterator[Callable[..., tuple[int, Path]]]:
     procs: list[subprocess.Popen[bytes]] = []
 
     def start(*args: str) -> tuple[int, Path]:
-        port, out = _free_port(), tmp_path / f"server-{len(procs)}.json"
+        port, out = free_port(socket.AF_INET6), tmp_path / f"server-{len(procs)}.json"
         procs.append(subprocess.Popen([sys.executable, "-I", str(TOOL), "server", *args, "--port", str(port),
                                        "--out", str(out), "--seed", "5", "--bytes", "300000"]))
-        _listening(port)
+        listening(port)
         return port, out
 
     yield start

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from toolkit import listening
 
 from mptcplab.lab.schema import Traffic
 from mptcplab.traffic.kinds import KINDS
@@ -45,7 +46,11 @@ def test_registered_and_in_the_flow_union():
 
 
 @pytest.mark.parametrize("extra, needle", [
-    ({"bytes": 0}, "bytes"), ({"bytes": "1MB", "direction": "download"}, "upload"),
+    ({"bytes": 0}, "bytes"), ({"bytes": "1MB", "direction": "sideways"}, "direction"),
+    ({"bytes": "1MB", "rate": "fast"}, "rate"), ({"bytes": "1MB", "rate": "0KB/s"}, "rate"),
+    ({"bytes": "1MB", "fastclose": "client"}, "download or both"),
+    ({"bytes": "1MB", "direction": "download", "fastclose": "server"}, "upload or both"),
+    ({"bytes": "1MB", "fastclose": "router"}, "fastclose"),
     ({"bytes": "1MB", "seed": -1}, "seed"), ({"bytes": "1MB", "window": 3}, "window"), ({}, "bytes"),
 ])
 def test_bad_transfer_flow(extra: dict, needle: str):
@@ -215,15 +220,6 @@ def _tool(*args: str) -> subprocess.Popen[bytes]:
     return subprocess.Popen([sys.executable, "-I", str(TOOL), *args], stdout=subprocess.PIPE)
 
 
-def _listening(port: int) -> None:
-    """Waits for a listener on ``port`` without connecting (the server accepts one connection)."""
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        rows = Path("/proc/net/tcp").read_text().splitlines()[1:]
-        if any(r.split()[1].endswith(f":{port:04X}") and r.split()[3] == "0A" for r in rows):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"nothing listens on {port}")
 
 
 def test_stopped_sides_still_write_their_reports(tmp_path: Path):
@@ -237,7 +233,7 @@ def test_stopped_sides_still_write_their_reports(tmp_path: Path):
     # the server reads everything; the client is stopped long before 1 GB has gone
     server = _tool("server", "--address", "127.0.0.1", "--port", str(port), "--out", str(out))
     try:
-        _listening(port)
+        listening(port)
         client = _tool("client", "--address", "127.0.0.1", "--port", str(port), "--bytes", str(1 << 30),
                        "--seed", "3")
         time.sleep(0.5)

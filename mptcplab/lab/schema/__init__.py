@@ -22,7 +22,9 @@ from .flows import Flow, TimelineZero, Traffic
 from .links import SHAPE_FIELDS, Direction, DirectionSpec, LinkSpec
 from .middleboxes import (
     REWRITING_KINDS,
+    BlockTcp,
     CoalesceSegments,
+    DropAddAddr,
     DropMpCapableSyn,
     DropMpJoin,
     Middlebox,
@@ -65,7 +67,9 @@ __all__ = [
     "DirectionSpec",
     "LinkSpec",
     "REWRITING_KINDS",
+    "BlockTcp",
     "CoalesceSegments",
+    "DropAddAddr",
     "DropMpCapableSyn",
     "DropMpJoin",
     "Middlebox",

@@ -1,11 +1,13 @@
-"""What a router does to forwarded MPTCP segments: one class per ``kind`` (nftables rules,
-or mptcplab-mbox for the rewriting kinds, middlebox/)."""
+"""What a router does to forwarded MPTCP segments, or a host to the segments it sends and
+receives (a host filter): one class per ``kind`` (nftables rules, or mptcplab-mbox for the
+rewriting kinds, middlebox/)."""
 
 from __future__ import annotations
 
+from ipaddress import IPv4Address, IPv6Address
 from typing import Annotated, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from ...values.fields import IFACE_RE
 from ...values.types import Strict
@@ -13,7 +15,11 @@ from ...values.types import Strict
 
 class _MiddleboxBase(Strict):
     iface: str | None = Field(default=None, pattern=IFACE_RE,
-                              description="only packets arriving on this interface of the router")
+                              description="only packets arriving on this interface of the router; on a host: "
+                                          "leaving by it (out) or arriving on it (in)")
+    direction: Literal["both", "out", "in"] | None = Field(
+        default=None, description="host only: what the host sends (out: output hook), receives (in: input "
+                                  "hook) or both (the default: as a router beside the host would)")
 
 
 class DropMpJoin(_MiddleboxBase):
@@ -89,14 +95,18 @@ class RewriteIsn(_MiddleboxBase):
 
 
 class ModifyPayload(_MiddleboxBase):
-    """Inverts one payload byte of forwarded data segments (same length, TCP checksum
-    fixed; mptcplab-mbox): per subflow after its first ``after`` data segments, then
-    every ``every``-th, so the connection has data to fall back on."""
+    """Inverts one payload byte of forwarded data segments, or of a host's sent ones (same
+    length, TCP checksum fixed; mptcplab-mbox): per subflow after its first ``after`` data
+    segments, then every ``every``-th (at most ``count``), so the connection has data to
+    fall back on."""
 
     kind: Literal["modify-payload"]
     after: int = Field(default=200, ge=0, le=10_000_000)
     every: int = Field(default=50, ge=1, le=10_000_000)
     byte_offset: int = Field(default=100, ge=0, le=65535, description="payload byte inverted (the last if shorter)")
+    count: int | None = Field(default=None, ge=1, le=0xFFFFFFFF,
+                              description="at most this many segments per subflow (none: no limit); 1 with "
+                                          "after and every 1: the selftests' one corrupted segment")
 
 
 class SplitSegments(_MiddleboxBase):
@@ -121,10 +131,42 @@ class CoalesceSegments(_MiddleboxBase):
     max_len: int = Field(default=1500, ge=576, le=65535, description="the longest merged IPv4 packet")
 
 
+class DropAddAddr(_MiddleboxBase):
+    """Drops segments whose MPTCP option is ADD_ADDR (subtype 3, an echo included), counted:
+    the selftests' ``-m bpf`` match on the client's OUTPUT (add_addr_timeout_tests)."""
+
+    kind: Literal["drop-add-addr"]
+
+
+class BlockTcp(_MiddleboxBase):
+    """Rejects (ICMP port unreachable, as iptables' REJECT) or drops TCP from ``source``
+    and/or to ``destination``, counted: the selftests' ``iptables -s ADDR -p tcp -j
+    REJECT|DROP`` (reset_with_tcp_filter)."""
+
+    kind: Literal["block-tcp"]
+    source: IPv4Address | IPv6Address | None = None
+    destination: IPv4Address | IPv6Address | None = None
+    action: Literal["reject", "drop"] = "reject"
+
+    @model_validator(mode="after")
+    def _some_address(self) -> BlockTcp:
+        if self.source is None and self.destination is None:
+            raise ValueError("block-tcp: give source, destination or both")
+        if (self.source and self.destination
+                and self.source.version != self.destination.version):
+            raise ValueError("block-tcp: source and destination of different families never match one packet")
+        return self
+
+
 #: the kinds mptcplab-mbox runs (middlebox/rewrite.py); the others are nftables rules
 REWRITING_KINDS = ("rewrite-isn", "modify-payload", "split-segments", "coalesce-segments")
+#: what a host cannot have: NAT masquerades what a router forwards; rewrite-isn must see both
+#: directions in one queue and split/coalesce re-send or hold segments, measured only in forward
+#: (a host's box sees its own egress only: mangle POSTROUTING)
+ROUTER_ONLY_KINDS = ("nat", "rewrite-isn", "split-segments", "coalesce-segments")
 
 Middlebox = Annotated[DropMpJoin | StripMptcpSyn | StripMptcpData | StripMptcpSynOnly | StripMptcpSynAck
                       | StripMptcpThirdAck | StripMptcpMid | DropMpCapableSyn | Nat | StrictFirewall
+                      | DropAddAddr | BlockTcp
                       | RewriteIsn | ModifyPayload | SplitSegments | CoalesceSegments,
                       Field(discriminator="kind")]

@@ -10,7 +10,7 @@ from pydantic import Field, field_validator, model_validator
 
 from ...values.fields import IFACE_RE, EndpointFlag, check_endpoint_flags
 from ...values.types import AddressRef, EndpointRef, KernelName, Strict, Sysctls
-from .middleboxes import REWRITING_KINDS, Middlebox
+from .middleboxes import REWRITING_KINDS, ROUTER_ONLY_KINDS, Middlebox
 
 
 class MptcpLimits(Strict):
@@ -69,17 +69,25 @@ class NodeSpec(Strict):
     drop_icmp_frag_needed: bool = Field(
         default=False, description="this node drops the ICMP frag-needed it would send: a PMTUD black hole")
     middlebox: list[Middlebox] = Field(
-        default=[], description="what this router does to forwarded MPTCP segments (nftables)")
+        default=[], description="what this router does to forwarded MPTCP segments, or this host to the "
+                                "segments it sends and receives (nftables; mptcplab-mbox)")
     balance_rr: BalanceRr | None = Field(
         default=None, description="stripe this host's packets to one peer address over several interfaces")
 
     @model_validator(mode="after")
     def _middlebox_on_router(self) -> NodeSpec:
-        if self.middlebox and self.role != "router":
-            raise ValueError("middlebox: only a router forwards segments (role: router)")
+        for i, b in enumerate(self.middlebox):
+            if self.role == "router" and b.direction is not None:
+                raise ValueError(f"middlebox.{i}.direction: a router's box sees forwarded segments of both "
+                                 "directions (host only; iface: limits it to one interface)")
+            if self.role == "host" and b.kind in ROUTER_ONLY_KINDS:
+                raise ValueError(f"middlebox.{i}.kind: {b.kind} on a router only (a host's boxes: "
+                                 "the nftables kinds but nat, and modify-payload)")
+            if self.role == "host" and b.kind in REWRITING_KINDS and b.direction not in (None, "out"):
+                raise ValueError(f"middlebox.{i}.direction: {b.kind} on a host rewrites what it sends (out)")
         if sum(b.kind in REWRITING_KINDS for b in self.middlebox) > 1:
             # an NFQUEUE accept verdict leaves the hook: a second queue rule would never see the packet
-            raise ValueError(f"middlebox: at most one rewriting box ({', '.join(REWRITING_KINDS)}) per router")
+            raise ValueError(f"middlebox: at most one rewriting box ({', '.join(REWRITING_KINDS)}) per node")
         if self.balance_rr and self.role != "host":
             raise ValueError("balance_rr: a host stripes the packets it sends (role: host)")
         return self

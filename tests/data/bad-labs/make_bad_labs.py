@@ -192,11 +192,13 @@ CASES = [
          "required", edit=lambda d: d["traffic"]["flows"].update(main={
              k: v for k, v in d["traffic"]["flows"]["main"].items()
              if k in ("client", "server", "server_address", "bind")} | {"kind": "transfer"})),
-    Case("exp-transfer-download", E, "a verified transfer downloading (it only sends client to server)",
-         "traffic.flows.main.transfer", "upload", edit=lambda d: d["traffic"]["flows"].update(main={
+    Case("exp-transfer-fastclose-upload", E, "the client closes fast on an upload (MP_FASTCLOSE needs data "
+         "unread: the server must send to it)", "traffic.flows.main.fastclose", "direction download or both",
+         edit=lambda d: d["traffic"]["flows"].update(main={
              k: v for k, v in d["traffic"]["flows"]["main"].items()
              if k in ("client", "server", "server_address", "bind")} | {"kind": "transfer", "bytes": "1MB",
-                                                                       "direction": "download"})),
+                                                                       "direction": "upload",
+                                                                       "fastclose": "client"})),
     Case("exp-middlebox-mid-too-early", E, "options stripped mid-connection before the handshake is over",
          "nodes.ra.middlebox[0].strip-mptcp-mid.after_packets", "greater than or equal to 3",
          edit=node("ra", middlebox=[{"kind": "strip-mptcp-mid", "after_packets": 1}])),
