@@ -50,7 +50,6 @@ import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -59,6 +58,7 @@ from mptcplab.analysis import CaptureFile, FlowSpec, analyze_flow, analyze_packe
 from mptcplab.analysis.depth import _reinjections  # noqa: E402
 from mptcplab.analysis.flows import ISN, find_subflows, label_isn, orient_tcp  # noqa: E402
 from mptcplab.analysis.pcapread import extract  # noqa: E402
+from mptcplab.analysis.table import Table, constant  # noqa: E402
 
 SCENARIO = "mptcp_pmtud"
 SPEC = FlowSpec(server_ip="10.0.3.2", server_port=5201, paths={"10.0.1.2": "A", "10.0.2.2": "B"},
@@ -100,7 +100,7 @@ def time_mptcpanalyzer(exe: Path, caps: list[CaptureFile]) -> None:
           f"{cpu:.2f} CPU-s; {conns}; " + ("; ".join(errors) if errors else "summary printed"))
 
 
-def synthetic_mappings(n: int, share: float, seed: int = 19) -> pd.DataFrame:
+def synthetic_mappings(n: int, share: float, seed: int = 19) -> Table:
     """n 1400-byte mappings alternating between two subflows, 1 ms apart; a share of them are
     re-sends of a random earlier range on the other subflow, under that subflow's next
     sequence number."""
@@ -113,9 +113,10 @@ def synthetic_mappings(n: int, share: float, seed: int = 19) -> pd.DataFrame:
     for s in (0, 1):                                 # each subflow's own byte stream
         on = sub == s
         ssn[on] = 1 + 1400 * np.arange(on.sum())
-    return pd.DataFrame({"t": np.arange(n) * 1e-3, "path": np.array(["A", "B"])[sub],
-                         "subflow": np.array(["10.0.1.2:40000", "10.0.2.2:40001"])[sub], "kind": "map",
-                         "dsn": dsn, "length": 1400, "ssn": ssn})
+    return Table({"t": np.arange(n) * 1e-3, "path": np.array(["A", "B"], dtype=object)[sub],
+                  "subflow": np.array(["10.0.1.2:40000", "10.0.2.2:40001"], dtype=object)[sub],
+                  "kind": constant("map", n), "dsn": dsn.astype(np.int64), "length": np.full(n, 1400, dtype=np.int64),
+                  "ssn": ssn})
 
 
 def time_reinjections(n: int, share: float) -> int:
@@ -133,7 +134,7 @@ def time_subflows(d: Path, port: int, repeat: int) -> int:
         print(f"no capture-*.pcap in {d}")
         return 2
     t = orient_tcp(extract(caps), port)
-    t[ISN] = label_isn(t)
+    t = t.with_columns(**{ISN: label_isn(t)})
     best = float("inf")
     for _ in range(repeat):
         w0 = time.perf_counter()
@@ -186,7 +187,8 @@ def main() -> int:
             w1 = time.perf_counter()
             pk = extract(caps, workers=a.workers)
             reads.append(time.perf_counter() - w1)
-        span = float(pk["t"].max() - pk["t"].min()) if len(pk) else 0.0     # how long the capture took
+        t = pk.arr("t")
+        span = float(t.max() - t.min()) if len(pk) else 0.0     # how long the capture took
         print(f"captures: {', '.join(c.path.name for c in caps)} ({size / 1e6:.1f} MB, {r.packets} packets)")
         print(f"verified={r.verified} negotiated={r.mptcp_negotiated} diagnostics={r.diagnostics}")
         for s in r.subflows:
@@ -212,7 +214,7 @@ def main() -> int:
               f"({span / best if best else float('inf'):.0f}x): {'met' if best < span else 'NOT met'}")
         # before tshark runs: children's peaks are kept apart by getrusage, but say which is which
         rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-        print(f"peak memory of this process (Python, pandas, the packet columns): {rss:.0f} MB "
+        print(f"peak memory of this process (Python, numpy, the packet columns): {rss:.0f} MB "
               f"for {size / 1e6:.1f} MB of capture files")
         if a.tshark:
             c0, w0 = cpu_seconds(), time.perf_counter()

@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import pandas as pd
 
 from . import contribution, coverage, delivery, departures, depth, diagnose, tcpseq, usefulness
 from .flows import (
@@ -39,13 +38,15 @@ from .model import (
     Remark,
     SubflowResult,
 )
+from .packets import PacketTable
 from .pcapread import extract
-from .stats import ICMP_COLUMNS, icmp_for_subflows, subflow_numbers, timeseries, too_big
+from .stats import ICMP_KINDS, TIMESERIES_KINDS, icmp_for_subflows, subflow_numbers, timeseries, too_big
+from .table import Table
 
 
-def file_remarks(pk: pd.DataFrame) -> list[Remark]:
-    """The reader's problems with the files (``attrs["warnings"]``), as coded warnings."""
-    return [Remark(w, CAPTURE_DAMAGED) for w in pk.attrs.get("warnings", [])]
+def file_remarks(pk: Table) -> list[Remark]:
+    """The reader's problems with the files (PacketTable.warnings), as coded warnings."""
+    return [Remark(w, CAPTURE_DAMAGED) for w in (pk.warnings if isinstance(pk, PacketTable) else [])]
 
 
 def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float = 0.1,
@@ -65,13 +66,7 @@ def analyze_flow(captures: Sequence[CaptureFile], spec: FlowSpec, bin_s: float =
     return result
 
 
-def _empty_ts() -> pd.DataFrame:
-    return pd.DataFrame({"t": pd.Series(dtype=float), "path": pd.Series(dtype=object),
-                         "subflow": pd.Series(dtype=object), "bytes": pd.Series(dtype=np.int64),
-                         "mbps": pd.Series(dtype=float), "packets": pd.Series(dtype=np.int64)})
-
-
-def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
+def analyze_packets(pk: Table, points: list[str], spec: FlowSpec,
                     bin_s: float = 0.1, tcp_seq: bool = False) -> FlowAnalysis:
     """The analysis on an already extracted packet table (packets.py: pcapread.extract or
     tshark.extract). ``tcp_seq``: also FlowAnalysis.tcp_seq (tcpseq.py: about a row per
@@ -81,7 +76,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     subs = only_joins_off_port(find_subflows(t, points, upload), spec.server_port)
     conns = group_connections(subs)
     cid = pick_data_connection(conns)
-    seen_ips = set(pk["ip_src"].unique()) | set(pk["ip_dst"].unique())
+    seen_ips = set(pk.cat("ip_src").unique()) | set(pk.cat("ip_dst").unique())
 
     if cid is None:
         none = Finding("no-connection", f"no TCP connection to port {spec.server_port} in the captures "
@@ -89,7 +84,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         return FlowAnalysis(
             mptcp_negotiated=False, fallback=spec.mptcp, verified=False, subflows=[], add_addrs=[],
             diagnostics=[none.message], findings=[none],
-            timeseries=_empty_ts(), icmp_events=pd.DataFrame(columns=ICMP_COLUMNS),
+            timeseries=Table.empty(TIMESERIES_KINDS), icmp_events=Table.empty(ICMP_KINDS),
             packets=len(pk), analysis_seconds=0.0, connections=0,
         )
 
@@ -101,7 +96,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     if ini is not None and ini.syn_first_t is not None:
         t0 = ini.syn_first_t
     else:
-        t0 = float(min(t["t"].to_numpy()[s.rows[s.point]].min() for s in conn))
+        t0 = float(min(t.arr("t")[s.rows[s.point]].min() for s in conn))
 
     negotiated = bool(ini is not None and ini.kind == "mp_capable" and ini.synack_mp
                       and ini.third_ack_mpc)
@@ -130,12 +125,14 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     for s in conn:
         n = numbers[s.key]
         name = f"{s.cip}:{s.cport}"
-        mine = icmp[icmp["subflow"] == name] if not icmp.empty else icmp
-        frag = mine[too_big(mine)] if not mine.empty else mine
+        mine = icmp.take(icmp.arr("subflow") == name) if not icmp.is_empty else icmp
+        frag = mine.take(too_big(mine)) if not mine.is_empty else mine
         mtus: list[int] = []
-        for m in frag["mtu"] if not frag.empty else []:
-            if not pd.isna(m) and int(m) not in mtus:
-                mtus.append(int(m))
+        if not frag.is_empty:
+            mtu = frag.nullable("mtu")
+            for m in mtu.values[mtu.present].tolist():
+                if int(m) not in mtus:
+                    mtus.append(int(m))
         results.append(SubflowResult(
             path=paths.get(s.cip), src=s.cip, sport=s.cport, dst=s.sip, dport=s.sport,
             initial=s.kind != "mp_join", established=s.established,
@@ -143,7 +140,7 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
             share=(n["bytes"] / total) if total else 0.0,
             segments=n["segments"], median_seg=n["median_seg"], max_seg=n["max_seg"],
             max_frame=n["max_frame"], syn_mss=n["syn_mss"], icmp_frag_needed=len(frag),
-            icmp_first_t=float(frag["t"].min()) if len(frag) else None, icmp_mtus=mtus,
+            icmp_first_t=float(frag.arr("t").min()) if len(frag) else None, icmp_mtus=mtus,
             first_data_t=n["first_data_t"], last_data_t=n["last_data_t"],
             syn_attempts=s.syn_attempts, rst=s.rst_t is not None,
             kind=s.kind, point=s.point, acked_bytes=n["acked_bytes"], syn_answered=s.synack_seen,
@@ -172,11 +169,12 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
     for r in results:   # on the subflow too, so a lab's summary.json carries it (record Subflow)
         r.rtt_kind = rtt_kinds.get(r.name)
     reinj = (usefulness.qualify(deep.reinjections, dl.received if dl else {}, deep.origin, t0) if deep
-             else pd.DataFrame(columns=depth.REINJECTION_COLUMNS + usefulness.COLUMNS))
+             else Table.empty({**depth.REINJECTION_KINDS, **usefulness.KINDS}))
     if dl is not None and dl.received:
-        useful = reinj.loc[reinj["useful"].eq(True), "subflow"].astype(str).value_counts()
+        by = reinj.arr("subflow").astype(str)[np.asarray([u is True for u in reinj.arr("useful").tolist()],
+                                                          dtype=bool)]
         for r in results:
-            r.mptcp_retrans_useful = int(useful.get(r.name, 0))
+            r.mptcp_retrans_useful = int((by == r.name).sum())
 
     add_addrs: list[str] = []
     for s in conn:
@@ -216,14 +214,14 @@ def analyze_packets(pk: pd.DataFrame, points: list[str], spec: FlowSpec,
         timeseries=timeseries(t, conn, paths, upload, t0, bin_s),
         icmp_events=icmp, packets=len(pk), analysis_seconds=0.0,
         t0_epoch=t0, connections=len(conns), data_connection=how, warnings=warnings,
-        dsn=deep.dsn if deep else pd.DataFrame(columns=depth.DSN_COLUMNS),
+        dsn=deep.dsn if deep else Table.empty(depth.DSN_KINDS),
         reinjections=reinj,
-        mptcp_events=deep.events if deep else pd.DataFrame(columns=depth.EVENT_COLUMNS),
+        mptcp_events=deep.events if deep else Table.empty(depth.EVENT_KINDS),
         dss_checksum=deep.dss_checksum if deep else None,
         checksum_required=deep.checksum_required if deep else None,
         mptcp_version=ini.version if ini is not None else None,
-        owd=dl.owd if dl else pd.DataFrame(columns=delivery.OWD_COLUMNS),
-        hol=dl.hol if dl else pd.DataFrame(columns=delivery.HOL_COLUMNS),
+        owd=dl.owd if dl else Table.empty(delivery.OWD_KINDS),
+        hol=dl.hol if dl else Table.empty(delivery.HOL_KINDS),
         hol_connection=dl.connection if dl else {},
         owd_unavailable=dl.owd_unavailable if dl else None,
         hol_unavailable=dl.hol_unavailable if dl else None,
@@ -249,10 +247,11 @@ def write_tables(fa: FlowAnalysis, out: Path) -> None:
     them: a lab run's top-level flow (the repetition's directory), its other bulk flows
     (flows/<name>/), `mptcplab analyze`."""
     for attr, name in TABLE_FILES.items():
-        getattr(fa, attr).to_csv(out / name, index=False)
+        getattr(fa, attr).to_csv(out / name)
     if fa.tcp_seq is not None:
-        fa.tcp_seq.to_csv(out / TCP_SEQ_FILE, index=False)
-    pd.DataFrame([s.to_dict() for s in fa.subflows]).to_csv(out / "subflows.csv", index=False)
+        fa.tcp_seq.to_csv(out / TCP_SEQ_FILE)
+    rows = [s.to_dict() for s in fa.subflows]
+    Table.from_records(rows, list(dict.fromkeys(k for r in rows for k in r))).to_csv(out / "subflows.csv")
 
 
 def _rtt_kinds(found: dict[str, str], conn: list[Subflow], receiver_node: str | None) -> dict[str, str]:
@@ -265,7 +264,7 @@ def _rtt_kinds(found: dict[str, str], conn: list[Subflow], receiver_node: str | 
                 .split(":", 1)[0] == receiver_node else v) for k, v in found.items()}
 
 
-def _carries_dss(t: pd.DataFrame, sf: Subflow, upload: bool) -> bool:
+def _carries_dss(t: Table, sf: Subflow, upload: bool) -> bool:
     """Some of the subflow's data segments (either direction) carry an MPTCP option."""
     return any(n > bare for n, bare, _ in (dss_missing(t, sf, upload), dss_missing(t, sf, not upload)))
 

@@ -16,29 +16,30 @@ interval arithmetic over a few hundred mappings, no library needed.
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .flows import Subflow
+from .table import Table
 
 #: what the reason's leading words say (FlowAnalysis.hol_unavailable, the warning)
 NOT_IN_CAPTURE = "not measurable from this capture"
 
 
-def uncaptured_bytes(dsn: pd.DataFrame) -> tuple[int, int, int]:
+def uncaptured_bytes(dsn: Table) -> tuple[int, int, int]:
     """(bytes, first, end) of the data the data ACKs acknowledge that no mapping in ``dsn``
     (depth.DSN_COLUMNS) carried: the bytes between the lowest mapped DSN and the highest data
     ACK outside every mapping's range, and the DSN range they span (relative). Bytes before
     the lowest mapping count as carried (a capture that starts mid-connection). The highest
     data ACK's last octet is left out: a DATA_FIN sent on a segment without payload takes one
     DSN that no data mapping covers."""
-    maps = dsn[(dsn["kind"] == "map") & (dsn["length"] > 0)]
-    acks = dsn[dsn["kind"] == "ack"]
-    if maps.empty or acks.empty:
+    kind = dsn.arr("kind")
+    maps = dsn.take((kind == "map") & (dsn.arr("length") > 0))
+    acks = dsn.take(kind == "ack")
+    if maps.is_empty or acks.is_empty:
         return 0, 0, 0
-    start = maps["dsn"].to_numpy(dtype=np.int64)
-    end = start + maps["length"].to_numpy(dtype=np.int64)
+    start = maps.arr("dsn").astype(np.int64)
+    end = start + maps.arr("length").astype(np.int64)
     lo = int(start.min())
-    top = int(acks["dsn"].to_numpy(dtype=np.int64).max()) - 1
+    top = int(acks.arr("dsn").astype(np.int64).max()) - 1
     if top <= lo:
         return 0, 0, 0
     order = np.argsort(start, kind="stable")
@@ -53,7 +54,7 @@ def uncaptured_bytes(dsn: pd.DataFrame) -> tuple[int, int, int]:
     return n, int(gap_lo[open_].min()), int(gap_hi[open_].max())
 
 
-def uncaptured_reason(dsn: pd.DataFrame, conn: list[Subflow], seen_data: dict[str, int]) -> str | None:
+def uncaptured_reason(dsn: Table, conn: list[Subflow], seen_data: dict[str, int]) -> str | None:
     """Why the receiver-side figures cannot be taken from these files, or None when every
     data-acknowledged byte is in them (see the module docstring). ``seen_data``: subflow
     name -> its data segments in the files; a join seen without any names the likely

@@ -38,7 +38,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from .flows import Subflow
 from .intervals import first_arrival
@@ -47,12 +46,19 @@ from .model import DATA_NOT_CAPTURED, HOL_AT_SENDER, Remark
 from .mpversion import widen_rows
 from .packets import MP_CAPABLE
 from .sides import capture_end
+from .table import Kind, Table, constant
 from .usefulness import first_copies
 
 OWD_COLUMNS = ["t", "path", "subflow", "from_point", "to_point", "samples", "owd_min_ms", "owd_median_ms",
                "owd_max_ms"]
 HOL_COLUMNS = ["t", "path", "subflow", "point", "segments", "bytes", "ooo_bytes", "never", "hol_median_ms",
                "hol_max_ms", "first_bytes"]
+OWD_KINDS: dict[str, Kind] = {"t": "float", "path": "object", "subflow": "object", "from_point": "object",
+                              "to_point": "object", "samples": "int", "owd_min_ms": "float",
+                              "owd_median_ms": "float", "owd_max_ms": "float"}
+HOL_KINDS: dict[str, Kind] = {"t": "float", "path": "object", "subflow": "object", "point": "object",
+                              "segments": "int", "bytes": "int", "ooo_bytes": "int", "never": "int",
+                              "hol_median_ms": "float", "hol_max_ms": "float", "first_bytes": "int"}
 
 #: the connection's HoL numbers (Delivery.connection, MptcpVerdict)
 HOL_KEYS = ("hol_segments", "ooo_share", "hol_never", "hol_p50_ms", "hol_p95_ms", "hol_p99_ms", "hol_max_ms")
@@ -68,10 +74,10 @@ class Delivery:
     """What delivery() found for one connection."""
 
     #: per subflow and time bin (t: bin start, s from t0): OWD_COLUMNS
-    owd: pd.DataFrame
+    owd: Table
     #: per subflow and time bin at the receiver point: HOL_COLUMNS (HoL over the bin's
     #: out-of-order segments; ooo_bytes: their bytes)
-    hol: pd.DataFrame
+    hol: Table
     #: subflow name -> owd_*/hol_*/ooo_* numbers (SubflowResult fields)
     per_subflow: dict[str, dict[str, float | int | str | None]] = field(default_factory=dict)
     #: the connection's numbers over all its subflows' segments at the receiver points
@@ -93,21 +99,21 @@ def _ms(x: np.ndarray, q: float) -> float | None:
     return round(float(np.percentile(x, q)) * 1e3, 3) if len(x) else None
 
 
-def _data_rows(t: pd.DataFrame, sf: Subflow, point: str, upload: bool) -> np.ndarray:
+def _data_rows(t: Table, sf: Subflow, point: str, upload: bool) -> np.ndarray:
     """Row positions in ``t`` of the subflow's data segments at ``point``, in capture order."""
     r = sf.rows[point]
-    return r[(t["from_client"].to_numpy()[r] == upload) & (t["tlen"].to_numpy()[r] > 0)]
+    return r[(t.arr("from_client")[r] == upload) & (t.arr("tlen")[r] > 0)]
 
 
-def _keys(t: pd.DataFrame, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def _keys(t: Table, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """(key, time) of the segments whose (raw seq, length) occurs once at this point."""
-    key = t["seq"].to_numpy()[rows].astype(np.int64) * 65536 + t["tlen"].to_numpy()[rows].astype(np.int64)
+    key = t.arr("seq")[rows].astype(np.int64) * 65536 + t.arr("tlen")[rows].astype(np.int64)
     u, first, count = np.unique(key, return_index=True, return_counts=True)
     once = count == 1
-    return u[once], t["t"].to_numpy()[rows][first[once]]
+    return u[once], t.arr("t")[rows][first[once]]
 
 
-def one_way(t: pd.DataFrame, sf: Subflow, upload: bool) -> tuple[str, str, np.ndarray, np.ndarray] | None:
+def one_way(t: Table, sf: Subflow, upload: bool) -> tuple[str, str, np.ndarray, np.ndarray] | None:
     """(sender-side point, receiver-side point, send times, delays in s) of the subflow, or
     None without two points that saw the same segments."""
     data = {p: _data_rows(t, sf, p, upload) for p in sf.rows}
@@ -130,16 +136,16 @@ def one_way(t: pd.DataFrame, sf: Subflow, upload: bool) -> tuple[str, str, np.nd
     return best[1], best[2], best[3][order], best[4][order]
 
 
-def data_isn(t: pd.DataFrame, sf: Subflow, upload: bool) -> int | None:
+def data_isn(t: Table, sf: Subflow, upload: bool) -> int | None:
     """The data sender's ISN on the subflow, from its SYN (upload) or SYN/ACK (download) at
     any point; None when not captured."""
     for rows in sf.rows.values():
-        fl = t["flags"].to_numpy()[rows]
-        fc = t["from_client"].to_numpy()[rows]
+        fl = t.arr("flags")[rows]
+        fc = t.arr("from_client")[rows]
         want = (fl & 0x12) == (0x02 if upload else 0x12)
         hit = np.flatnonzero(want & (fc == upload))
         if len(hit):
-            return int(t["seq"].to_numpy()[rows[hit[0]]])
+            return int(t.arr("seq")[rows[hit[0]]])
     return None
 
 
@@ -157,26 +163,27 @@ class _Mapped:
     dll: np.ndarray
 
 
-def _mappings(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None) -> _Mapped:
+def _mappings(pk: Table, t: Table, rows: np.ndarray, base: int | None) -> _Mapped:
     """The segments at ``rows`` (positions in ``t``) and their own mappings, DSNs not widened."""
-    prow = t["row"].to_numpy()[rows]
+    prow = t.arr("row")[rows]
     # take the subflow's rows of the nullable columns first: converting whole columns costs more
-    dsn_a = pk["dsn"].array[prow]
-    dll_na = pk["dll"].array[prow].isna()
-    dsn_na = dsn_a.isna()
-    mpc = (pk["mp"].to_numpy()[prow] & (1 << MP_CAPABLE)) != 0
+    dsn_a = pk.nullable("dsn").take(prow)
+    dll_a = pk.nullable("dll").take(prow)
+    dll_na = ~dll_a.present
+    dsn_na = ~dsn_a.present
+    mpc = (pk.arr("mp")[prow] & (1 << MP_CAPABLE)) != 0
     has = ~dsn_na | (mpc & ~dll_na & (base is not None))
-    raw = dsn_a.to_numpy(dtype=np.uint64, na_value=0)
-    is64 = pk["dsn64"].to_numpy()[prow]
-    ssn = pk["ssn"].array[prow].to_numpy(dtype=np.int64, na_value=0)
+    raw = dsn_a.filled(0).astype(np.uint64)
+    is64 = pk.arr("dsn64")[prow]
+    ssn = pk.nullable("ssn").take(prow).filled(0).astype(np.int64)
     if base is not None:                   # MP_CAPABLE with data: data byte 1 at subflow byte 1
         first = dsn_na & has
         raw = np.where(first, np.uint64((base + 1) % 2**64), raw)
         is64 = is64 | first
         ssn = np.where(first, 1, ssn)
-    return _Mapped(times=t["t"].to_numpy()[rows], seq=t["seq"].to_numpy()[rows].astype(np.int64),
-                   tlen=t["tlen"].to_numpy()[rows].astype(np.int64), has=has, raw=raw, is64=is64, ssn=ssn,
-                   dll=pk["dll"].array[prow].to_numpy(dtype=np.int64, na_value=0))
+    return _Mapped(times=t.arr("t")[rows], seq=t.arr("seq")[rows].astype(np.int64),
+                   tlen=t.arr("tlen")[rows].astype(np.int64), has=has, raw=raw, is64=is64, ssn=ssn,
+                   dll=dll_a.filled(0).astype(np.int64))
 
 
 def _place(m: _Mapped, wide: np.ndarray, isn: int | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -210,7 +217,7 @@ def _widen_all(parts: list[_Mapped], base: int | None) -> list[np.ndarray]:
                       np.concatenate([m.times[m.has] for m in parts]), base)
 
 
-def segment_ranges(pk: pd.DataFrame, t: pd.DataFrame, rows: np.ndarray, base: int | None,
+def segment_ranges(pk: Table, t: Table, rows: np.ndarray, base: int | None,
                    isn: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(times, 64-bit data sequence numbers of the first byte, lengths) of the data segments at
     ``rows`` (positions in ``t``, one subflow) that a mapping covers (see the module
@@ -250,7 +257,7 @@ def _bin_stats(k: np.ndarray, v: np.ndarray) -> tuple[np.ndarray, ...]:
     return ks[starts], n, vs[starts], med, vs[starts + n - 1]
 
 
-def capture_side(t: pd.DataFrame, sf: Subflow, point: str, upload: bool, receiver_node: str | None) -> str:
+def capture_side(t: Table, sf: Subflow, point: str, upload: bool, receiver_node: str | None) -> str:
     """Where ``point`` sits on the subflow's data path: "receiver", "middle", "sender" or
     "unknown". A point on the lab's named receiver node is the receiver (known, not read
     from the handshake, whose gaps a lab path without delay leaves too short to tell);
@@ -258,8 +265,8 @@ def capture_side(t: pd.DataFrame, sf: Subflow, point: str, upload: bool, receive
     if receiver_node is not None and point.split(":", 1)[0] == receiver_node:
         return "receiver"
     rows = sf.rows[point]
-    end = capture_end(t["t"].to_numpy()[rows], t["flags"].to_numpy()[rows].astype(np.int64),
-                      t["from_client"].to_numpy()[rows].astype(bool))
+    end = capture_end(t.arr("t")[rows], t.arr("flags")[rows].astype(np.int64),
+                      t.arr("from_client")[rows].astype(bool))
     if end is None:
         return "unknown"
     if end == "middle":
@@ -285,7 +292,7 @@ def receiver_figures(where: dict[str, tuple[str, str]]) -> tuple[str | None, str
     return None, None
 
 
-def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
+def delivery(pk: Table, t: Table, conn: list[Subflow], paths: dict[str, str], upload: bool,
              t0: float, base: int | None, same_clock: bool, bin_s: float = 0.1,
              receiver_node: str | None = None, uncaptured: str | None = None) -> Delivery:
     """OWD and HoL tables of the connection ``conn`` (base: the data sender's IDSN, or None).
@@ -295,7 +302,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
     Without one, receiver_figures() decides from the handshake at each receiver point.
     ``uncaptured``: why the files lack data the connection carried (coverage.py), which
     withholds the figures too: a hole another subflow filled outside the files is no hole."""
-    owd_rows: list[pd.DataFrame] = []
+    owd_rows: list[Table] = []
     per: dict[str, dict[str, float | int | str | None]] = {}
     segs: list[tuple[str, str, np.ndarray, np.ndarray, np.ndarray]] = []
     mapped: list[tuple[str, str, _Mapped, int | None]] = []
@@ -317,10 +324,12 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
             p.update(owd_samples=int(len(dl)), owd_min_ms=_ms(dl, 0), owd_median_ms=_ms(dl, 50),
                      owd_p95_ms=_ms(dl, 95), owd_points=f"{a}->{b}")
             bs = _bin_stats(_bin_index(ts, t0, bin_s), dl * 1e3)
-            owd_rows.append(pd.DataFrame({"t": np.round(bs[0] * bin_s, 6), "path": path, "subflow": name,
-                                          "from_point": a, "to_point": b, "samples": bs[1],
-                                          "owd_min_ms": bs[2].round(3), "owd_median_ms": bs[3].round(3),
-                                          "owd_max_ms": bs[4].round(3)}))
+            n = len(bs[0])
+            owd_rows.append(Table({"t": np.round(bs[0] * bin_s, 6), "path": constant(path, n),
+                                   "subflow": constant(name, n), "from_point": constant(a, n),
+                                   "to_point": constant(b, n),
+                                   "samples": bs[1].astype(np.int64), "owd_min_ms": bs[2].round(3),
+                                   "owd_median_ms": bs[3].round(3), "owd_max_ms": bs[4].round(3)}))
         if receiver_node is not None:
             mine = [q for q in sf.rows if q.split(":", 1)[0] == receiver_node]
             recv_point = recv_point if recv_point in mine else (mine[0] if mine else None)
@@ -351,7 +360,7 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
         for p in per.values():      # None, not 0: not measured is no count
             p.update(dict.fromkeys(HOL_KEYS), hol_point=None)
 
-    hol_rows: list[pd.DataFrame] = []
+    hol_rows: list[Table] = []
     conn_nums: dict[str, float | int | None] = {}
     if any(len(s[2]) for s in segs):
         allst = np.concatenate([s[3] for s in segs])
@@ -375,8 +384,8 @@ def delivery(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict
         conn_nums = _hol_numbers(hol, np.concatenate([s[4] for s in segs]))
     elif hol_why is not None:
         conn_nums = dict.fromkeys(HOL_KEYS)
-    owd = pd.concat(owd_rows, ignore_index=True) if owd_rows else pd.DataFrame(columns=OWD_COLUMNS)
-    holt = pd.concat(hol_rows, ignore_index=True) if hol_rows else pd.DataFrame(columns=HOL_COLUMNS)
+    owd = Table.concat(owd_rows) if owd_rows else Table.empty(OWD_KINDS)
+    holt = Table.concat(hol_rows) if hol_rows else Table.empty(HOL_KINDS)
     return Delivery(owd=owd, hol=holt, per_subflow=per, connection=conn_nums, owd_unavailable=why,
                     hol_unavailable=hol_why, remarks=remarks, hol_assumed=assumed,
                     received={s[0]: (s[3], s[4], s[2]) for s in segs})
@@ -393,7 +402,7 @@ def _hol_numbers(h: np.ndarray, ln: np.ndarray) -> dict[str, float | int | None]
 
 
 def _hol_bins(h: np.ndarray, ln: np.ndarray, ts: np.ndarray, t0: float, bin_s: float, path: str | None,
-              name: str, point: str, firsts: tuple[np.ndarray, np.ndarray]) -> pd.DataFrame:
+              name: str, point: str, firsts: tuple[np.ndarray, np.ndarray]) -> Table:
     """One subflow's HOL_COLUMNS per bin; ``firsts``: (arrival, bytes) of the data it delivered
     first (the arrivals are some of ``ts``, so their bins are among the subflow's)."""
     k = _bin_index(ts, t0, bin_s)
@@ -407,12 +416,15 @@ def _hol_bins(h: np.ndarray, ln: np.ndarray, ts: np.ndarray, t0: float, bin_s: f
     if late.any():
         kb, _, _, m, x = _bin_stats(k[late] - lo, h[late] * 1e3)
         med[kb], mx[kb] = m, x
-    return pd.DataFrame({
-        "t": np.round((used + lo) * bin_s, 6), "path": path, "subflow": name, "point": point,
-        "segments": cnt[used], "bytes": np.bincount(k - lo, ln)[used].astype(np.int64),
+    n = len(used)
+    return Table({
+        "t": np.round((used + lo) * bin_s, 6), "path": constant(path, n), "subflow": constant(name, n),
+        "point": constant(point, n), "segments": cnt[used].astype(np.int64),
+        "bytes": np.bincount(k - lo, ln)[used].astype(np.int64),
         "ooo_bytes": np.bincount(k - lo, np.where(ooo, ln, 0))[used].astype(np.int64),
         "never": np.bincount(k - lo, np.isinf(h))[used].astype(np.int64),
         "hol_median_ms": med[used].round(3), "hol_max_ms": mx[used].round(3),
         "first_bytes": np.bincount(_bin_index(firsts[0], t0, bin_s) - lo, firsts[1],
                                    minlength=len(cnt))[used].astype(np.int64),
-    })[HOL_COLUMNS]
+    })
+

@@ -14,29 +14,29 @@ the HoL delay's receiver points).
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .flows import Subflow
 from .stats import data_rows
+from .table import Table
 
 COLUMNS = ["from_path", "from_subflow", "to_path", "to_subflow", "gaps", "gap_p50_ms", "gap_p95_ms",
            "gap_max_ms"]
 
 
-def departures(t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool) -> pd.DataFrame:
+def departures(t: Table, conn: list[Subflow], paths: dict[str, str], upload: bool) -> Table:
     """One row per ordered pair of subflows (COLUMNS) that followed each other: how many gaps,
     and their median, 95th percentile and largest, ms (see the module docstring)."""
-    times = t["t"].to_numpy()
+    times = t.arr("t")
     parts = [(times[data_rows(t, sf, upload)[1]], i) for i, sf in enumerate(conn)]
     ts = np.concatenate([p[0] for p in parts]) if parts else np.zeros(0)
     if len(ts) < 2:
-        return pd.DataFrame(columns=COLUMNS)
+        return Table.from_records([], COLUMNS)
     who = np.concatenate([np.full(len(p[0]), p[1]) for p in parts])
     o = np.argsort(ts, kind="stable")
     ts, who = ts[o], who[o]
     gap = np.diff(ts) * 1e3
     pair = who[:-1] * len(conn) + who[1:]
-    rows = []
+    rows: list[dict[str, object]] = []
     for code in np.unique(pair):
         g = gap[pair == code]
         a, b = conn[int(code) // len(conn)], conn[int(code) % len(conn)]
@@ -45,4 +45,4 @@ def departures(t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], uplo
                      "to_path": paths.get(b.cip), "to_subflow": f"{b.cip}:{b.cport}", "gaps": int(len(g)),
                      "gap_p50_ms": round(float(p50), 3), "gap_p95_ms": round(float(p95), 3),
                      "gap_max_ms": round(float(g.max()), 3)})
-    return pd.DataFrame(rows, columns=COLUMNS)
+    return Table.from_records(rows, COLUMNS)

@@ -50,18 +50,26 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from .flows import Subflow
 from .mpversion import V1, idsn, widen_rows
 from .packets import ADD_ADDR, MP_CAPABLE, MP_FAIL, MP_FASTCLOSE, MP_PRIO, MP_TCPRST, REMOVE_ADDR
 from .sides import capture_end
 from .stats import unwrap32
+from .table import Kind, Table, constant, factorize, factorize_rows
 
 DSN_COLUMNS = ["t", "path", "subflow", "kind", "dsn", "length", "ssn"]
 REINJECTION_COLUMNS = ["t", "path", "subflow", "dsn", "length", "first_t", "first_path", "first_subflow",
                        "same_subflow", "window_probe", "late_original"]
 EVENT_COLUMNS = ["t", "path", "subflow", "event", "detail"]
+DSN_KINDS: dict[str, Kind] = {"t": "float", "path": "object", "subflow": "object", "kind": "object", "dsn": "int",
+                              "length": "int", "ssn": "int"}
+REINJECTION_KINDS: dict[str, Kind] = {
+    "t": "float", "path": "object", "subflow": "object", "dsn": "int", "length": "int", "first_t": "float",
+    "first_path": "object", "first_subflow": "object", "same_subflow": "bool", "window_probe": "bool",
+    "late_original": "bool"}
+EVENT_KINDS: dict[str, Kind] = {"t": "float", "path": "object", "subflow": "object", "event": "object",
+                                "detail": "object"}
 
 #: what a subflow's data segment -> ACK times measure, by where the capture was taken:
 #: at the data sender, the path RTT (plus the receiver's ACK delay); at the data receiver,
@@ -89,11 +97,11 @@ class Depth:
     #: t (s from t0), path, subflow, kind ("map": a mapping, one row where it changes from
     #: segment to segment; "ack": the receiver's data ACK, one row where it moves), dsn
     #: (relative; for "ack" the data ACK), length (mapping length), ssn
-    dsn: pd.DataFrame
+    dsn: Table
     #: one row per MPTCP-level retransmission (REINJECTION_COLUMNS)
-    reinjections: pd.DataFrame
+    reinjections: Table
     #: t, path, subflow, event, detail (EVENT_COLUMNS)
-    events: pd.DataFrame
+    events: Table
     #: subflow name -> {"rtt_min_ms", "rtt_median_ms", "rtt_p95_ms", "rtt_samples",
     #: "mptcp_retransmissions", "mptcp_retrans_bytes"}
     per_subflow: dict[str, dict[str, float | int | None]] = field(default_factory=dict)
@@ -111,10 +119,6 @@ class Depth:
     #: the 64-bit DSN that ``dsn`` 0 stands for (the IDSN, else the lowest mapped DSN - 1;
     #: None: nothing mapped)
     origin: int | None = None
-
-
-def _empty(cols: list[str]) -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype=object) for c in cols})
 
 
 def _rtt(t: np.ndarray, seq: np.ndarray, tlen: np.ndarray, ack_t: np.ndarray, ack: np.ndarray) -> np.ndarray:
@@ -138,27 +142,28 @@ def _rtt(t: np.ndarray, seq: np.ndarray, tlen: np.ndarray, ack_t: np.ndarray, ac
     return sample[sample >= 0]
 
 
-def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
+def depth(pk: Table, t: Table, conn: list[Subflow], paths: dict[str, str], upload: bool,
           t0: float) -> Depth:
     """The depth tables of the connection ``conn`` (its subflows from flows.find_subflows on
     the oriented table ``t`` of ``pk``)."""
-    rows_t = t["row"].to_numpy()
-    mp_all = pk["mp"].to_numpy()
-    times = pk["t"].to_numpy()
+    rows_t = t.arr("row")
+    mp_all = pk.arr("mp")
+    times = pk.arr("t")
     # the nullable columns as plain arrays once (indexing them per subflow costs more)
-    dsn_na = pk["dsn"].isna().to_numpy()
+    dsn_na = ~pk.nullable("dsn").present
     pk_dsn_na = dsn_na               # a DSS's own mapping (an MP_CAPABLE's is no infinite mapping)
-    dsn_all = pk["dsn"].to_numpy(dtype=np.uint64, na_value=0)
-    dsn64 = pk["dsn64"].to_numpy()
-    dack_na = pk["data_ack"].isna().to_numpy()
-    dack_all = pk["data_ack"].to_numpy(dtype=np.uint64, na_value=0)
-    ssn_all = pk["ssn"].to_numpy(dtype=np.int64, na_value=0)
-    dll_na = pk["dll"].isna().to_numpy()
-    dll_all = pk["dll"].to_numpy(dtype=np.int64, na_value=0)
-    csum_all = pk["csum"].to_numpy()
-    tlen_pk = np.nan_to_num(pk["tlen"].to_numpy())
-    fc_t = t["from_client"].to_numpy()
-    tlen_t = t["tlen"].to_numpy()
+    dsn_all = pk.nullable("dsn").filled(0).astype(np.uint64)
+    dsn64 = pk.arr("dsn64")
+    dack_na = ~pk.nullable("data_ack").present
+    dack_all = pk.nullable("data_ack").filled(0).astype(np.uint64)
+    ssn_all = pk.nullable("ssn").filled(0).astype(np.int64)
+    dll_na = ~pk.nullable("dll").present
+    dll_all = pk.nullable("dll").filled(0).astype(np.int64)
+    csum_all = pk.arr("csum")
+    tlen_pk = np.nan_to_num(pk.arr("tlen"))
+    fc_t = t.arr("from_client")
+    tlen_t = t.arr("tlen")
+    t_t, flags_t, seq_t, ack_t = t.arr("t"), t.arr("flags"), t.arr("seq"), t.arr("ack")
     # the data sender's key -> IDSN (upload: the client's key, sent in its MP_CAPABLE ACK)
     base: int | None = None
     checksum_required: bool | None = None
@@ -167,17 +172,18 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         idx = rows_t[ini.rows[ini.point]]
         fc = fc_t[ini.rows[ini.point]]
         mpc = (mp_all[idx] & (1 << MP_CAPABLE)) != 0
-        sender = mpc & (fc == upload) & ~pk["sendkey"].isna().to_numpy()[idx]
+        sendkey = pk.nullable("sendkey")
+        sender = mpc & (fc == upload) & sendkey.present[idx]
         if sender.any():
-            key = int(pk["sendkey"].to_numpy(dtype=np.uint64, na_value=0)[idx[np.flatnonzero(sender)[0]]])
+            key = int(sendkey.values[idx[np.flatnonzero(sender)[0]]])
             base = idsn(key, V1 if ini.version is None else ini.version)
-        flags = pk["mpc_flags"].array[idx[mpc]]
-        flags = flags[~flags.isna()]
+        mpc_flags = pk.nullable("mpc_flags").take(idx[mpc])
+        flags = mpc_flags.values[mpc_flags.present]
         if len(flags):
             checksum_required = bool(int(flags[0]) & 0x80)
 
-    maps: list[pd.DataFrame] = []
-    acks: list[pd.DataFrame] = []
+    maps: list[Table] = []
+    acks: list[Table] = []
     events: list[dict[str, object]] = []
     csum_seen: bool | None = None
     per: dict[str, dict[str, float | int | None]] = {}
@@ -203,7 +209,7 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         map_rows.append(prow[data_dir & ~dsn_na[prow] & (tlen_pk[prow] > 0)])
         ack_rows.append(prow[~data_dir & ~dack_na[prow]])
     map_wide = widen_rows(map_rows, dsn_all, dsn64, times, base)
-    ack_wide = widen_rows(ack_rows, dack_all, pk["dack64"].to_numpy(), times, base)
+    ack_wide = widen_rows(ack_rows, dack_all, pk.arr("dack64"), times, base)
     for k, sf in enumerate(conn):
         name = f"{sf.cip}:{sf.cport}"
         path = paths.get(sf.cip)
@@ -220,25 +226,27 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
             new = np.r_[True, (d[1:] != d[:-1]) | (ssn[1:] != ssn[:-1]) | (dll[1:] != dll[:-1])]
             csum = csum_all[mr]
             csum_seen = bool(csum.any()) or bool(csum_seen)
-            maps.append(pd.DataFrame({
-                "t": times[mr][new] - t0, "path": path, "subflow": name, "kind": "map",
-                "dsn64": d[new], "length": dll[new], "ssn": ssn[new],
+            n = int(new.sum())
+            maps.append(Table({
+                "t": times[mr][new] - t0, "path": constant(path, n), "subflow": constant(name, n),
+                "kind": constant("map", n), "dsn64": d[new], "length": dll[new], "ssn": ssn[new],
             }))
         # data ACKs from the receiver (the other direction)
         ar = ack_rows[k]
         if len(ar):
             w = ack_wide[k]
             new = np.r_[True, w[1:] != w[:-1]]          # only where the data ACK moves
-            acks.append(pd.DataFrame({"t": times[ar][new] - t0, "path": path, "subflow": name, "kind": "ack",
-                                      "dsn64": w[new], "length": 0, "ssn": 0}))
+            n = int(new.sum())
+            acks.append(Table({"t": times[ar][new] - t0, "path": constant(path, n), "subflow": constant(name, n),
+                               "kind": constant("ack", n), "dsn64": w[new], "length": np.zeros(n, dtype=np.int64),
+                               "ssn": np.zeros(n, dtype=np.int64)}))
         # RTT at the chosen point, and what it measures there
-        rtt_kinds[name] = rtt_kind(capture_end(t["t"].to_numpy()[trows], t["flags"].to_numpy()[trows].astype(np.int64),
+        rtt_kinds[name] = rtt_kind(capture_end(t_t[trows], flags_t[trows].astype(np.int64),
                                                fc_t[trows].astype(bool)), upload)
         seg = trows[data_dir & (tlen_t[trows] > 0)]
-        back = trows[~data_dir & ((t["flags"].to_numpy()[trows] & 0x10) != 0)]
-        back = back[~np.isnan(t["ack"].to_numpy()[back])]
-        samples = _rtt(t["t"].to_numpy()[seg], t["seq"].to_numpy()[seg], tlen_t[seg],
-                       t["t"].to_numpy()[back], t["ack"].to_numpy()[back])
+        back = trows[~data_dir & ((flags_t[trows] & 0x10) != 0)]
+        back = back[~np.isnan(ack_t[back])]
+        samples = _rtt(t_t[seg], seq_t[seg], tlen_t[seg], t_t[back], ack_t[back])
         per[name] = {
             "rtt_min_ms": round(float(samples.min()) * 1e3, 3) if len(samples) else None,
             "rtt_median_ms": round(float(np.median(samples)) * 1e3, 3) if len(samples) else None,
@@ -249,30 +257,32 @@ def depth(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[st
         infinite = ~pk_dsn_na[prow] & ~dll_na[prow] & (dll_all[prow] == 0)
         events += _events(pk, prow, data_dir, infinite, name, path, t0)
 
-    dsn = pd.concat(maps + acks, ignore_index=True) if maps or acks else None
-    reinj = _empty(REINJECTION_COLUMNS)
+    dsn: Table | None = Table.concat(maps + acks) if maps or acks else None
+    reinj = Table.empty(REINJECTION_KINDS)
     origin: int | None = None
     if dsn is not None:
-        m = dsn["kind"] == "map"
-        lo = int(dsn.loc[m, "dsn64"].min()) if m.any() else 0
+        m = dsn.arr("kind") == "map"
+        lo = int(dsn.arr("dsn64")[m].min()) if m.any() else 0
         origin = base if base is not None else (lo - 1 if m.any() else 0) % 2**64
         # modulo 2^64, then signed: a data ACK just below the origin stays a small negative
-        dsn["dsn"] = (dsn["dsn64"].to_numpy(dtype=np.uint64) - np.uint64(origin)).view(np.int64)
-        dsn = dsn.drop(columns="dsn64").sort_values("t", kind="stable").reset_index(drop=True)
-        reinj = _reinjections(dsn[dsn["kind"] == "map"], dsn[dsn["kind"] == "ack"])
-        resent = reinj[~reinj["window_probe"].astype(bool)]
-        for sub, (count, nbytes) in resent.groupby("subflow", sort=False)["length"].agg(["size", "sum"]).iterrows():
-            per[str(sub)].update(mptcp_retransmissions=int(count), mptcp_retrans_bytes=int(nbytes))
-        dsn = dsn[DSN_COLUMNS]
-    ev = pd.DataFrame(events, columns=EVENT_COLUMNS) if events else _empty(EVENT_COLUMNS)
-    if not ev.empty:
-        ev = ev.sort_values("t", kind="stable").reset_index(drop=True)
-    return Depth(dsn=dsn if dsn is not None else _empty(DSN_COLUMNS), reinjections=reinj, events=ev,
+        rel = (dsn.arr("dsn64").astype(np.uint64) - np.uint64(origin)).view(np.int64)
+        dsn = dsn.with_columns(dsn=rel).select(DSN_COLUMNS).sort(["t"])
+        kind = dsn.arr("kind")
+        reinj = _reinjections(dsn.take(kind == "map"), dsn.take(kind == "ack"))
+        resent = reinj.take(~reinj.arr("window_probe").astype(bool))
+        subs, lens = resent.arr("subflow"), resent.arr("length")
+        for sub in dict.fromkeys(subs.tolist()):
+            mine = subs == sub
+            per[str(sub)].update(mptcp_retransmissions=int(mine.sum()), mptcp_retrans_bytes=int(lens[mine].sum()))
+    ev = Table.from_records(events, EVENT_COLUMNS, EVENT_KINDS)
+    if not ev.is_empty:
+        ev = ev.sort(["t"])
+    return Depth(dsn=dsn if dsn is not None else Table.empty(DSN_KINDS), reinjections=reinj, events=ev,
                  per_subflow=per, dss_checksum=csum_seen, checksum_required=checksum_required,
                  idsn=base, origin=origin, rtt_kind=rtt_kinds, version=ini.version if ini is not None else None)
 
 
-def _mpc_data_rows(pk: pd.DataFrame, rows_t: np.ndarray, fc_t: np.ndarray, ini: Subflow | None, upload: bool,
+def _mpc_data_rows(pk: Table, rows_t: np.ndarray, fc_t: np.ndarray, ini: Subflow | None, upload: bool,
                    dsn_na: np.ndarray, dll_na: np.ndarray, tlen: np.ndarray) -> np.ndarray:
     """Packet table rows of the initial subflow (at its chosen point) whose data an MP_CAPABLE
     maps (RFC 8684 3.1: the initiator's ACK or first data packet carries the data-level length
@@ -281,11 +291,11 @@ def _mpc_data_rows(pk: pd.DataFrame, rows_t: np.ndarray, fc_t: np.ndarray, ini: 
         return np.zeros(0, dtype=np.int64)
     trows = ini.rows[ini.point]
     prow = rows_t[trows]
-    mpc = (pk["mp"].to_numpy()[prow] & (1 << MP_CAPABLE)) != 0
+    mpc = (pk.arr("mp")[prow] & (1 << MP_CAPABLE)) != 0
     return prow[mpc & (fc_t[trows] == upload) & dsn_na[prow] & ~dll_na[prow] & (tlen[prow] > 0)]
 
 
-def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.DataFrame:
+def _reinjections(maps: Table, acks: Table | None = None) -> Table:
     """MPTCP-level retransmissions among the mappings (see the module docstring).
 
     Subflows take data ranges out of order (a range queued on a slow subflow goes out after
@@ -304,22 +314,26 @@ def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.Da
     Cost O(n log n + overlapping pairs): with the mappings sorted by data sequence, those
     overlapping mapping a from above are the contiguous run after a that starts below a's
     end (_overlapping_pairs)."""
-    if maps.empty:
-        return _empty(REINJECTION_COLUMNS)
-    u = maps.drop_duplicates(["subflow", "dsn", "ssn", "length"], keep="first")
-    u = u[u["length"] > 0].sort_values(["dsn", "t"], kind="stable").reset_index(drop=True)
-    if u.empty:
-        return _empty(REINJECTION_COLUMNS)
-    start = u["dsn"].to_numpy(dtype=np.int64)
-    end = start + u["length"].to_numpy(dtype=np.int64)
+    if maps.is_empty:
+        return Table.empty(REINJECTION_KINDS)
+    # a mapping repeated (same subflow, DSN, SSN and length): its first row
+    sub_all, _ = factorize(maps.arr("subflow").astype(str))
+    rep = factorize_rows([sub_all, maps.arr("dsn"), maps.arr("ssn"), maps.arr("length")])
+    _, first_row = np.unique(rep, return_index=True)
+    u = maps.take(np.sort(first_row))
+    u = u.take(u.arr("length") > 0).sort(["dsn", "t"])
+    if u.is_empty:
+        return Table.empty(REINJECTION_KINDS)
+    start = u.arr("dsn").astype(np.int64)
+    end = start + u.arr("length").astype(np.int64)
     # (subflow, DSN - SSN) as one integer: factorizing the pair as tuples costs more than the rest
-    sub_code, _ = pd.factorize(u["subflow"])
-    off_code, _ = pd.factorize(start - u["ssn"].to_numpy(dtype=np.int64))
+    sub_code, _ = factorize(u.arr("subflow").astype(str))
+    off_code, _ = factorize(start - u.arr("ssn").astype(np.int64))
     key = sub_code.astype(np.int64) * (int(off_code.max()) + 1) + off_code
     a, b = _overlapping_pairs(start, end, key)          # a < b in data sequence order
     if not len(a):
-        return _empty(REINJECTION_COLUMNS)
-    times = u["t"].to_numpy()
+        return Table.empty(REINJECTION_KINDS)
+    times = u.arr("t")
     later = np.where(times[b] >= times[a], b, a)         # equal times: the one further in sequence
     first = a + b - later
     lo, hi = start[b], np.minimum(end[a], end[b])        # a < b by start: the overlap is [lo, hi)
@@ -330,22 +344,32 @@ def _reinjections(maps: pd.DataFrame, acks: pd.DataFrame | None = None) -> pd.Da
     head = np.r_[True, later[1:] != later[:-1]]
     # bytes re-sent = the union of a re-send's overlaps: sorted by start, each overlap adds
     # what reaches past the furthest end before it in its group
-    reach = pd.Series(hi).groupby(np.cumsum(head)).cummax().to_numpy()
+    reach = _group_cummax(hi, np.cumsum(head) - 1)
     before = np.where(head, lo, np.r_[lo[:1], reach[:-1]])
     covered = np.add.reduceat(np.maximum(hi - np.maximum(lo, before), 0), np.flatnonzero(head))
     rs, fc, dsn = later[head], first[head], lo[head]
     order = np.lexsort((rs, times[rs]))                  # by re-send time, ties in data sequence
     rs, fc, dsn, covered = rs[order], fc[order], dsn[order], covered[order]
-    sub = u["subflow"].to_numpy()
-    path = u["path"].to_numpy()
+    sub = u.arr("subflow")
+    path = u.arr("path")
     probe = (end[rs] - start[rs] == 1) & (dsn < _acked_below(acks, times[rs]))
-    late = _late_originals(u["ssn"].to_numpy(dtype=np.int64), sub_code, off_code, rs)
-    return pd.DataFrame({
-        "t": times[rs], "path": path[rs], "subflow": sub[rs], "dsn": dsn, "length": covered,
-        "first_t": times[fc], "first_path": path[fc], "first_subflow": sub[fc],
+    late = _late_originals(u.arr("ssn").astype(np.int64), sub_code, off_code, rs)
+    return Table({
+        "t": times[rs], "path": path[rs], "subflow": sub[rs], "dsn": dsn.astype(np.int64),
+        "length": covered.astype(np.int64), "first_t": times[fc], "first_path": path[fc], "first_subflow": sub[fc],
         "same_subflow": sub[fc].astype(str) == sub[rs].astype(str), "window_probe": probe,
         "late_original": late,
-    }, columns=REINJECTION_COLUMNS).infer_objects()    # column types as built row by row (a path all NaN: float)
+    })
+
+
+def _group_cummax(values: np.ndarray, group: np.ndarray) -> np.ndarray:
+    """The running maximum of ``values`` within each run of equal ``group`` (non-decreasing
+    group numbers from 0): each value's rank, offset by its group past every rank of the
+    groups before, so one running maximum never carries over a group's end."""
+    uniq, rank = np.unique(values, return_inverse=True)
+    m = len(uniq)
+    key = group.astype(np.int64) * m + rank.ravel()
+    return uniq[np.maximum.accumulate(key) - group.astype(np.int64) * m]
 
 
 def _late_originals(ssn: np.ndarray, sub_code: np.ndarray, off_code: np.ndarray, rs: np.ndarray) -> np.ndarray:
@@ -363,15 +387,15 @@ def _late_originals(ssn: np.ndarray, sub_code: np.ndarray, off_code: np.ndarray,
     return ~resend[head[run_of[rs]]]
 
 
-def _acked_below(acks: pd.DataFrame | None, at: np.ndarray) -> np.ndarray:
+def _acked_below(acks: Table | None, at: np.ndarray) -> np.ndarray:
     """The highest data ACK (relative DSN: every byte below it acknowledged) seen at or before
     each time in ``at``, over all subflows; the lowest int64 where none was."""
     low = np.iinfo(np.int64).min
-    if acks is None or acks.empty:
+    if acks is None or acks.is_empty:
         return np.full(len(at), low, dtype=np.int64)
-    a = acks.sort_values("t", kind="stable")
-    best = np.maximum.accumulate(a["dsn"].to_numpy(dtype=np.int64))
-    i = np.searchsorted(a["t"].to_numpy(), at, side="right") - 1
+    a = acks.sort(["t"])
+    best = np.maximum.accumulate(a.arr("dsn").astype(np.int64))
+    i = np.searchsorted(a.arr("t"), at, side="right") - 1
     return np.where(i >= 0, best[np.maximum(i, 0)], low)
 
 
@@ -403,11 +427,20 @@ def _overlapping_pairs(start: np.ndarray, end: np.ndarray, key: np.ndarray) -> t
     return np.concatenate(out_a), np.concatenate(out_b)
 
 
-def _events(pk: pd.DataFrame, prow: np.ndarray, data_dir: np.ndarray, infinite: np.ndarray, name: str,
+def _na(v: object) -> str:
+    """A nullable value as the tables have always printed it (pandas' ``<NA>`` when absent)."""
+    return "<NA>" if v is None else str(v)
+
+
+
+def _events(pk: Table, prow: np.ndarray, data_dir: np.ndarray, infinite: np.ndarray, name: str,
             path: str | None, t0: float) -> list[dict[str, object]]:
-    mp = pk["mp"].to_numpy()[prow]
+    mp = pk.arr("mp")[prow]
     out: list[dict[str, object]] = []
-    times = pk["t"].to_numpy()[prow]
+    times = pk.arr("t")[prow]
+    backup, addaddr, addr_id = pk.nullable("backup"), pk.cat("addaddr"), pk.nullable("addr_id")
+    add_echo, rm_ids = pk.arr("add_echo"), pk.cat("rm_ids")
+    rst_reason, fail_dsn = pk.nullable("rst_reason"), pk.nullable("fail_dsn")
 
     def add(mask: np.ndarray, event: str, detail: object) -> None:
         for i in np.flatnonzero(mask):
@@ -416,14 +449,14 @@ def _events(pk: pd.DataFrame, prow: np.ndarray, data_dir: np.ndarray, infinite: 
 
     side = np.where(data_dir, "sender", "receiver")
     add((mp & (1 << MP_PRIO)) != 0, "MP_PRIO",
-        lambda r: f"backup={pk['backup'].iat[r]}")
+        lambda r: f"backup={_na(backup.get(r))}")
     add((mp & (1 << ADD_ADDR)) != 0, "ADD_ADDR",
-        lambda r: f"{pk['addaddr'].iat[r]} id={pk['addr_id'].iat[r]}" + (" echo" if pk["add_echo"].iat[r] else ""))
-    add((mp & (1 << REMOVE_ADDR)) != 0, "REMOVE_ADDR", lambda r: f"ids={pk['rm_ids'].iat[r]}")
+        lambda r: f"{addaddr.get(r)} id={_na(addr_id.get(r))}" + (" echo" if add_echo[r] else ""))
+    add((mp & (1 << REMOVE_ADDR)) != 0, "REMOVE_ADDR", lambda r: f"ids={rm_ids.get(r)}")
     add((mp & (1 << MP_FASTCLOSE)) != 0, "MP_FASTCLOSE", "")
-    add((mp & (1 << MP_TCPRST)) != 0, "MP_TCPRST", lambda r: f"reason={pk['rst_reason'].iat[r]}")
-    add((mp & (1 << MP_FAIL)) != 0, "MP_FAIL", lambda r: f"dsn={pk['fail_dsn'].iat[r]}")
-    fin = pk["datafin"].to_numpy()[prow]
+    add((mp & (1 << MP_TCPRST)) != 0, "MP_TCPRST", lambda r: f"reason={_na(rst_reason.get(r))}")
+    add((mp & (1 << MP_FAIL)) != 0, "MP_FAIL", lambda r: f"dsn={_na(fail_dsn.get(r))}")
+    fin = pk.arr("datafin")[prow]
     first_fin = np.zeros(len(prow), dtype=bool)
     for s in ("sender", "receiver"):
         k = np.flatnonzero(fin & (side == s))

@@ -13,12 +13,11 @@ Each line is a ``Finding`` with a stable code (the codes are listed in docs/arch
 
 from __future__ import annotations
 
-import pandas as pd
-
 from . import contribution
 from .flows import Subflow, option_removed
 from .model import Finding, FlowSpec, SubflowResult
 from .stats import is_v6, unreachable
+from .table import Table
 
 ICMP_UNREACH_CODES = {
     0: "net unreachable", 1: "host unreachable", 2: "protocol unreachable", 3: "port unreachable",
@@ -154,11 +153,11 @@ def dss_removed_lines(spec: FlowSpec, sf: Subflow, points: list[str],
     ]
 
 
-def _icmp_text(ev: pd.DataFrame) -> str:
-    code = int(ev["code"].iloc[0])
-    v6 = bool(is_v6(ev.iloc[:1])[0])
+def _icmp_text(ev: Table) -> str:
+    code = int(ev.arr("code")[0])
+    v6 = bool(is_v6(ev.take([0]))[0])
     what = (ICMP6_UNREACH_CODES if v6 else ICMP_UNREACH_CODES).get(code, f"code {code}")
-    return f"ICMP{'v6' if v6 else ''} destination unreachable ({what}) from {ev['src'].iloc[0]}"
+    return f"ICMP{'v6' if v6 else ''} destination unreachable ({what}) from {ev.arr('src')[0]}"
 
 
 def _weak_line(p: str, res: SubflowResult, results: list[SubflowResult]) -> Finding:
@@ -180,12 +179,12 @@ def _weak_line(p: str, res: SubflowResult, results: list[SubflowResult]) -> Find
                   "last_data_t": res.last_data_t, "last_ack_advance_t": res.last_ack_advance_t})
 
 
-def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
+def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: Table,
                   results: list[SubflowResult], server_ip: str) -> Finding:
     join = sf.kind == "mp_join"
     syn_name = "MP_JOIN SYN" if join else "SYN"
-    mine = icmp[icmp["subflow"] == res.name] if not icmp.empty else icmp
-    unreach = mine[unreachable(mine)] if not mine.empty else mine
+    mine = icmp.take(icmp.arr("subflow") == res.name) if not icmp.is_empty else icmp
+    unreach = mine.take(unreachable(mine)) if not mine.is_empty else mine
     ev = {"subflow": res.name, "syn_attempts": sf.syn_attempts}
     if sf.established:
         frag = res.icmp_frag_needed
@@ -214,8 +213,8 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
         return Finding("join-refused" if join else "connect-failed",
                        f"path {p}: {'MP_JOIN' if join else 'connection'} refused: the server answered "
                        f"the third ACK with RST{_reason(sf)}{hint}", p, ev)
-    if not unreach.empty:
-        code = int(unreach["code"].iloc[0])
+    if not unreach.is_empty:
+        code = int(unreach.arr("code")[0])
         hint = ""
         if join and code in (0, 1) and sf.sip == server_ip:
             # a disjoint path: its routers know no route to the address the join targets
@@ -226,7 +225,7 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
                        f"path {p}: {_icmp_text(unreach)} for the {syn_name} "
                        f"({sf.syn_attempts} SYNs, {len(unreach)} ICMP errors){hint}", p,
                        {**ev, "icmp_code": code, "icmp_errors": len(unreach),
-                        "icmp_from": str(unreach["src"].iloc[0])})
+                        "icmp_from": str(unreach.arr("src")[0])})
     if sf.synack_seen and not sf.client_acked:
         return Finding("handshake-not-captured",
                        f"path {p}: {syn_name} answered, but no third ACK from {sf.cip} was captured", p, ev)
@@ -238,7 +237,7 @@ def _subflow_line(p: str, sf: Subflow, res: SubflowResult, icmp: pd.DataFrame,
 
 
 def path_lines(spec: FlowSpec, conn: list[Subflow], results: list[SubflowResult],
-               others: list[Subflow], add_addrs: list[str], icmp: pd.DataFrame,
+               others: list[Subflow], add_addrs: list[str], icmp: Table,
                seen_ips: set[str], negotiated: bool = True,
                fallback: bool = False) -> tuple[list[Finding], set[str]]:
     """A finding for every expected path without an established subflow that contributed

@@ -36,10 +36,10 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 
 import numpy as np
-import pandas as pd
 
 from . import mpversion, packets, sides
 from .packets import ACK, ADD_ADDR, DSS, MP_CAPABLE, MP_FAIL, MP_JOIN, MP_TCPRST, RST, SYN
+from .table import Cat, Column, Nullable, Table, factorize, factorize_rows
 
 
 @dataclass
@@ -113,72 +113,69 @@ def tokens_of_key(key: int, version: int | None = None) -> tuple[int, ...]:
     return mpversion.tokens(key, version)
 
 
-def orient_tcp(pk: pd.DataFrame, server_port: int, join_ports: Collection[int] = ()) -> pd.DataFrame:
+def orient_tcp(pk: Table, server_port: int, join_ports: Collection[int] = ()) -> Table:
     """TCP packets to/from the server port (and the ``join_ports``, see only_joins_off_port),
     with client/server sides. ICMP rows (which carry a quoted TCP header) are left out.
     ``row``: the packet's position in ``pk``."""
-    sp = pk["sport"].to_numpy()
-    dp = pk["dport"].to_numpy()
+    sp = pk.arr("sport")
+    dp = pk.arr("dport")
     ports = np.array(sorted({server_port, *join_ports}), dtype=float)
     to_srv = sides.to_server(pk, {server_port, *join_ports})
-    keep = np.flatnonzero(np.isnan(pk["icmp_type"].to_numpy()) & (to_srv | np.isin(sp, ports)))
+    keep = np.flatnonzero(np.isnan(pk.arr("icmp_type")) & (to_srv | np.isin(sp, ports)))
     fc = to_srv[keep]
     (src, dst), names = packets.address_codes(pk, "ip_src", "ip_dst")
     src, dst = src[keep], dst[keep]
-    cats = pd.Index(names, dtype=object)
-    tlen = pk["tlen"].to_numpy()[keep]
-    point = pk["point"]
-    if not isinstance(point.dtype, pd.CategoricalDtype):
-        point = point.astype("category")
-    out = pd.DataFrame({
-        "t": pk["t"].to_numpy()[keep],
-        "point": point.array[keep],
+    tlen = pk.arr("tlen")[keep]
+    point = pk.column("point")
+    cols: dict[str, Column] = {
+        "t": pk.arr("t")[keep],
+        "point": point.take(keep) if isinstance(point, Cat) else Cat.of(pk.strings("point")[keep]),
         "from_client": fc,
-        "cip": pd.Categorical.from_codes(np.where(fc, src, dst), categories=cats, validate=False),
+        "cip": Cat(np.where(fc, src, dst), names),
         "cport": np.where(fc, sp[keep], dp[keep]).astype(np.int64),
-        "sip": pd.Categorical.from_codes(np.where(fc, dst, src), categories=cats, validate=False),
+        "sip": Cat(np.where(fc, dst, src), names),
         "sport": np.where(fc, dp[keep], sp[keep]).astype(np.int64),
-        "ip_len": pk["ip_len"].to_numpy()[keep],
-        "ttl": pk["ip_ttl"].to_numpy()[keep],
+        "ip_len": pk.arr("ip_len")[keep],
+        "ttl": pk.arr("ip_ttl")[keep],
         "tlen": np.where(np.isnan(tlen), 0, tlen).astype(np.int64),
-        "seq": pk["seq"].to_numpy()[keep],
-        "ack": pk["ack"].to_numpy()[keep],
-        "flags": pk["flags"].to_numpy()[keep],
-        "mp": pk["mp"].to_numpy()[keep],
-        "sendkey": pk["sendkey"].array[keep],
-        "recvkey": pk["recvkey"].array[keep],
-        "recvtok": pk["recvtok"].array[keep],
-        "mpc_ver": pk["mpc_ver"].array[keep],
-        "addaddr": pk["addaddr"].array[keep],
-        "rst_reason": pk["rst_reason"].array[keep],
+        "seq": pk.arr("seq")[keep],
+        "ack": pk.arr("ack")[keep],
+        "flags": pk.arr("flags")[keep],
+        "mp": pk.arr("mp")[keep],
+        "sendkey": pk.nullable("sendkey").take(keep),
+        "recvkey": pk.nullable("recvkey").take(keep),
+        "recvtok": pk.nullable("recvtok").take(keep),
+        "mpc_ver": pk.nullable("mpc_ver").take(keep),
+        "addaddr": pk.cat("addaddr").take(keep),
+        "rst_reason": pk.nullable("rst_reason").take(keep),
         # the MSS option (SYN, SYN/ACK): stats.syn_mss; absent in tables built before it
-        "mss": pk["mss"].to_numpy()[keep] if "mss" in pk.columns else np.full(len(keep), np.nan),
+        "mss": pk.arr("mss")[keep] if "mss" in pk else np.full(len(keep), np.nan),
         "row": keep,
-    })
-    return out
+    }
+    return Table(cols)
 
 
 class _Columns:
     """The oriented table's columns find_subflows, merge_translated and _handshake read,
-    taken out of the DataFrame once: a DataFrame column lookup per subflow and point was
-    two thirds of find_subflows on an http run's 93,071 subflows."""
+    taken out of the table once (a lookup per subflow and point was two thirds of
+    find_subflows on an http run's 93,071 subflows)."""
 
-    def __init__(self, t: pd.DataFrame) -> None:
-        self.flags = t["flags"].to_numpy()
-        self.fc = t["from_client"].to_numpy()
-        self.mp = t["mp"].to_numpy()
-        self.t = t["t"].to_numpy()
-        self.seq = t["seq"].to_numpy()
-        self.tlen = t["tlen"].to_numpy()
-        self.ttl = t["ttl"].to_numpy(dtype=float)
-        self.cport, self.sport = t["cport"].to_numpy(), t["sport"].to_numpy()
-        self.addaddr = t["addaddr"].array
-        self._opts = {c: t[c].array for c in ("recvtok", "sendkey", "recvkey", "rst_reason", "mpc_ver")}
+    def __init__(self, t: Table) -> None:
+        self.flags = t.arr("flags")
+        self.fc = t.arr("from_client")
+        self.mp = t.arr("mp")
+        self.t = t.arr("t")
+        self.seq = t.arr("seq")
+        self.tlen = t.arr("tlen")
+        self.ttl = t.arr("ttl").astype(float)
+        self.cport, self.sport = t.arr("cport"), t.arr("sport")
+        self.addaddr = t.cat("addaddr")
+        self._opts: dict[str, Nullable] = {c: t.nullable(c) for c in ("recvtok", "sendkey", "recvkey", "rst_reason",
+                                                                       "mpc_ver")}
 
     def opt(self, col: str, i: int) -> int | None:
         """An MPTCP option value (nullable integer column) of row ``i``, None if absent."""
-        v = self._opts[col][i]
-        return None if pd.isna(v) else int(v)
+        return self._opts[col].get(i)
 
 
 def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> None:
@@ -282,7 +279,7 @@ def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> No
         sf.mp_fail_t = tf if sf.mp_fail_t is None else min(sf.mp_fail_t, tf)
     adds = (mp & (1 << ADD_ADDR)) != 0
     for j in np.flatnonzero(adds):
-        a = str(c.addaddr[idx[j]])
+        a = c.addaddr.get(int(idx[j]))
         if a and a not in sf.add_addrs:
             sf.add_addrs.append(a)
 
@@ -291,59 +288,58 @@ def _handshake(sf: Subflow, c: _Columns, idx: np.ndarray, point: str = "") -> No
 ISN = "isn"
 
 
-def _group_codes(t: pd.DataFrame, point: bool = True, isn: bool = True) -> np.ndarray:
+def _group_codes(t: Table, point: bool = True, isn: bool = True) -> np.ndarray:
     """One int64 per row, equal for the rows of one (cip, cport, sip, sport[, point][, isn])
     group (isn when asked and the table has that column). Numpy on integer codes: pandas' groupby on
     these columns took 0.1 s for 120k rows, most of it factorizing the address and point
     columns again."""
     n = len(t)
-    parts = [(t["cip"].cat.codes.to_numpy().astype(np.int64), len(t["cip"].cat.categories) + 1),
-             (t["cport"].to_numpy(), 1 << 16),
-             (t["sip"].cat.codes.to_numpy().astype(np.int64), len(t["sip"].cat.categories) + 1),
-             (t["sport"].to_numpy(), 1 << 16)]
+    cip, sip = t.cat("cip"), t.cat("sip")
+    parts = [(cip.codes.astype(np.int64), len(cip.names) + 1),
+             (t.arr("cport"), 1 << 16),
+             (sip.codes.astype(np.int64), len(sip.names) + 1),
+             (t.arr("sport"), 1 << 16)]
     if point:
-        parts.append((t["point"].cat.codes.to_numpy().astype(np.int64), len(t["point"].cat.categories) + 1))
+        pt = t.cat("point")
+        parts.append((pt.codes.astype(np.int64), len(pt.names) + 1))
     if isn and ISN in t:
         # dense codes of the ISNs (NaN: -1 -> 0), not the 32-bit values: the key stays in 62 bits
-        dense, _ = pd.factorize(t[ISN].to_numpy())
+        dense, _ = factorize(t.arr(ISN))
         parts.append((dense.astype(np.int64) + 1, int(dense.max()) + 2 if n else 1))
     key = np.zeros(n, dtype=np.int64)
     span = 1
     for vals, width in parts:
         span *= width
         if span >= 1 << 62:       # would overflow: fall back to factorizing tuples
-            codes, _ = pd.factorize(pd.MultiIndex.from_arrays([v for v, _ in parts]))
-            return codes.astype(np.int64)
+            return factorize_rows([v for v, _ in parts])
         key = key * width + vals
     return key
 
 
-def group_rows(t: pd.DataFrame) -> dict[tuple[str, int, str, int, str, int | None], np.ndarray]:
+def group_rows(t: Table) -> dict[tuple[str, int, str, int, str, int | None], np.ndarray]:
     """(cip, cport, sip, sport, point, isn) -> row positions (ascending), groups in order of
     first appearance; isn is None without the ``isn`` column (and for its NaN rows)."""
     if len(t) == 0:
         return {}
-    codes, _ = pd.factorize(_group_codes(t))          # in order of first appearance
+    codes, _ = factorize(_group_codes(t))             # in order of first appearance
     order = np.argsort(codes, kind="stable")
     bounds = np.searchsorted(codes[order], np.arange(codes.max() + 2))
-    isn = t[ISN].to_numpy() if ISN in t else np.full(len(t), np.nan)
-    # each group's first row, its fields as Python values in one pass (not .iat per group)
+    isn = t.arr(ISN) if ISN in t else np.full(len(t), np.nan)
+    # each group's first row, its fields as Python values in one pass (not a lookup per group)
     first = order[bounds[:-1]]
-    fields = zip(_strings(t["cip"], first), t["cport"].to_numpy()[first].tolist(), _strings(t["sip"], first),
-                 t["sport"].to_numpy()[first].tolist(), _strings(t["point"], first),
+    fields = zip(_strings(t.cat("cip"), first), t.arr("cport")[first].tolist(), _strings(t.cat("sip"), first),
+                 t.arr("sport")[first].tolist(), _strings(t.cat("point"), first),
                  [None if np.isnan(v) else int(v) for v in isn[first]], strict=True)
     return {key: order[bounds[g]:bounds[g + 1]] for g, key in enumerate(fields)}
 
 
-def _strings(col: pd.Series, rows: np.ndarray) -> list[str]:
-    """``str`` of a column's values at ``rows`` (a categorical: through its categories)."""
-    if isinstance(col.dtype, pd.CategoricalDtype):
-        names = [str(c) for c in col.cat.categories]
-        return [names[k] for k in col.cat.codes.to_numpy()[rows]]
-    return [str(v) for v in col.to_numpy()[rows]]
+def _strings(col: Cat, rows: np.ndarray) -> list[str]:
+    """``str`` of a categorical column's values at ``rows``."""
+    names = [str(c) for c in col.names.tolist()]
+    return [names[k] for k in col.codes[rows].tolist()]
 
 
-def label_isn(t: pd.DataFrame) -> np.ndarray:
+def label_isn(t: Table) -> np.ndarray:
     """Each row's connection on its 4-tuple, for the ``isn`` column: the ISN of the latest
     client SYN at or before it, at any capture point (NaN before the 4-tuple's first captured
     SYN). A client reusing a 4-tuple opens a new connection with a new ISN; a retransmitted
@@ -351,15 +347,15 @@ def label_isn(t: pd.DataFrame) -> np.ndarray:
     The capture points share one clock (one host's kernel): the old connection on a 4-tuple
     is over at every point before its reuse's SYN."""
     n = len(t)
-    flags = t["flags"].to_numpy()
-    syn = ((flags & SYN) != 0) & ((flags & ACK) == 0) & t["from_client"].to_numpy()
+    flags = t.arr("flags")
+    syn = ((flags & SYN) != 0) & ((flags & ACK) == 0) & t.arr("from_client")
     g = _group_codes(t, point=False, isn=False)
-    order = np.lexsort((t["t"].to_numpy(), g))   # by 4-tuple, then time (stable: capture order)
+    order = np.lexsort((t.arr("t"), g))   # by 4-tuple, then time (stable: capture order)
     go = g[order]
     last = np.maximum.accumulate(np.where(syn[order], np.arange(n), -1))
     prev = np.maximum(last, 0)
     out = np.full(n, np.nan)
-    out[order] = np.where((last >= 0) & (go[prev] == go), t["seq"].to_numpy()[order][prev], np.nan)
+    out[order] = np.where((last >= 0) & (go[prev] == go), t.arr("seq")[order][prev], np.nan)
     return out
 
 
@@ -368,7 +364,7 @@ def label_isn(t: pd.DataFrame) -> np.ndarray:
 NEAR_ALL = 0.98
 
 
-def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) -> list[Subflow]:
+def find_subflows(t: Table, point_order: list[str], upload: bool = True) -> list[Subflow]:
     """Group the oriented TCP table into subflows, pick each one's capture point.
 
     The point chosen for a subflow is the one nearest its data's sender (the highest IP TTL
@@ -381,7 +377,7 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     would sometimes pick the receiver. Then the point with the most rows, then the point
     listed first."""
     subs: dict[tuple, Subflow] = {}
-    if t.empty:
+    if t.is_empty:
         return []
     rank = {p: i for i, p in enumerate(point_order)}
     cols = _Columns(t)
@@ -409,7 +405,7 @@ def find_subflows(t: pd.DataFrame, point_order: list[str], upload: bool = True) 
     return sorted(subs.values(), key=lambda s: (s.syn_first_t or np.inf, s.key))
 
 
-def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame, c: _Columns) -> None:
+def merge_translated(subs: dict[tuple, Subflow], t: Table, c: _Columns) -> None:
     """Subflows that are one subflow seen through a NAT, merged in place (module docstring).
 
     The client's SYN and the server's SYN/ACK name a subflow by their ISNs (64 random bits
@@ -425,21 +421,38 @@ def merge_translated(subs: dict[tuple, Subflow], t: pd.DataFrame, c: _Columns) -
     # vectorised first: a run with 90,000 connections and no NAT has no candidate
     key = _group_codes(t, point=False)
     ttl = np.nan_to_num(c.ttl, nan=-1.0)
-    cl = pd.DataFrame({"k": key[cs], "isn_c": c.seq[cs], "ttl": ttl[cs], "row": cs}).groupby("k", sort=False).agg(
-        isn_c=("isn_c", "first"), ttl=("ttl", "max"), row=("row", "first"))
-    sv = pd.DataFrame({"k": key[sa], "isn_s": c.seq[sa]}).groupby("k", sort=False)["isn_s"].first()
-    j = cl.join(sv, how="inner").dropna(subset=["isn_c", "isn_s"])
-    j = j[j.duplicated(["isn_c", "isn_s"], keep=False)]
-    if j.empty:
+    # per 4-tuple key: its first client SYN's ISN and row, the highest TTL of its client
+    # SYNs; its first SYN/ACK's ISN
+    kc, first_c = np.unique(key[cs], return_index=True)
+    max_ttl = np.maximum.reduceat(ttl[cs][np.argsort(key[cs], kind="stable")],
+                                  np.searchsorted(np.sort(key[cs], kind="stable"), kc))
+    ks, first_s = np.unique(key[sa], return_index=True)
+    _, ic, is_ = np.intersect1d(kc, ks, assume_unique=True, return_indices=True)
+    row = cs[first_c[ic]]
+    isn_c, isn_s, ttl_c = c.seq[row], c.seq[sa[first_s[is_]]], max_ttl[ic]
+    ok = ~np.isnan(isn_c) & ~np.isnan(isn_s)
+    row, isn_c, isn_s, ttl_c = row[ok], isn_c[ok], isn_s[ok], ttl_c[ok]
+    if not len(row):
         return
-    isn = t[ISN].to_numpy() if ISN in t else np.full(len(t), np.nan)
+    pair = factorize_rows([isn_c.astype(np.int64), isn_s.astype(np.int64)])
+    shared = np.bincount(pair)[pair] > 1          # an ISN pair seen on two 4-tuples or more
+    if not shared.any():
+        return
+    isn = t.arr(ISN) if ISN in t else np.full(len(t), np.nan)
+    cip, sip = t.cat("cip"), t.cat("sip")
 
     def sub_key(i: int) -> tuple:
-        return (str(t["cip"].iat[i]), int(c.cport[i]), str(t["sip"].iat[i]), int(c.sport[i]),
+        return (cip.get(i), int(c.cport[i]), sip.get(i), int(c.sport[i]),
                 None if np.isnan(isn[i]) else int(isn[i]))
 
-    for _, g in j.groupby(["isn_c", "isn_s"], sort=False):
-        keys = [sub_key(int(r)) for r in g.sort_values("ttl", ascending=False, kind="stable")["row"]]
+    # groups in the order of their first client SYN; in a group, the highest TTL first
+    cand = np.flatnonzero(shared)
+    first_row = {int(g): int(row[cand][pair[cand] == g].min()) for g in np.unique(pair[cand])}
+    groups: dict[int, list[int]] = {g: [] for g in sorted(first_row, key=first_row.__getitem__)}
+    for i in cand[np.lexsort((row[cand], -ttl_c[cand]))].tolist():
+        groups[int(pair[i])].append(int(row[i]))
+    for rows in groups.values():
+        keys = [sub_key(r) for r in rows]
         points = [p for k in keys for p in subs[k].rows]
         if len(points) != len(set(points)):
             continue
@@ -496,13 +509,13 @@ def pick_data_connection(conns: dict[str, list[Subflow]]) -> str | None:
     return max(conns, key=weight)
 
 
-def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool, point: str | None = None) -> tuple[int, int, bool]:
+def dss_missing(t: Table, sf: Subflow, from_client: bool, point: str | None = None) -> tuple[int, int, bool]:
     """Data segments in one direction at ``point`` (default: the chosen one): (total, without
     any MPTCP option, whether the last ten all lack one). Linux stops sending MPTCP options
     after a fallback."""
     idx = sf.rows[sf.point if point is None else point]
-    sel = (t["from_client"].to_numpy()[idx] == from_client) & (t["tlen"].to_numpy()[idx] > 0)
-    mp = t["mp"].to_numpy()[idx][sel]
+    sel = (t.arr("from_client")[idx] == from_client) & (t.arr("tlen")[idx] > 0)
+    mp = t.arr("mp")[idx][sel]
     n = len(mp)
     if n == 0:
         return 0, 0, False
@@ -510,7 +523,7 @@ def dss_missing(t: pd.DataFrame, sf: Subflow, from_client: bool, point: str | No
     return n, int(bare.sum()), bool(bare[-10:].all())
 
 
-def dss_removed(t: pd.DataFrame, sf: Subflow, from_client: bool,
+def dss_removed(t: Table, sf: Subflow, from_client: bool,
                 at_sender: tuple[int, int, bool]) -> tuple[list[str], dict[str, tuple[int, int]]]:
     """The capture points where the subflow's data segments in one direction stopped carrying
     an MPTCP option although they still carry it at the chosen point (the sender's side): an

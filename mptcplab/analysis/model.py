@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-import pandas as pd
+from .table import Table
 
 
 class Remark(str):
@@ -257,9 +257,9 @@ class FlowAnalysis:
     #: one line each: the reason the evidence shows for a failure or fallback
     diagnostics: list[str]
     #: t (bin start, s), path, subflow ("src:sport"), bytes, mbps; one row per bin/subflow
-    timeseries: pd.DataFrame
+    timeseries: Table
     #: t, src, dst, type, code, mtu, quoted_src, quoted_sport, path, point
-    icmp_events: pd.DataFrame
+    icmp_events: Table
     #: packets read from all capture files
     packets: int
     analysis_seconds: float
@@ -278,9 +278,9 @@ class FlowAnalysis:
     #: over time (depth.DSN_COLUMNS), MPTCP-level retransmissions (REINJECTION_COLUMNS and
     #: usefulness.COLUMNS: which copy reached the receiver first),
     #: MPTCP signalling events (EVENT_COLUMNS)
-    dsn: pd.DataFrame = field(default_factory=pd.DataFrame)
-    reinjections: pd.DataFrame = field(default_factory=pd.DataFrame)
-    mptcp_events: pd.DataFrame = field(default_factory=pd.DataFrame)
+    dsn: Table = field(default_factory=Table)
+    reinjections: Table = field(default_factory=Table)
+    mptcp_events: Table = field(default_factory=Table)
     #: a DSS mapping carried a checksum (None: no mapping seen); the MP_CAPABLE handshake
     #: asked for checksums (flag A; None: not captured)
     dss_checksum: bool | None = None
@@ -292,8 +292,8 @@ class FlowAnalysis:
     #: receiver per subflow and time bin (HOL_COLUMNS), the connection's HoL numbers over all
     #: subflows (hol_segments, ooo_share, hol_never, hol_p50/p95/p99/max_ms), why OWD / HoL
     #: are missing
-    owd: pd.DataFrame = field(default_factory=pd.DataFrame)
-    hol: pd.DataFrame = field(default_factory=pd.DataFrame)
+    owd: Table = field(default_factory=Table)
+    hol: Table = field(default_factory=Table)
     hol_connection: dict[str, Any] = field(default_factory=dict)
     owd_unavailable: str | None = None
     hol_unavailable: str | None = None
@@ -302,10 +302,10 @@ class FlowAnalysis:
     hol_assumed: str | None = None
     #: departures.py: gaps between consecutive data segments at the sender, per ordered pair
     #: of subflows (departures.COLUMNS)
-    departures: pd.DataFrame = field(default_factory=pd.DataFrame)
+    departures: Table = field(default_factory=Table)
     #: tcpseq.py: each subflow's TCP sequence/ACK numbers, window and timestamps where they
     #: move (tcpseq.COLUMNS); None: not asked for (analyze_packets ``tcp_seq``)
-    tcp_seq: pd.DataFrame | None = None
+    tcp_seq: Table | None = None
     #: subflow name -> what its rtt_* numbers measure (depth.RTT_KINDS: "path", "ack_delay"
     #: at the data receiver, "partial" at a point between, "unknown"), from where its capture
     #: point sits (sides.capture_end). The same as each SubflowResult.rtt_kind, kept here
@@ -313,10 +313,10 @@ class FlowAnalysis:
     rtt_kind: dict[str, str] = field(default_factory=dict)
 
     @property
-    def resends(self) -> pd.DataFrame:
+    def resends(self) -> Table:
         """The rows of ``reinjections`` that are retransmissions (window probes left out)."""
         r = self.reinjections
-        return r[~r["window_probe"].astype(bool)] if "window_probe" in r else r
+        return r.take(~r.arr("window_probe").astype(bool)) if "window_probe" in r else r
 
     @property
     def mptcp_retransmissions(self) -> int:
@@ -324,19 +324,19 @@ class FlowAnalysis:
 
     @property
     def mptcp_retrans_bytes(self) -> int:
-        return int(self.resends["length"].sum()) if len(self.resends) else 0
+        return int(self.resends.arr("length").sum()) if len(self.resends) else 0
 
     @property
     def mptcp_window_probes(self) -> int:
         r = self.reinjections
-        return int(r["window_probe"].astype(bool).sum()) if "window_probe" in r else 0
+        return int(r.arr("window_probe").astype(bool).sum()) if "window_probe" in r else 0
 
     @property
     def mptcp_late_originals(self) -> int:
         """Re-sends whose copy the sender had queued first (depth.py, ``late_original``):
         ``mptcp_retransmissions`` minus these is comparable with MPTcpExtMPTCPRetrans."""
         r = self.resends
-        return int(r["late_original"].astype(bool).sum()) if "late_original" in r else 0
+        return int(r.arr("late_original").astype(bool).sum()) if "late_original" in r else 0
 
     def subflows_on(self, path: str) -> list[SubflowResult]:
         return [s for s in self.subflows if s.path == path]

@@ -13,13 +13,13 @@ from collections.abc import Collection, Sequence
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mptcplab.errors import RunFailed
 
 from . import pcapread, tshark
 from .model import CaptureFile
 from .packets import COLUMNS
+from .table import Cat, Nullable, Table
 
 #: (column, only on ICMP rows): tshark does not report ``tcp.seq_raw`` / ``tcp.len`` for the
 #: TCP header quoted inside an ICMP error; the native reader does (the quoted segment's
@@ -33,35 +33,48 @@ ICMP_ONLY_NATIVE = ("seq", "tlen")
 DSS_CSUM_NOT_SHOWN = "csum"
 
 
-def differences(native: pd.DataFrame, oracle: pd.DataFrame, limit: int = 5) -> list[str]:
+def _values(table: Table, col: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values as an object array, absent mask) of a column of either reader's table."""
+    c = table.column(col)
+    if isinstance(c, Cat):
+        return c.strings(), np.zeros(len(c), dtype=bool)
+    if isinstance(c, Nullable):
+        vals = np.empty(len(c), dtype=object)
+        vals[:] = c.values.tolist()
+        return vals, ~c.present
+    absent = np.isnan(c) if c.dtype.kind == "f" else np.zeros(len(c), dtype=bool)
+    vals = np.empty(len(c), dtype=object)
+    vals[:] = c.tolist()
+    return vals, absent
+
+
+def differences(native: Table, oracle: Table, limit: int = 5) -> list[str]:
     """One line per column whose values differ (with up to ``limit`` examples), empty when the
     tables agree. Times must agree within 1 us (both are float64 epoch seconds, rounded from
     nanoseconds along different routes)."""
     out: list[str] = []
     if len(native) != len(oracle):
         return [f"packet count: native {len(native)}, tshark {len(oracle)}"]
-    icmp = ~np.isnan(oracle["icmp_type"].to_numpy())
+    icmp = ~np.isnan(oracle.arr("icmp_type"))
+    points, frames = native.strings("point"), native.arr("frame")
     for col in COLUMNS:
         if col in tshark.NOT_FROM_TSHARK:
             continue
-        a, b = native[col], oracle[col]
+        xa, na = _values(native, col)
+        xb, nb = _values(oracle, col)
         if col == "t":
-            bad = ~np.isclose(a.to_numpy(), b.to_numpy(), atol=1e-6, rtol=0)
+            bad = ~np.isclose(native.arr("t"), oracle.arr("t"), atol=1e-6, rtol=0)
         else:
-            na, nb = pd.isna(a).to_numpy(), pd.isna(b).to_numpy()
-            xa = a.astype(object).to_numpy().copy()
-            xb = b.astype(object).to_numpy().copy()
             xa[na] = None
             xb[nb] = None
             bad = (na != nb) | (xa != xb)
             if col in ICMP_ONLY_NATIVE:
                 bad &= ~icmp
             if col == DSS_CSUM_NOT_SHOWN:
-                bad &= pd.isna(native["dsn"]).to_numpy()
+                bad &= ~native.nullable("dsn").present
         if bad.any():
             rows = np.flatnonzero(bad)[:limit]
-            ex = ", ".join(f"{native['point'].iat[i]}#{native['frame'].iat[i]}: {a.iat[i]!r} vs {b.iat[i]!r}"
-                           for i in rows)
+            ex = ", ".join(f"{points[i]}#{frames[i]}: {xa[i]!r} vs {xb[i]!r}" for i in rows)
             out.append(f"{col}: {int(bad.sum())} packets differ (native vs tshark: {ex})")
     return out
 

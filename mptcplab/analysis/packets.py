@@ -5,14 +5,15 @@ Both readers produce exactly these columns with these dtypes: the native reader
 the tests compare the native reader against field by field). Hand-written on purpose: one
 place says what a column means, what "absent" looks like, and which tshark field it matches.
 
-Addresses, the capture point and the REMOVE_ADDR ids are pandas categoricals of strings
-(kind "c"): a table holds few distinct values, and a categorical column costs an integer per
-row instead of a Python string per row (pandas 3 would otherwise validate each one). The
-address columns share one category list, so their codes compare across columns.
+The table is a table.Table. Addresses, the capture point and the REMOVE_ADDR ids are
+categorical (kind "c": table.Cat, codes into a list of strings): a table holds few distinct
+values, and a code costs an integer per row instead of a Python string per row. The address
+columns share one list of names, so their codes compare across columns.
 
 Absent values: strings are ""; TCP/IP/ICMP numbers are float64 NaN (they fit a float64
-exactly, and numpy code can test ``np.isnan``); MPTCP option values are pandas nullable
-integers (``<NA>``), since 64-bit keys and sequence numbers do not fit a float64.
+exactly, and numpy code can test ``np.isnan``); MPTCP option values are nullable integers
+(table.Nullable: values and a presence mask), since 64-bit keys and sequence numbers do not
+fit a float64.
 
 On a row of an ICMP error the TCP columns (ports, seq, ack, flags, the MPTCP option columns)
 describe the TCP header quoted inside the error, as tshark reports them, and q_* the quoted IP
@@ -21,8 +22,14 @@ header.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
-import pandas as pd
+
+from .table import Cat, Kind, Nullable, Table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # MPTCP option subtypes (RFC 8684 section 3): bit n of the ``mp`` column
 MP_CAPABLE, MP_JOIN, DSS, ADD_ADDR, REMOVE_ADDR, MP_PRIO, MP_FAIL, MP_FASTCLOSE, MP_TCPRST = range(9)
@@ -33,7 +40,7 @@ MP_NAMES = ("MP_CAPABLE", "MP_JOIN", "DSS", "ADD_ADDR", "REMOVE_ADDR", "MP_PRIO"
 FIN, SYN, RST, PSH, ACK = 0x01, 0x02, 0x04, 0x08, 0x10
 
 #: column -> (kind, meaning [tshark field]). kind: "f" float64 with NaN, "c" categorical of
-#: str ("" absent), "i" int64 (never absent), "u" nullable UInt64, "n" nullable Int64, "b" bool.
+#: str ("" absent), "i" int64 (never absent), "u" nullable uint64, "n" nullable int64, "b" bool.
 COLUMNS: dict[str, tuple[str, str]] = {
     "t": ("f", "capture time, epoch seconds [frame.time_epoch]"),
     "point": ("c", "capture point of the file, e.g. client:eth1"),
@@ -86,57 +93,79 @@ COLUMNS: dict[str, tuple[str, str]] = {
     "malformed": ("b", "a header or option was inconsistent or cut short by the snaplen"),
 }
 
-_DTYPES = {"f": "float64", "c": "category", "i": "int64", "u": "UInt64", "n": "Int64", "b": "bool"}
+_KINDS: dict[str, Kind] = {"f": "float", "c": "cat", "i": "int", "u": "unullable", "n": "nullable", "b": "bool"}
 ADDRESS_COLUMNS = ("ip_src", "ip_dst", "q_src", "q_dst", "addaddr")
 CATEGORICAL = tuple(c for c, (k, _) in COLUMNS.items() if k == "c")
 
 
-def dtype_of(col: str) -> object:
-    return _DTYPES[COLUMNS[col][0]]
+class PacketTable(Table):
+    """The packet table as a reader returns it, with ``warnings``: problems with the files
+    that did not stop the reading (a capture cut short mid-packet)."""
+
+    __slots__ = ("warnings",)
+
+    def __init__(self, table: Table, warnings: list[str] | None = None) -> None:
+        super().__init__({c: table.column(c) for c in table.columns})
+        self.warnings: list[str] = list(warnings or [])
+
+    def to_pandas(self) -> pd.DataFrame:
+        """The DataFrame, its ``attrs["warnings"]`` the reader's warnings."""
+        df = super().to_pandas()
+        df.attrs["warnings"] = list(self.warnings)
+        return df
 
 
-def empty() -> pd.DataFrame:
+def kind_of(col: str) -> Kind:
+    """The table.Table column kind of a packet table column."""
+    return _KINDS[COLUMNS[col][0]]
+
+
+def empty() -> Table:
     """A packet table without rows."""
-    return categorize(pd.DataFrame({c: pd.Series(dtype=object if COLUMNS[c][0] == "c" else dtype_of(c))  # type: ignore[call-overload]
-                                    for c in COLUMNS}))
+    return Table.empty({c: kind_of(c) for c in COLUMNS})
 
 
-def categorize(pk: pd.DataFrame) -> pd.DataFrame:
-    """Make the "c" columns categoricals, the address columns over one shared category list
-    (with "" first). For tables built from strings (tshark, tests); the native reader builds
-    its categoricals from codes directly."""
-    addrs = [""] + sorted({str(v) for c in ADDRESS_COLUMNS for v in pd.unique(pk[c].astype(object)) if v})
+def categorize(strings: dict[str, list[object]]) -> dict[str, Cat]:
+    """The "c" columns from their values (str; None or NaN read as ""), the address columns
+    over one shared list of names ("" first, then sorted). For tables built from strings
+    (tshark, tests); the native reader builds its codes directly."""
+    def text(v: object) -> str:
+        return "" if v is None or (isinstance(v, float) and v != v) else str(v)
+
+    addrs = ["", *sorted({text(v) for c in ADDRESS_COLUMNS for v in strings[c] if text(v)})]
+    out: dict[str, Cat] = {}
     for c in CATEGORICAL:
-        vals = pk[c].astype(object).to_numpy()
-        cats = addrs if c in ADDRESS_COLUMNS else [""] + sorted({str(v) for v in pd.unique(vals) if v})
-        pk[c] = pd.Categorical(vals, categories=cats)
-    return pk
+        vals = [text(v) for v in strings[c]]
+        names = addrs if c in ADDRESS_COLUMNS else ["", *sorted({v for v in vals if v})]
+        out[c] = Cat.of(vals, names)
+    return out
 
 
-def address_codes(pk: pd.DataFrame, *cols: str) -> tuple[list[np.ndarray], np.ndarray]:
+def address_codes(pk: Table, *cols: str) -> tuple[list[np.ndarray], np.ndarray]:
     """Integer codes of address columns over one shared list of addresses, and that list."""
-    series = [pk[c] for c in cols]
-    cats = [s.cat.categories if isinstance(s.dtype, pd.CategoricalDtype) else None for s in series]
-    if cats[0] is not None and all(c is not None and c.equals(cats[0]) for c in cats):
-        return [s.cat.codes.to_numpy().astype(np.int64) for s in series], np.asarray(cats[0], dtype=object)
-    codes, uniq = pd.factorize(np.concatenate([s.astype(object).to_numpy() for s in series]))
-    n = len(pk)
-    return [codes[i * n:(i + 1) * n].astype(np.int64) for i in range(len(cols))], np.asarray(uniq, dtype=object)
+    cats = [pk.cat(c) for c in cols]
+    first = cats[0].names
+    if all(c.names is first or np.array_equal(c.names, first) for c in cats):
+        return [c.codes.astype(np.int64) for c in cats], first
+    names = list(dict.fromkeys(n for c in cats for n in c.names.tolist()))
+    index = {n: i for i, n in enumerate(names)}
+    return ([np.asarray([index[n] for n in c.names.tolist()], dtype=np.int64)[c.codes] for c in cats],
+            np.asarray(names, dtype=object))
 
 
-def nullable(values: np.ndarray, present: np.ndarray, unsigned: bool = False) -> pd.arrays.IntegerArray:
-    """A pandas nullable integer column from values and a presence mask (no copy of a Python
-    object per row)."""
+def nullable(values: np.ndarray, present: np.ndarray, unsigned: bool = False) -> Nullable:
+    """A nullable integer column from values and a presence mask, without a copy where the
+    types already fit (the native reader leaves 0 under an absent field)."""
     dt = np.uint64 if unsigned else np.int64
-    return pd.arrays.IntegerArray(values.astype(dt, copy=False), ~present.astype(bool))
+    return Nullable(values.astype(dt, copy=False), present.astype(bool, copy=False))
 
 
-def frag_needed(pk: pd.DataFrame) -> np.ndarray:
+def frag_needed(pk: Table) -> np.ndarray:
     """Rows that are ICMP "fragmentation needed" (v4 type 3 code 4) or ICMPv6 "packet too
     big" (type 2)."""
-    ty = pk["icmp_type"].to_numpy()
-    code = pk["icmp_code"].to_numpy()
-    v6 = pk["icmp6"].to_numpy()
+    ty = pk.arr("icmp_type")
+    code = pk.arr("icmp_code")
+    v6 = pk.arr("icmp6")
     return np.where(v6, ty == 2, (ty == 3) & (code == 4))
 
 
@@ -144,20 +173,23 @@ def _absent(kind: str) -> object:
     return {"f": np.nan, "c": "", "i": 0, "u": None, "n": None, "b": False}[kind]
 
 
-def table(rows: list[dict[str, object]]) -> pd.DataFrame:
+def table(rows: list[dict[str, object]]) -> Table:
     """A packet table from hand-written rows (tests, notebooks): each row gives any subset
     of COLUMNS, the rest is absent; ``mp`` is the bit mask."""
     unknown = {k for r in rows for k in r} - set(COLUMNS)
     if unknown:
         raise KeyError(f"not packet table columns: {sorted(unknown)}")
-    data: dict[str, object] = {}
+    strings: dict[str, list[object]] = {}
+    data: dict[str, np.ndarray | Cat | Nullable] = {}
     for c, (kind, _) in COLUMNS.items():
         vals = [r.get(c, _absent(kind)) for r in rows]
         if kind == "c":
-            data[c] = pd.Series(vals, dtype=object)
+            strings[c] = vals
         elif kind in ("u", "n"):
-            data[c] = pd.array([None if v is None or v == "" else int(v) for v in vals],  # type: ignore[call-overload]
-                               dtype=dtype_of(c))
+            data[c] = Nullable.of([None if v is None or v == "" else int(v) for v in vals],  # type: ignore[call-overload]
+                                  unsigned=kind == "u")
         else:
-            data[c] = pd.Series(vals, dtype=dtype_of(c))  # type: ignore[call-overload]
-    return categorize(pd.DataFrame(data))
+            dt = {"f": np.float64, "i": np.int64, "b": bool}[kind]
+            data[c] = np.asarray(vals, dtype=dt) if vals else np.zeros(0, dtype=dt)
+    data.update(categorize(strings))
+    return Table({c: data[c] for c in COLUMNS})

@@ -25,12 +25,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from mptcplab.errors import HostNotReady, RunFailed
 
 from . import capfile, packets
 from .model import CaptureFile
+from .packets import PacketTable
+from .table import Cat, Column, Table
 
 LIB_NAME = "libmptcplab-pcapread.so"
 
@@ -169,7 +170,7 @@ def _f(values: np.ndarray, present: np.ndarray) -> np.ndarray:
     return np.where(present, values, np.nan)
 
 
-def _rm_text(ids: np.ndarray, counts: np.ndarray) -> pd.Categorical:
+def _rm_text(ids: np.ndarray, counts: np.ndarray) -> Cat:
     text = [""]
     codes = np.zeros(len(ids), dtype=np.int64)
     for i in np.flatnonzero(counts):       # REMOVE_ADDR is rare: a loop is fine
@@ -178,14 +179,14 @@ def _rm_text(ids: np.ndarray, counts: np.ndarray) -> pd.Categorical:
         if s not in text:
             text.append(s)
         codes[i] = text.index(s)
-    return pd.Categorical.from_codes(codes, categories=pd.Index(text, dtype=object))
+    return Cat(codes, np.asarray(text, dtype=object))
 
 
 def merge(raws: Sequence[RawFile], points: Sequence[str]) -> tuple[dict[str, np.ndarray], list[str], list[str]]:
     """The rows of several files as one set of columns, with their address indices mapped
     into one address list and a ``point`` column of indices into the list of points.
     Concatenating the raw columns once is much cheaper than concatenating finished tables
-    (pandas' concat of 46 columns, nullable and categorical ones among them)."""
+    (46 columns, nullable and categorical ones among them)."""
     names: list[str] = [""]
     index: dict[str, int] = {"": 0}
     point_names = list(dict.fromkeys(points))
@@ -209,27 +210,27 @@ def merge(raws: Sequence[RawFile], points: Sequence[str]) -> tuple[dict[str, np.
 _ADDRESS_FIELDS = {"src": "ip_src", "dst": "ip_dst", "q_src": "q_src", "q_dst": "q_dst", "addaddr": "addaddr"}
 
 
-def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) -> pd.DataFrame:
+def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) -> Table:
     """The packet table (packets.COLUMNS) from merged columns (see merge)."""
     has = r["has"]
 
     def bit(b: int) -> np.ndarray:
         return (has & b) != 0
 
-    cats = pd.Index(addresses, dtype=object)
+    cats = np.asarray(addresses, dtype=object)
 
-    def addr(field: str) -> pd.Categorical:
-        return pd.Categorical.from_codes(r[field], categories=cats, validate=False)
+    def addr(field: str) -> Cat:
+        return Cat(r[field].astype(np.int64), cats)
 
     tcp, icmp = bit(H_TCP), bit(H_ICMP)
     ip, quoted = bit(H_IP), bit(H_QUOTED)
     hdr = bit(H_TCPHDR)
     ns = r["t_ns"]
     tcprst = (r["mp"] & (1 << packets.MP_TCPRST)) != 0
-    cols: dict[str, object] = {
+    cols: dict[str, Column] = {
         # seconds and the fraction apart: t_ns does not fit a float64 exactly
         "t": (ns // 1_000_000_000).astype(np.float64) + (ns % 1_000_000_000) / 1e9,
-        "point": pd.Categorical.from_codes(r["point"], categories=pd.Index(points, dtype=object), validate=False),
+        "point": Cat(r["point"].astype(np.int64), np.asarray(points, dtype=object)),
         "frame": r["frame"].astype(np.int64),
         "ip_src": addr("src"),
         "ip_dst": addr("dst"),
@@ -278,20 +279,18 @@ def to_table(r: dict[str, np.ndarray], addresses: list[str], points: list[str]) 
         "icmp6": icmp & (r["ipv"] == 6),
         "malformed": bit(H_MALFORMED | H_TRUNC),
     }
-    return pd.DataFrame(cols, copy=False)
+    return Table(cols)
 
 
-def extract(captures: Sequence[CaptureFile], workers: int | None = None) -> pd.DataFrame:
+def extract(captures: Sequence[CaptureFile], workers: int | None = None) -> PacketTable:
     """All packets of all captures as one packet table (packets.COLUMNS), in capture order,
-    each file in file order. ``attrs["warnings"]``: problems with the files that did not stop
-    the reading (a capture cut short mid-packet)."""
+    each file in file order, with ``warnings``: problems with the files that did not stop the
+    reading (a capture cut short mid-packet)."""
     for c in captures:
         if not Path(c.path).is_file():
             raise RunFailed(f"capture file missing: {c.path} ({c.point})")
     if not captures:
-        pk = packets.empty()
-        pk.attrs["warnings"] = []
-        return pk
+        return PacketTable(packets.empty())
     _load()
     workers = max(1, min(workers or os.cpu_count() or 1, len(captures)))
     # the C reading runs without the GIL, so files are read in parallel
@@ -300,10 +299,9 @@ def extract(captures: Sequence[CaptureFile], workers: int | None = None) -> pd.D
             raws = list(pool.map(lambda c: read_raw(Path(c.path)), captures))
     else:
         raws = [read_raw(Path(c.path)) for c in captures]
-    pk = to_table(*merge(raws, [c.point for c in captures]))
-    pk.attrs["warnings"] = sorted({f"{c.point}: {_warning_text(raw.warning, Path(c.path))}"
-                                   for c, raw in zip(captures, raws, strict=True) if raw.warning})
-    return pk
+    return PacketTable(to_table(*merge(raws, [c.point for c in captures])),
+                       sorted({f"{c.point}: {_warning_text(raw.warning, Path(c.path))}"
+                               for c, raw in zip(captures, raws, strict=True) if raw.warning}))
 
 
 def _warning_text(w: str, path: Path) -> str:

@@ -12,26 +12,26 @@ from __future__ import annotations
 from collections.abc import Collection
 
 import numpy as np
-import pandas as pd
 
 from . import packets
 from .packets import ACK, SYN
+from .table import Table
 
 
-def to_server(pk: pd.DataFrame, ports: Collection[int]) -> np.ndarray:
+def to_server(pk: Table, ports: Collection[int]) -> np.ndarray:
     """Per row of the packet table: does it go from the client to the server? (see the
     module docstring; rows without TCP, ICMP rows included, follow the port alone)."""
-    sp, dp = pk["sport"].to_numpy(), pk["dport"].to_numpy()
+    sp, dp = pk.arr("sport"), pk.arr("dport")
     port_list = np.array(sorted(ports), dtype=float)
     to = np.isin(dp, port_list)
-    both = np.flatnonzero(to & np.isin(sp, port_list) & np.isnan(pk["icmp_type"].to_numpy()))
+    both = np.flatnonzero(to & np.isin(sp, port_list) & np.isnan(pk.arr("icmp_type")))
     if not len(both):
         return to
     (src, dst), _ = packets.address_codes(pk, "ip_src", "ip_dst")
     a = src[both] * 65536 + sp[both].astype(np.int64)          # the endpoints, as one integer each
     b = dst[both] * 65536 + dp[both].astype(np.int64)
     lo, hi = np.minimum(a, b), np.maximum(a, b)
-    flags = pk["flags"].to_numpy()[both]
+    flags = pk.arr("flags")[both]
     syn, synack = (flags & (SYN | ACK)) == SYN, (flags & (SYN | ACK)) == (SYN | ACK)
     groups, first = np.unique(np.stack([lo, hi]), axis=1, return_inverse=True)
     first = first.ravel()

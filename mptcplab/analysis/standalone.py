@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import pandas as pd
 
 from mptcplab.errors import LabInputError
 
@@ -30,6 +29,7 @@ from .analyze import analyze_packets, file_remarks, write_tables
 from .connlist import list_connections
 from .model import CaptureFile, FlowAnalysis, FlowSpec
 from .packets import MP_CAPABLE, MP_JOIN, SYN
+from .table import Table
 
 
 @dataclass
@@ -46,13 +46,13 @@ class Guess:
     mptcp_connections: int = 0
 
 
-def nat_addresses(syns: pd.DataFrame) -> set[str]:
+def nat_addresses(syns: Table) -> set[str]:
     """Client addresses that are only another address seen beyond a NAT: every SYN from them
     has the ISN of a SYN from another address that came with a higher IP TTL (nearer the
     client). ``syns``: the client SYNs (packets.py columns)."""
-    isn = syns["seq"].to_numpy()
-    src = syns["ip_src"].astype(str).to_numpy()
-    ttl = np.nan_to_num(syns["ip_ttl"].to_numpy(dtype=float), nan=-1.0)
+    isn = syns.arr("seq")
+    src = syns.strings("ip_src")
+    ttl = np.nan_to_num(syns.arr("ip_ttl").astype(float), nan=-1.0)
     nearest: dict[int, tuple[float, str]] = {}
     for i, a, h in zip(isn, src, ttl, strict=True):
         if not np.isnan(i) and (int(i) not in nearest or h > nearest[int(i)][0]):
@@ -63,26 +63,28 @@ def nat_addresses(syns: pd.DataFrame) -> set[str]:
     return {a for a, translated in mine.items() if all(translated)}
 
 
-def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str, str] | None = None,
+def guess_spec(pk: Table, server_port: int | None = None, paths: dict[str, str] | None = None,
                direction: str | None = None) -> Guess:
     """The FlowSpec facts a lab would give, read off the packets (see the module docstring)."""
     how: list[str] = []
-    tcp = pk[~np.isnan(pk["sport"].to_numpy()) & np.isnan(pk["icmp_type"].to_numpy())]
-    if tcp.empty:
+    tcp = pk.take(~np.isnan(pk.arr("sport")) & np.isnan(pk.arr("icmp_type")))
+    if tcp.is_empty:
         raise LabInputError("capture", "packets", "no TCP packets in the capture")
-    sp, dp = tcp["sport"].to_numpy().astype(np.int64), tcp["dport"].to_numpy().astype(np.int64)
-    syn = (tcp["flags"].to_numpy() & 0x12) == SYN
+    sp, dp = tcp.arr("sport").astype(np.int64), tcp.arr("dport").astype(np.int64)
+    syn = (tcp.arr("flags") & 0x12) == SYN
     if server_port is None:
         lo, hi = np.minimum(sp, dp), np.maximum(sp, dp)
-        tlen = np.nan_to_num(tcp["tlen"].to_numpy())
-        conn = pd.DataFrame({"lo": lo, "hi": hi, "tlen": tlen}).groupby(["lo", "hi"])["tlen"].sum()
-        lo_p, hi_p = (int(x) for x in conn.idxmax())  # type: ignore[attr-defined]
+        tlen = np.nan_to_num(tcp.arr("tlen"))
+        # payload per port pair; of the most, the lowest pair (the first in sorted order)
+        pairs, inv = np.unique(np.stack([lo, hi]), axis=1, return_inverse=True)
+        best = int(np.argmax(np.bincount(inv.ravel(), weights=tlen)))
+        lo_p, hi_p = int(pairs[0, best]), int(pairs[1, best])
         syn_to = dp[syn & (((sp == lo_p) & (dp == hi_p)) | ((sp == hi_p) & (dp == lo_p)))]
         server_port = int(syn_to[0]) if len(syn_to) else int(lo_p)
         how.append(f"server port {server_port}: " + ("the SYNs of the connection with most payload go to it"
                                                      if len(syn_to) else "the lower port of the connection "
                                                      "with most payload (its SYN was not captured)"))
-    mpj = syn & ((tcp["mp"].to_numpy() & (1 << MP_JOIN)) != 0)
+    mpj = syn & ((tcp.arr("mp") & (1 << MP_JOIN)) != 0)
     joins = tuple(sorted({int(p) for p in dp[mpj]} - {server_port}))
     if joins:
         how.append(f"join ports {', '.join(map(str, joins))}: MP_JOIN SYNs go to them (the server announced "
@@ -91,14 +93,14 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
     to_srv = sides.to_server(tcp, ports)
     from_srv = ~to_srv & np.isin(sp, ports)
     if direction is None:
-        tl = np.nan_to_num(tcp["tlen"].to_numpy())
+        tl = np.nan_to_num(tcp.arr("tlen"))
         up, down = tl[to_srv].sum(), tl[from_srv].sum()
         direction = "upload" if up >= down else "download"
         how.append(f"direction {direction}: {int(up)} payload bytes to the server, {int(down)} from it")
     if paths is None:
-        clients = list(dict.fromkeys(np.where(to_srv, tcp["ip_src"].astype(object), tcp["ip_dst"].astype(object))
-                                     [to_srv | from_srv]))
-        behind = nat_addresses(tcp[syn & to_srv])
+        clients = list(dict.fromkeys(np.where(to_srv, tcp.strings("ip_src"), tcp.strings("ip_dst"))
+                                     [to_srv | from_srv].tolist()))
+        behind = nat_addresses(tcp.take(syn & to_srv))
         if behind:
             clients = [c for c in clients if str(c) not in behind]
             how.append(f"not paths: {', '.join(sorted(behind))}: their SYNs are the SYNs of other addresses "
@@ -106,7 +108,7 @@ def guess_spec(pk: pd.DataFrame, server_port: int | None = None, paths: dict[str
         labels = list(string.ascii_uppercase) + [f"P{i}" for i in range(27, 1000)]
         paths = {str(c): labels[i] for i, c in enumerate(clients)}
         how.append("paths: " + ", ".join(f"{v}={k}" for k, v in paths.items()))
-    mp = tcp["mp"].to_numpy()
+    mp = tcp.arr("mp")
     mptcp = bool((syn & to_srv & ((mp & (1 << MP_CAPABLE)) != 0)).any())
     # no SYN to the server port at all: the capture starts mid-connection; MPTCP options on
     # its packets show MPTCP in use
@@ -143,13 +145,12 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     try:
         g = guess_spec(pk, server_port, paths, direction)
     except LabInputError as e:          # say what the reader found wrong with the files too
-        notes = pk.attrs.get("warnings", [])
+        notes = pk.warnings
         if not notes:
             raise
         raise LabInputError("capture", "packets", f"{e.problem} ({'; '.join(notes)})") from e
-    servers = pk.loc[sides.to_server(pk, [g.server_port]) & (pk["dport"] == g.server_port).to_numpy(),
-                     "ip_dst"].astype(object)
-    spec = FlowSpec(server_ip=str(servers.iloc[0]) if len(servers) else "", server_port=g.server_port,
+    servers = pk.strings("ip_dst")[sides.to_server(pk, [g.server_port]) & (pk.arr("dport") == g.server_port)]
+    spec = FlowSpec(server_ip=str(servers[0]) if len(servers) else "", server_port=g.server_port,
                     paths=g.paths, expected_paths=tuple(g.paths.values()) if g.mptcp else tuple(g.paths.values())[:1],
                     mptcp=g.mptcp, direction=g.direction, same_clock=same_clock, join_ports=g.join_ports,
                     foreign=True)
@@ -158,11 +159,12 @@ def analyze_files(files: Sequence[Path], out: Path, server_port: int | None = No
     out.mkdir(parents=True, exist_ok=True)
     write_tables(fa, out)
     listing = list_connections(pk, [c.point for c in caps])
-    listing.to_csv(out / "capture_connections.csv", index=False)
+    listing.to_csv(out / "capture_connections.csv")
     if packets:
-        pk.to_csv(out / "packets.csv", index=False)
-    g.connections = int(listing["connection"].nunique())
-    g.mptcp_connections = int(listing.loc[listing["mptcp"].astype(bool), "connection"].nunique())
+        pk.to_csv(out / "packets.csv")
+    conns = listing.arr("connection")
+    g.connections = len(set(conns.tolist()))
+    g.mptcp_connections = len(set(conns[listing.arr("mptcp").astype(bool)].tolist()))
     (out / "summary.json").write_text(json.dumps({"files": [str(f) for f in files], "guessed": g.how,
                                                   "capture_connections": {"connections": g.connections,
                                                                           "mptcp": g.mptcp_connections},
@@ -223,8 +225,8 @@ def describe(fa: FlowAnalysis, g: Guess) -> list[str]:
                          f"p95 {s.owd_p95_ms} ms ({s.owd_samples} segments)")
     if fa.owd_unavailable and fa.mptcp_negotiated:
         lines.append(f"one-way delay not available: {fa.owd_unavailable}")
-    for _, e in fa.mptcp_events.iterrows():
-        lines.append(f"  t={float(e['t']):.3f} {e['event']} on {e['subflow']} {e['detail']}")
+    for e in fa.mptcp_events.rows():
+        lines.append(f"  t={float(e['t']):.3f} {e['event']} on {e['subflow']} {e['detail']}")  # type: ignore[arg-type]
     lines += [f"  {d}" for d in fa.diagnostics]
     lines += [f"warning: {w}" for w in fa.warnings]
     return lines

@@ -21,19 +21,20 @@ Hand-written numpy on the oriented packet table, each subflow at its chosen capt
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .flows import Subflow
 from .packets import ACK, FIN, RST, SYN
 from .stats import unwrap32
+from .table import Kind, Nullable, Table, constant
 
 COLUMNS = ["t", "path", "subflow", "side", "seq", "len", "ack", "win", "tsval", "tsecr", "flags"]
 #: the nullable integer columns (absent: empty in the CSV)
 _NULLABLE = ("ack", "win", "tsval", "tsecr")
 
 
-def empty() -> pd.DataFrame:
-    return pd.DataFrame({c: pd.Series(dtype="Int64" if c in _NULLABLE else object) for c in COLUMNS})
+def empty() -> Table:
+    kinds: dict[str, Kind] = {c: "nullable" if c in _NULLABLE else "object" for c in COLUMNS}
+    return Table.empty(kinds)
 
 
 def _isn(seq: np.ndarray, flags: np.ndarray) -> float | None:
@@ -55,16 +56,15 @@ def _moves(cols: list[np.ndarray]) -> np.ndarray:
     return keep
 
 
-def tcp_seq(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[str, str], upload: bool,
-            t0: float) -> pd.DataFrame:
+def tcp_seq(pk: Table, t: Table, conn: list[Subflow], paths: dict[str, str], upload: bool,
+            t0: float) -> Table:
     """The table (COLUMNS, see the module docstring) of the connection ``conn``: ``side`` is
     ``sender`` for the data sender's packets, ``receiver`` for the other side's; ``t`` in s
     from ``t0``."""
-    times, seq_t, ack_t = t["t"].to_numpy(), t["seq"].to_numpy(), t["ack"].to_numpy()
-    fl, tl, fc, prow = (t["flags"].to_numpy().astype(np.int64), t["tlen"].to_numpy(), t["from_client"].to_numpy(),
-                        t["row"].to_numpy())
-    win, tsval, tsecr = pk["win"].to_numpy(), pk["tsval"].to_numpy(), pk["tsecr"].to_numpy()
-    parts: list[pd.DataFrame] = []
+    times, seq_t, ack_t = t.arr("t"), t.arr("seq"), t.arr("ack")
+    fl, tl, fc, prow = t.arr("flags").astype(np.int64), t.arr("tlen"), t.arr("from_client"), t.arr("row")
+    win, tsval, tsecr = pk.arr("win"), pk.arr("tsval"), pk.arr("tsecr")
+    parts: list[Table] = []
     for sf in conn:
         idx = sf.rows[sf.point]
         idx = idx[~np.isnan(seq_t[idx])]
@@ -84,14 +84,16 @@ def tcp_seq(pk: pd.DataFrame, t: pd.DataFrame, conn: list[Subflow], paths: dict[
             w, tv, te = win[prow[r]], tsval[prow[r]], tsecr[prow[r]]
             keep = _moves([rel, tl[r], ack_f, w, fl[r] & (SYN | FIN | RST)])
             k = r[keep]
-            parts.append(pd.DataFrame({
-                "t": times[k] - t0, "path": paths.get(sf.cip), "subflow": f"{sf.cip}:{sf.cport}", "side": side,
+            n = len(k)
+            parts.append(Table({
+                "t": times[k] - t0, "path": constant(paths.get(sf.cip), n),
+                "subflow": constant(f"{sf.cip}:{sf.cport}", n), "side": constant(side, n),
                 "seq": rel[keep], "len": tl[k].astype(np.int64),
-                "ack": pd.arrays.IntegerArray(ack[keep], ~has_ack[keep]),
-                **{name: pd.arrays.IntegerArray(np.nan_to_num(v[keep]).astype(np.int64), np.isnan(v[keep]))
+                "ack": Nullable(np.where(has_ack[keep], ack[keep], 0), has_ack[keep]),
+                **{name: Nullable(np.nan_to_num(v[keep]).astype(np.int64), ~np.isnan(v[keep]))
                    for name, v in (("win", w), ("tsval", tv), ("tsecr", te))},
                 "flags": fl[k],
             }))
     if not parts:
         return empty()
-    return pd.concat(parts, ignore_index=True).sort_values("t", kind="stable").reset_index(drop=True)[COLUMNS]
+    return Table.concat(parts).sort(["t"]).select(COLUMNS)

@@ -42,6 +42,8 @@ from mptcplab.errors import HostNotReady, RunFailed
 
 from . import packets
 from .model import CaptureFile
+from .packets import PacketTable
+from .table import Column, Nullable, Table
 
 #: (tshark field, raw column name)
 FIELDS: tuple[tuple[str, str], ...] = (
@@ -166,14 +168,14 @@ def _num(col: pd.Series) -> np.ndarray:
     return np.array([np.nan if v is None else float(v) for v in _first(col)], dtype=np.float64)
 
 
-def _nullable(col: pd.Series, unsigned: bool = False) -> pd.arrays.IntegerArray:
+def _nullable(col: pd.Series, unsigned: bool = False) -> Nullable:
     vals = _first(col)
     present = np.array([v is not None for v in vals], dtype=bool)
     arr = np.array([v or 0 for v in vals], dtype=np.uint64 if unsigned else np.int64)
     return packets.nullable(arr, present, unsigned)
 
 
-def _mpc_flags(df: pd.DataFrame) -> pd.arrays.IntegerArray:
+def _mpc_flags(df: pd.DataFrame) -> Nullable:
     """MP_CAPABLE's flags octet from the bits tshark shows (A, B, C, H; D-G are reserved)."""
     out = np.zeros(len(df), dtype=np.int64)
     for c, bit in (("mpc_a", 0x80), ("mpc_b", 0x40), ("mpc_c", 0x20), ("mpc_h", 0x01)):
@@ -192,8 +194,9 @@ def _split(col: pd.Series, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return outer, inner
 
 
-def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
-    """tshark's strings -> the packet table (packets.COLUMNS)."""
+def _finish(df: pd.DataFrame, point: str) -> dict[str, np.ndarray | Nullable]:
+    """tshark's strings -> the packet table's columns (packets.COLUMNS; the categorical ones as
+    object arrays of str, made categorical over all files by ``extract``)."""
     n = len(df)
     v6 = (df["ip6_src"] != "").to_numpy() & (df["ip_src"] == "").to_numpy()
     icmp6 = (df["icmp6_type"] != "").to_numpy()
@@ -222,7 +225,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
     tcprst = (mp & (1 << packets.MP_TCPRST)) != 0
     rst_reason = _nullable(df["rst_reason"].where(pd.Series(tcprst, index=df.index), ""))
     flags = df["flags"].map({v: (_int(v) or 0) for v in df["flags"].unique()}).astype("int64")
-    cols: dict[str, object] = {
+    cols: dict[str, np.ndarray | Nullable] = {
         "t": df["t"].map(lambda v: float(v) if v else np.nan).to_numpy(dtype=np.float64),
         "point": np.full(n, point, dtype=object),
         "frame": df["frame"].astype("int64").to_numpy(),
@@ -243,9 +246,9 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
         "mpc_ver": _nullable(df["mpc_ver"]),
         "mpc_flags": _mpc_flags(df),
         "data_ack": data_ack,
-        "dack64": (df["dack64"].str.split(",").str[0] == "1").to_numpy() & ~data_ack.isna(),
+        "dack64": (df["dack64"].str.split(",").str[0] == "1").to_numpy() & data_ack.present,
         "dsn": dsn,
-        "dsn64": (df["dsn64"].str.split(",").str[0] == "1").to_numpy() & ~dsn.isna(),
+        "dsn64": (df["dsn64"].str.split(",").str[0] == "1").to_numpy() & dsn.present,
         "ssn": _nullable(df["ssn"]),
         "dll": _nullable(df["dll"]),
         "csum": (df["csum"] != "").to_numpy(),
@@ -253,7 +256,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
         "addr_id": _nullable(addr_id),
         "backup": _nullable(df["backup"]),
         "addaddr": np.where(df["addaddr"] != "", df["addaddr"].str.split(",").str[0],
-                            df["addaddr6"].str.split(",").str[0]),
+                            df["addaddr6"].str.split(",").str[0]).astype(object),
         "add_port": _nullable(df["add_port"]),
         "add_echo": (df["add_echo"].str.split(",").str[0] == "1").to_numpy(),
         "rm_ids": rm_ids,
@@ -266,7 +269,7 @@ def _finish(df: pd.DataFrame, point: str) -> pd.DataFrame:
         "icmp6": icmp6,
         "malformed": np.zeros(n, dtype=bool),
     }
-    return pd.DataFrame(cols)
+    return cols
 
 
 #: columns tshark does not give in a form the oracle can compare (see _finish)
@@ -319,10 +322,10 @@ def _plan(captures: Sequence[CaptureFile], workers: int, tmp: Path) -> list[tupl
 
 
 def extract(captures: Sequence[CaptureFile], workers: int | None = None,
-            server_port: int | None = None) -> pd.DataFrame:
+            server_port: int | None = None) -> PacketTable:
     """All packets of all captures as one packet table (packets.COLUMNS), in capture order,
     each file in file order; ``frame`` is the packet number in its file even when the file was
-    dissected in chunks. ``attrs["warnings"]``: problems with the files that did not stop the
+    dissected in chunks, with ``warnings``: problems with the files that did not stop the
     extraction.
     """
     if shutil.which("tshark") is None:
@@ -348,10 +351,20 @@ def extract(captures: Sequence[CaptureFile], workers: int | None = None,
     chunks = {i: [f for _, f in sorted(fs, key=lambda x: x[0])] for i, fs in per_capture.items()}
     out = []
     for i, fs in sorted(chunks.items()):
-        df = _finish(pd.concat(fs, ignore_index=True), captures[i].point)
+        cols = _finish(pd.concat(fs, ignore_index=True), captures[i].point)
         # chunks restart tshark's numbering; tshark prints one line per packet
-        df["frame"] = np.arange(1, len(df) + 1, dtype=np.int64)
-        out.append(df)
-    pk = packets.categorize(pd.concat(out, ignore_index=True)) if out else packets.empty()
-    pk.attrs["warnings"] = warnings
-    return pk
+        cols["frame"] = np.arange(1, len(cols["t"]) + 1, dtype=np.int64)
+        out.append(cols)
+    if not out:
+        return PacketTable(packets.empty(), warnings)
+    merged: dict[str, Column] = {}
+    for name in packets.COLUMNS:
+        parts = [o[name] for o in out]
+        if isinstance(parts[0], Nullable):
+            nulls = [x for x in parts if isinstance(x, Nullable)]
+            merged[name] = Nullable(np.concatenate([x.values for x in nulls]),
+                                    np.concatenate([x.present for x in nulls]))
+        else:
+            merged[name] = np.concatenate([x for x in parts if isinstance(x, np.ndarray)])
+    merged.update(packets.categorize({name: list(merged[name]) for name in packets.CATEGORICAL}))  # type: ignore[arg-type]
+    return PacketTable(Table({name: merged[name] for name in packets.COLUMNS}), warnings)

@@ -24,12 +24,13 @@ elementary intervals (intervals.py). Definitions:
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 from .intervals import at, cover, first_arrival
+from .table import Kind, Table, constant
 
 #: the columns qualify() adds to the re-sends table (mptcp_retransmissions.csv)
 COLUMNS = ["arrival_t", "first_arrival_t", "gain_ms", "useful"]
+KINDS: dict[str, Kind] = {"arrival_t": "float", "first_arrival_t": "float", "gain_ms": "float", "useful": "object"}
 
 Received = dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
 
@@ -39,38 +40,39 @@ def _relative(start: np.ndarray, origin: int) -> np.ndarray:
     return (start.astype(np.uint64) - np.uint64(origin % 2**64)).view(np.int64)
 
 
-def qualify(reinj: pd.DataFrame, received: Received, origin: int | None, t0: float) -> pd.DataFrame:
+def qualify(reinj: Table, received: Received, origin: int | None, t0: float) -> Table:
     """``reinj`` (depth.REINJECTION_COLUMNS, DSNs relative to ``origin``) with COLUMNS added:
     the arrival (s since t0) of its first re-sent byte on the re-sending subflow and on the
     first carrier, the gain and whether the re-send was useful (see the module docstring)."""
-    out = reinj.assign(arrival_t=np.nan, first_arrival_t=np.nan, gain_ms=np.nan,
-                       useful=pd.Series([None] * len(reinj), index=reinj.index, dtype=object))
-    if reinj.empty or not received or origin is None:
-        return out
+    n = len(reinj)
+    if reinj.is_empty or not received or origin is None:
+        return reinj.with_columns(arrival_t=np.full(n, np.nan), first_arrival_t=np.full(n, np.nan),
+                                  gain_ms=np.full(n, np.nan), useful=constant(None, n))
     firsts: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     for name, (st, ln, ts) in received.items():
         if len(st):
             bounds, _, first = first_arrival(_relative(st, origin), ln.astype(np.int64), ts)
             firsts[name] = (bounds, first)
-    x = reinj["dsn"].to_numpy(dtype=np.int64)
+    x = reinj.arr("dsn").astype(np.int64)
     arr = np.full(len(reinj), np.inf)
     orig = np.full(len(reinj), np.inf)
     for col, dest in (("subflow", arr), ("first_subflow", orig)):
-        names = reinj[col].astype(str).to_numpy()
+        names = reinj.arr(col).astype(str)
         for name, (bounds, first) in firsts.items():
             m = names == name
             dest[m] = at(bounds, first, x[m])
-    cross = ~reinj["same_subflow"].astype(bool).to_numpy()
+    cross = ~reinj.arr("same_subflow").astype(bool)
     if "window_probe" in reinj:              # a probe's byte had arrived: nothing to qualify
-        cross &= ~reinj["window_probe"].astype(bool).to_numpy()
+        cross &= ~reinj.arr("window_probe").astype(bool)
     known = cross & (np.isfinite(arr) | np.isfinite(orig))
     both = known & np.isfinite(arr) & np.isfinite(orig)
-    out["arrival_t"] = np.where(known & np.isfinite(arr), np.round(arr - t0, 6), np.nan)
-    out["first_arrival_t"] = np.where(known & np.isfinite(orig), np.round(orig - t0, 6), np.nan)
-    out["gain_ms"] = np.where(both, np.round((orig - arr) * 1e3, 3), np.nan)
-    out["useful"] = pd.Series([bool(a < o) if k else None for a, o, k in zip(arr, orig, known, strict=True)],
-                              index=reinj.index, dtype=object)
-    return out[list(reinj.columns) + COLUMNS]
+    useful = np.empty(n, dtype=object)
+    useful[:] = [bool(a < o) if k else None for a, o, k in zip(arr, orig, known, strict=True)]
+    return reinj.with_columns(
+        arrival_t=np.where(known & np.isfinite(arr), np.round(arr - t0, 6), np.nan),
+        first_arrival_t=np.where(known & np.isfinite(orig), np.round(orig - t0, 6), np.nan),
+        gain_ms=np.where(both, np.round((orig - arr) * 1e3, 3), np.nan),
+        useful=useful)
 
 
 def first_copies(received: Received, origin: int | None

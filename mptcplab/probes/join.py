@@ -84,11 +84,11 @@ def series(df: pd.DataFrame, fa: FlowAnalysis, upload: bool, backup_paths: tuple
            others: Sequence[OtherFlow]) -> pd.DataFrame:
     """subflow_series.csv: the measured flow's subflows, then each other flow's, on the
     measured flow's time axis."""
-    parts = [subflow_series(fa.timeseries, fa.subflows, df, fa.t0_epoch, upload, backup_paths, flow=flow)]
+    parts = [subflow_series(fa.timeseries.to_pandas(), fa.subflows, df, fa.t0_epoch, upload, backup_paths, flow=flow)]
     for o in others:
         if o.fa.t0_epoch is None or fa.t0_epoch is None:
             continue  # no SYN seen: no axis to put its bins on
-        parts.append(subflow_series(o.fa.timeseries, o.fa.subflows, df, fa.t0_epoch, o.upload, flow=o.name,
+        parts.append(subflow_series(o.fa.timeseries.to_pandas(), o.fa.subflows, df, fa.t0_epoch, o.upload, flow=o.name,
                                     shift_s=o.fa.t0_epoch - fa.t0_epoch))
     parts = [p for p in parts if not p.empty]
     return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=COLUMNS)

@@ -25,6 +25,7 @@ from matplotlib.figure import Figure
 from ..analysis.cwnd_events import implausible
 from ..analysis.model import FlowAnalysis
 from ..analysis.stats import too_big
+from ..analysis.table import Table
 from ..emulation.trace import WINDOW_S as TRACE_WINDOW_S
 from ..emulation.trace import Trace
 from ..record.model import Summary
@@ -51,7 +52,7 @@ def frag_needed(icmp: pd.DataFrame) -> pd.DataFrame:
     big' (type 2)."""
     if icmp.empty or "type" not in icmp.columns:
         return icmp
-    return icmp[too_big(icmp)]
+    return icmp[too_big(Table.from_pandas(icmp))]
 
 
 def _grid(n: int, ncols: int, height: float, width: float = 11.0) -> tuple[Figure, list[Any]]:
@@ -561,12 +562,13 @@ def capture_figures(fa: FlowAnalysis, figdir: Path) -> None:
     """The figures of ``mptcplab analyze --figures`` (a capture made elsewhere): data sequence, TCP
     sequence, delivery, resends and throughput, as PNGs in ``figdir``."""
     figdir.mkdir(exist_ok=True)
-    plot_dsn(fa.dsn, fa.mptcp_events).savefig(figdir / "dsn.png", dpi=110)
+    plot_dsn(fa.dsn.to_pandas(), fa.mptcp_events.to_pandas()).savefig(figdir / "dsn.png", dpi=110)
     if fa.tcp_seq is not None:
-        plot_tcp_seq(fa.tcp_seq).savefig(figdir / "tcp_seq.png", dpi=110)
-    plot_delivery(fa.hol, fa.owd, unavailable=fa.hol_unavailable).savefig(figdir / "delivery.png", dpi=110)
-    plot_resend_gain(fa.reinjections).savefig(figdir / "resends.png", dpi=110)
-    ts = fa.timeseries.assign(scenario="capture", rep=1)
+        plot_tcp_seq(fa.tcp_seq.to_pandas()).savefig(figdir / "tcp_seq.png", dpi=110)
+    plot_delivery(fa.hol.to_pandas(), fa.owd.to_pandas(), unavailable=fa.hol_unavailable).savefig(
+        figdir / "delivery.png", dpi=110)
+    plot_resend_gain(fa.reinjections.to_pandas()).savefig(figdir / "resends.png", dpi=110)
+    ts = fa.timeseries.to_pandas().assign(scenario="capture", rep=1)
     plot_throughput(ts, ["capture"]).savefig(figdir / "throughput.png", dpi=110)
 
 

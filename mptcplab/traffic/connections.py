@@ -24,6 +24,7 @@ from ..analysis.flows import ISN, find_subflows, group_connections, label_isn, o
 from ..analysis.model import Remark
 from ..analysis.packets import ACK, SYN
 from ..analysis.pcapread import extract, read_raw
+from ..analysis.table import Table
 
 #: the NSDI 2012 paper's reading of its Fig 10: the share of SYNs answered within 6 us
 WITHIN_MS = 0.006
@@ -95,7 +96,7 @@ def timing_point(points: Sequence[str], server_node: str) -> str | None:
     return next((p for p in points if p.startswith(server_node + ":")), points[0] if points else None)
 
 
-def exact_ns(capture: CaptureFile, pk: pd.DataFrame) -> np.ndarray:
+def exact_ns(capture: CaptureFile, pk: Table) -> np.ndarray:
     """Each packet's capture time in integer nanoseconds, row-aligned with ``pk``, for the
     packets of ``capture`` (0 elsewhere). The packet table's ``t`` is float64 epoch seconds,
     which rounds to 2**-22 s (0.24 us) today: too coarse for handshakes of a few
@@ -105,18 +106,18 @@ def exact_ns(capture: CaptureFile, pk: pd.DataFrame) -> np.ndarray:
     by_frame = np.zeros(int(raw.rows["frame"].max()) + 1 if len(raw.rows["frame"]) else 1, dtype=np.int64)
     by_frame[raw.rows["frame"].astype(np.int64)] = raw.rows["t_ns"].astype(np.int64)
     out = np.zeros(len(pk), dtype=np.int64)
-    here = (pk["point"] == capture.point).to_numpy()
-    out[here] = by_frame[pk["frame"].to_numpy()[here]]
+    here = pk.cat("point").eq(capture.point)
+    out[here] = by_frame[pk.arr("frame")[here]]
     return out
 
 
-def handshake_times(t: pd.DataFrame, point: str, t_ns: np.ndarray | None = None) -> pd.DataFrame:
+def handshake_times(t: Table, point: str, t_ns: np.ndarray | None = None) -> pd.DataFrame:
     """One row per handshake at ``point``: a client ISN on its 4-tuple (``cip``, ``cport``,
     ``sip``, ``sport``, ``isn``), ``ms`` from its first SYN (a retransmission keeps the ISN,
     so a retransmitted SYN's wait counts from the first) to the first SYN/ACK after it that
     acknowledges ISN + 1 (NaN: none did). ``t_ns``: exact times row-aligned with the packet
     table ``t`` came from (exact_ns); else the table's float seconds."""
-    here = t[t["point"] == point]
+    here = t.take(t.cat("point").eq(point)).to_pandas()
     flags = here["flags"].to_numpy()
     fc = here["from_client"].to_numpy()
     is_syn, is_ack = (flags & SYN) != 0, (flags & ACK) != 0
@@ -146,7 +147,7 @@ def handshake_times(t: pd.DataFrame, point: str, t_ns: np.ndarray | None = None)
     return out
 
 
-def syn_synack_ms(t: pd.DataFrame, point: str,
+def syn_synack_ms(t: Table, point: str,
                   t_ns: np.ndarray | None = None) -> dict[tuple[str, int, str, int, int], float]:
     """(cip, cport, sip, sport, isn) -> ms of every answered handshake (handshake_times)."""
     h = handshake_times(t, point, t_ns).dropna(subset=["ms"])
@@ -161,17 +162,17 @@ def check_connections(captures: Sequence[CaptureFile], server_ip: str, server_po
     point = timing_point(points, server_node)
     pk = extract(captures, workers=workers)
     t = orient_tcp(pk, server_port, join_ports)
-    t[ISN] = label_isn(t)   # one connection per 4-tuple and client ISN (port reuse)
+    t = t.with_columns(**{ISN: label_isn(t)})   # one connection per 4-tuple and client ISN (port reuse)
     # every server address: a connection's joins may go to another of the server's addresses
     # (ADD_ADDR); connections are kept by their initial subflow's address below
     report = ConnectionsReport(point, warnings=file_remarks(pk))
-    if t.empty:
+    if t.is_empty:
         return report
     # upload: which side's data picks a subflow's capture point; these kinds exchange both ways
     conns = group_connections(only_joins_off_port(find_subflows(t, points, upload=True), server_port))
     timed = next((c for c in captures if c.point == point), None)
     lat = syn_synack_ms(t, timed.point, exact_ns(timed, pk)) if timed is not None else {}
-    tlen = t["tlen"].to_numpy()
+    tlen = t.arr("tlen")
     for subs in conns.values():
         ini = next((s for s in subs if s.kind != "mp_join"), None)
         if ini is None or ini.syn_attempts == 0 or ini.sip != server_ip:

@@ -85,7 +85,8 @@ def test_mptcp_resends_across_subflows_are_marked_by_tshark(rep_dir: Path, tmp_p
     # the same analysis standalone (it guesses what the lab said) gives the epoch of t0
     fa, _ = analyze_files([c.path for c in captures(rep_dir)], tmp_path / "standalone")
     assert fa.t0_epoch is not None and fa.mptcp_retransmissions == len(x)
-    cross = fa.reinjections[~fa.reinjections["same_subflow"].astype(bool)]
+    rj = fa.reinjections.to_pandas()
+    cross = rj[~rj["same_subflow"].astype(bool)]
     # tshark marks re-sends in every MPTCP connection of the files (iperf3's control connection
     # is one): only those of the analyzed connection's subflows count
     theirs = oracle.tshark_reinjections([c.path for c in captures(rep_dir)], tmp_path,

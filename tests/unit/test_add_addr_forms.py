@@ -58,7 +58,7 @@ def test_add_addr_forms_are_read(tmp_path: Path, ver: int, forms: list[tuple[byt
                                  ) -> None:
     path = capture(tmp_path, ver, forms)
     pk = extract([CaptureFile(path, "p")])
-    rows = pk.tail(len(forms))
+    rows = pk.to_pandas().tail(len(forms))
     assert not rows["malformed"].any()
     assert list(rows["addaddr"].astype(str)) == [f[1] for f in forms]
     assert list(rows["addr_id"]) == [f[2] for f in forms]
@@ -67,7 +67,7 @@ def test_add_addr_forms_are_read(tmp_path: Path, ver: int, forms: list[tuple[byt
     r = analyze_flow([CaptureFile(path, "p")], SPEC)
     assert r.mptcp_version == ver
     assert r.add_addrs == list(dict.fromkeys(f[1] for f in forms))
-    ev = r.mptcp_events[r.mptcp_events["event"] == "ADD_ADDR"]
+    ev = r.mptcp_events.to_pandas()[r.mptcp_events.to_pandas()["event"] == "ADD_ADDR"]
     assert list(ev["detail"]) == [f"{f[1]} id={f[2]}" + (" echo" if f[4] else "") for f in forms]
 
 

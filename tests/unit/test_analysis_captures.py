@@ -81,7 +81,7 @@ def test_pmtud_frag_needed_counted_on_b_only():
     assert b.icmp_frag_needed >= 1 and b.icmp_mtus == [1500]
     assert b.icmp_first_t is not None and b.first_data_t is not None
     assert b.icmp_first_t >= b.first_data_t
-    ev = r.icmp_events
+    ev = r.icmp_events.to_pandas()
     assert len(ev) == b.icmp_frag_needed
     assert set(ev["type"]) == {3} and set(ev["code"]) == {4} and set(ev["mtu"]) == {1500}
     assert set(ev["path"]) == {"B"} and set(ev["quoted_src"]) == {"10.0.2.2"}
@@ -91,7 +91,7 @@ def test_pmtud_frag_needed_counted_on_b_only():
 def test_pmtud_shares_sum_to_one_and_timeseries_adds_up():
     r = run("mptcp_pmtud")
     assert sum(s.share for s in r.subflows) == pytest.approx(1.0)
-    ts = r.timeseries
+    ts = r.timeseries.to_pandas()
     assert list(ts.columns[:5]) == ["t", "path", "subflow", "bytes", "mbps"]
     for s in r.subflows:
         mine = ts[ts["subflow"] == s.name]
@@ -130,7 +130,7 @@ def test_router_capture_is_not_double_counted():
         x, y = by_path(one, path), by_path(three, path)
         assert (y.bytes, y.segments, y.icmp_frag_needed) == (x.bytes, x.segments, x.icmp_frag_needed)
     assert by_path(three, "A").point == "client:eth1"
-    assert len(three.icmp_events) == len(one.icmp_events)
+    assert len(three.icmp_events) == len(one.icmp_events.to_pandas())
     assert sum(s.share for s in three.subflows) == pytest.approx(1.0)
 
 
@@ -144,7 +144,7 @@ def test_download_counts_from_the_sender_side():
     assert a.point == "server:eth0" and b.point == "server:eth0"
     assert b.median_seg is not None and b.median_seg + 40 <= 1500
     assert a.median_seg is not None and a.median_seg + 40 > 1500
-    assert b.icmp_frag_needed >= 1 and set(r.icmp_events["src"]) == {"10.0.3.1"}
+    assert b.icmp_frag_needed >= 1 and set(r.icmp_events.to_pandas()["src"]) == {"10.0.3.1"}
     assert sum(s.share for s in r.subflows) == pytest.approx(1.0)
     # the client-side captures alone: no ICMP is visible there, and fewer bytes than were
     # sent (the routers' rate limiters drop some), but the same bytes acknowledged
@@ -202,7 +202,7 @@ def test_join_icmp_unreachable():
     assert len(r.diagnostics) == 1
     assert r.diagnostics[0].startswith(
         "path B: ICMP destination unreachable (host unreachable) from 10.0.2.1 for the MP_JOIN SYN")
-    ev = r.icmp_events
+    ev = r.icmp_events.to_pandas()
     assert len(ev) >= 1 and set(ev["code"]) == {1} and set(ev["path"]) == {"B"}
 
 
@@ -235,7 +235,7 @@ def test_pmtud_black_hole():
     a, b = by_path(r, "A"), by_path(r, "B")
     assert a.carried_data and a.share > 0.95
     assert b.established and b.bytes > 0 and b.acked_bytes == 0 and not b.carried_data
-    assert b.icmp_frag_needed == 0 and r.icmp_events.empty
+    assert b.icmp_frag_needed == 0 and r.icmp_events.to_pandas().empty
     assert b.retransmissions >= 3 and b.max_seg is not None and b.max_seg + 40 > 1500
     assert len(r.diagnostics) == 1
     d = r.diagnostics[0]

@@ -45,9 +45,9 @@ def test_data_on_the_mp_capable_ack_is_mapped_in_dsn_csv(tmp_path: Path) -> None
     c.data(1, 1101, 1001, 1001)
     c.ack(1, 2101, 2001)
     r = analyze(c, tmp_path)
-    maps = r.dsn[r.dsn["kind"] == "map"]
+    maps = r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "map"]
     assert list(maps["dsn"]) == [1, 1001] and list(maps["ssn"]) == [1, 1001] and list(maps["length"]) == [1000, 1000]
-    assert r.reinjections.empty and r.mptcp_events.empty      # neither a re-send nor an infinite mapping
+    assert r.reinjections.is_empty and r.mptcp_events.is_empty      # neither a re-send nor an infinite mapping
     assert r.hol_connection["hol_segments"] == 2 and r.hol_connection["ooo_share"] == 0.0
 
 

@@ -131,7 +131,8 @@ def test_every_data_byte_is_delivered_exactly_once(tmp_path: Path, seed: int) ->
     assert r.hol_connection["hol_segments"] == len(segs)
     assert r.hol_connection["hol_never"] == 0                        # every hole filled in the end
     assert sum(s.first_bytes or 0 for s in r.subflows) == total       # each byte once, over the subflows
-    maps = r.dsn[r.dsn["kind"] == "map"]
+    dsn = r.dsn.to_pandas()
+    maps = dsn[dsn["kind"] == "map"]
     covered = np.zeros(total + 2, dtype=bool)
     for d, n in zip(maps["dsn"], maps["length"], strict=True):
         assert 1 <= d and d + n <= total + 1                         # no mapping outside the data

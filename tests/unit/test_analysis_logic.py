@@ -105,7 +105,7 @@ def test_icmp_row_outer_and_inner_header_are_split():
     tcp = {"frame": "1", "t": "100.4", "ip_src": "10.0.2.2", "ip_dst": "10.0.3.2", "ip_len": "9000",
                 "ip_ttl": "64", "sport": "40000", "dport": "5201", "tlen": "8948", "seq": "1",
                 "ack": "1", "flags": "0x018", "mp": "2"}
-    df = _finish(_parse(tshark_rows([tcp, vals])), "client:eth2")
+    df = pd.DataFrame(_finish(_parse(tshark_rows([tcp, vals])), "client:eth2"))
     assert list(df["ip_src"]) == ["10.0.2.2", "10.0.2.1"]
     assert list(df["q_src"]) == ["", "10.0.2.2"] and list(df["q_dst"]) == ["", "10.0.3.2"]
     assert df["ip_len"].tolist() == [9000, 576] and df["q_len"].iloc[1] == 9000
@@ -170,7 +170,7 @@ def test_no_connection_at_all():
     r = analyze_packets(table([pkt(0.0, "10.0.1.2", 40000, SRV, 22, SYN)]), ["p"], SPEC)
     assert not r.verified and r.subflows == [] and r.fallback
     assert r.diagnostics == ["no TCP connection to port 5201 in the captures (p)"]
-    assert list(r.timeseries.columns) == ["t", "path", "subflow", "bytes", "mbps", "packets"]
+    assert list(r.timeseries.to_pandas().columns) == ["t", "path", "subflow", "bytes", "mbps", "packets"]
 
 
 def test_numeric_field_with_two_occurrences_keeps_the_first():
@@ -178,7 +178,7 @@ def test_numeric_field_with_two_occurrences_keeps_the_first():
     row = {"frame": "1", "t": "1.5", "ip_src": "10.0.0.1,10.0.1.2", "ip_dst": "10.0.0.2,10.0.3.2",
            "ip_len": "120,100", "ip_ttl": "64,64", "sport": "40000,40000", "dport": "5201,5201",
            "tlen": "48,48", "flags": "0x018"}
-    df = _finish(_parse(tshark_rows([row])), "p")
+    df = pd.DataFrame(_finish(_parse(tshark_rows([row])), "p"))
     assert df["sport"].iloc[0] == 40000 and df["tlen"].iloc[0] == 48 and df["t"].iloc[0] == 1.5
 
 

@@ -27,7 +27,7 @@ V6 = K.ipv6("fd00::2", "fd00::1", 6, K.tcp(40001, 5201, 7, 8, ACK, K.dss(data_ac
 
 
 def read(path: Path) -> pd.DataFrame:
-    return pcapread.extract([CaptureFile(path, "p")])
+    return pcapread.extract([CaptureFile(path, "p")]).to_pandas()
 
 
 def assert_both_decoded(pk: pd.DataFrame) -> None:

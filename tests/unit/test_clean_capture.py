@@ -75,6 +75,6 @@ def test_analyze_clean_keeps_only_the_analyzed_connection(tmp_path: Path, capsys
     assert "[host] tcpdump -n --time-stamp-precision nano -r" in text and "src port 40000" in text
     assert not clean_path(src, out).exists()
     assert main(["analyze", str(src), "--out", str(out), "--clean"]) == 0
-    kept = pcapread.extract([CaptureFile(clean_path(src, out), "p")])
+    kept = pcapread.extract([CaptureFile(clean_path(src, out), "p")]).to_pandas()
     assert len(kept) == 5 and set(kept["ip_dst"].astype(str)) == {S, C1}
     assert set(kept["sport"].astype(int)) | set(kept["dport"].astype(int)) == {40000, 5201}

@@ -13,11 +13,11 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from pcapkit import eth, ipv4, tcp, write_pcap
 
 from mptcplab.analysis import CaptureFile, packets
 from mptcplab.analysis.flows import ISN, find_subflows, label_isn, orient_tcp
+from mptcplab.analysis.table import Table
 from mptcplab.traffic.connections import check_connections, handshake_times
 
 FIN, SYN, ACK = 0x01, 0x02, 0x10
@@ -53,7 +53,7 @@ PACKETS = sorted(
 EXPECTED = {1000: 2_000, 7: 1_000_003_000, 5000: 7_000, 2**32 - 1: None}
 
 
-def table() -> pd.DataFrame:
+def table() -> Table:
     rows = [{"t": t, "ip_src": CLI if d == "c" else SRV, "ip_dst": SRV if d == "c" else CLI,
              "sport": cport if d == "c" else PORT, "dport": PORT if d == "c" else cport,
              "seq": seq % 2**32, "ack": ack % 2**32, "flags": flags, "tlen": 0, "point": POINT}
@@ -61,7 +61,7 @@ def table() -> pd.DataFrame:
     return orient_tcp(packets.table(rows), PORT)
 
 
-def times_ns(t: pd.DataFrame) -> dict[int, float]:
+def times_ns(t: Table) -> dict[int, float]:
     """Client ISN -> SYN -> SYN/ACK in ns (NaN: unanswered), from handshake_times."""
     h = handshake_times(t, POINT)
     assert len(h) == h["isn"].nunique()
@@ -84,15 +84,15 @@ def test_a_late_synack_of_the_old_connection_does_not_answer_the_new_one() -> No
     """A SYN/ACK acknowledging the first ISN, resent after the port's reuse, is not the
     second connection's answer: it acknowledges another ISN."""
     t = table()
-    late = t[(t["cport"] == 40000) & ((t["flags"] & (SYN | ACK)) == (SYN | ACK))].head(1).copy()
-    late["t"] = T0 + 3.0 + 1e-6      # before the second connection's own SYN/ACK (7 us)
-    got = times_ns(pd.concat([t, late], ignore_index=True))
+    late = t.take(np.flatnonzero((t.arr("cport") == 40000) & ((t.arr("flags") & (SYN | ACK)) == (SYN | ACK)))[:1])
+    late = late.with_columns(t=np.array([T0 + 3.0 + 1e-6]))  # before the second connection's own SYN/ACK (7 us)
+    got = times_ns(Table.concat([t, late]))
     assert abs(got[5000] - 7_000) < 1 and abs(got[1000] - 2_000) < 1
 
 
 def test_a_reused_4tuple_is_two_subflows_with_their_own_packets() -> None:
     t = table()
-    t[ISN] = label_isn(t)
+    t = t.with_columns(**{ISN: label_isn(t)})
     subs = {s.isn: s for s in find_subflows(t, [POINT]) if s.cport == 40000}
     assert set(subs) == {1000, 5000}
     assert all(s.established and s.syn_attempts == 1 and len(s.rows[POINT]) == 6 for s in subs.values())

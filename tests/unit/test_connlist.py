@@ -42,7 +42,7 @@ def three_connections() -> list[tuple[float, bytes]]:
 
 def test_every_connection_and_its_subflows(tmp_path: Path) -> None:
     path = K.write_pcap(tmp_path / "all.pcap", three_connections())
-    got = list_connections(pcapread.extract([CaptureFile(path, "p")]), ["p"])
+    got = list_connections(pcapread.extract([CaptureFile(path, "p")]), ["p"]).to_pandas()
     assert list(got.columns) == COLUMNS
     assert got["connection"].nunique() == 3
     rows = {r.subflow: r for r in got.itertuples()}
@@ -73,7 +73,7 @@ def test_nothing_to_list_without_a_syn(tmp_path: Path) -> None:
     c = Conn()
     c.data(1, 101, 1, 1)
     path = K.write_pcap(tmp_path / "nosyn.pcap", c.frames)
-    assert list_connections(pcapread.extract([CaptureFile(path, "p")]), ["p"]).empty
+    assert list_connections(pcapread.extract([CaptureFile(path, "p")]), ["p"]).is_empty
 
 
 def test_analyze_command_exports_the_packet_table_when_asked(tmp_path: Path) -> None:

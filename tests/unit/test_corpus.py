@@ -176,7 +176,7 @@ def test_subflows_joins_and_bytes(path: Path, tmp: Path) -> None:
 
 
 def _our_mappings(c: Case) -> pd.DataFrame:
-    m = c.fa.dsn[c.fa.dsn["kind"] == "map"]
+    m = c.fa.dsn.to_pandas()[c.fa.dsn.to_pandas()["kind"] == "map"]
     return pd.DataFrame({"stream": m["subflow"].map(c.streams), "dsn": m["dsn"].astype(np.int64),
                          "length": m["length"].astype(np.int64)}).drop_duplicates()
 
@@ -217,7 +217,7 @@ def test_mptcp_resends(path: Path, tmp: Path) -> None:
     find some or both find none, and our first is no later than tshark's first mark."""
     c = case(path, tmp)
     marks = c.tv[(c.tv["mstream"] == c.mstream) & (c.tv["reinj"] != "")]
-    cross = c.fa.reinjections[~c.fa.reinjections["same_subflow"].astype(bool)]
+    cross = c.fa.reinjections.to_pandas()[~c.fa.reinjections.to_pandas()["same_subflow"].astype(bool)]
     assert bool(len(marks)) == bool(len(cross)), (len(marks), len(cross))
     if len(marks):
         assert c.fa.t0_epoch is not None

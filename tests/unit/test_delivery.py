@@ -78,9 +78,10 @@ def test_known_hol_delay_at_the_receiver(tmp_path: Path) -> None:
     assert (b.hol_segments, b.ooo_share, b.hol_never) == (2, 0.5, 0)
     assert b.hol_max_ms == pytest.approx(5.0, abs=1e-3)       # waited for A's 1001-2000
     assert r.hol_connection["ooo_share"] == 0.25 and r.hol_connection["hol_segments"] == 4
-    assert int(r.hol["ooo_bytes"].sum()) == 1000 and b.hol_point == "server"
-    assert r.hol["hol_max_ms"].max() == pytest.approx(5.0, abs=1e-3) and int(r.hol["segments"].sum()) == 4
-    assert r.owd.empty and r.owd_unavailable            # one point, and not said to share a clock
+    assert int(r.hol.to_pandas()["ooo_bytes"].sum()) == 1000 and b.hol_point == "server"
+    hol = r.hol.to_pandas()
+    assert hol["hol_max_ms"].max() == pytest.approx(5.0, abs=1e-3) and int(hol["segments"].sum()) == 4
+    assert r.owd.to_pandas().empty and r.owd_unavailable            # one point, and not said to share a clock
 
 
 def two_points(tmp_path: Path, delay: float) -> list[CaptureFile]:
@@ -97,8 +98,9 @@ def test_known_one_way_delay_between_two_points_on_one_clock(tmp_path: Path) -> 
         assert s.owd_samples == 2 and s.owd_points == "client->server"
         assert s.owd_median_ms == pytest.approx(12.5, abs=1e-3) and s.owd_min_ms == pytest.approx(12.5, abs=1e-3)
         assert s.hol_point == "server"
-    assert r.owd_unavailable is None and set(r.owd["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
-    assert int(r.owd["samples"].sum()) == 4 and np.allclose(r.owd[["owd_min_ms", "owd_median_ms", "owd_max_ms"]], 12.5)
+    assert r.owd_unavailable is None and set(r.owd.to_pandas()["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
+    owd = r.owd.to_pandas()
+    assert int(owd["samples"].sum()) == 4 and np.allclose(owd[["owd_min_ms", "owd_median_ms", "owd_max_ms"]], 12.5)
     assert r.subflows[1].hol_max_ms == pytest.approx(5.0, abs=1e-3)
 
 
@@ -107,7 +109,7 @@ def test_hol_only_at_the_named_receiver(tmp_path: Path) -> None:
     spec = dataclasses.replace(SPEC, receiver_node="server")
     r = analyze_flow(caps[:1], spec)              # the client's point only: the sender's order
     # withheld: None, not 0 (not measured is no count)
-    assert r.hol_connection == dict.fromkeys(HOL_KEYS) and r.hol.empty
+    assert r.hol_connection == dict.fromkeys(HOL_KEYS) and r.hol.to_pandas().empty
     assert all(s.hol_point is None and s.hol_segments is None and s.hol_never is None for s in r.subflows)
     assert "not captured at the receiver (server)" in (r.hol_unavailable or "")
     r = analyze_flow(caps, spec)                  # one clock not claimed: no OWD pair, still the server
@@ -117,7 +119,7 @@ def test_hol_only_at_the_named_receiver(tmp_path: Path) -> None:
 
 def test_no_one_way_delay_without_one_clock(tmp_path: Path) -> None:
     r = analyze_flow(two_points(tmp_path, 0.0125), SPEC)
-    assert all(s.owd_samples == 0 for s in r.subflows) and r.owd.empty
+    assert all(s.owd_samples == 0 for s in r.subflows) and r.owd.to_pandas().empty
     assert "clock" in (r.owd_unavailable or "")
 
 

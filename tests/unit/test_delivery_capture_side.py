@@ -45,7 +45,7 @@ def test_at_the_sender_the_receiver_side_figures_are_withheld(tmp_path: Path) ->
     s = r.subflows[0]
     assert s.rtt_kind == "path"                         # the handshake places it at the sender
     assert all(getattr(s, k) is None for k in HOL_KEYS) and s.hol_point is None and s.first_bytes is None
-    assert r.hol_connection == dict.fromkeys(HOL_KEYS) and r.hol.empty
+    assert r.hol_connection == dict.fromkeys(HOL_KEYS) and r.hol.to_pandas().empty
     assert (r.hol_unavailable or "").startswith(AT_SENDER) and NAME in (r.hol_unavailable or "")
     assert HOL_AT_SENDER in codes(r) and r.hol_assumed is None
 
@@ -70,7 +70,7 @@ def test_at_the_receiver_the_figures_are_measured(tmp_path: Path) -> None:
     assert (s.hol_point, s.hol_segments, s.hol_never) == ("server", 6, 1)
     assert s.ooo_share == pytest.approx(1000 / 6000, abs=1e-4) and s.first_bytes == 6000
     assert r.hol_unavailable is None and r.hol_assumed is None and HOL_AT_SENDER not in codes(r)
-    assert r.hol_connection["hol_never"] == 1 and int(r.hol["never"].sum()) == 1
+    assert r.hol_connection["hol_never"] == 1 and int(r.hol.to_pandas()["never"].sum()) == 1
 
 
 def test_capture_end_unknown_keeps_the_figures_with_the_assumption(tmp_path: Path) -> None:

@@ -29,12 +29,12 @@ def test_known_gaps_on_one_subflow_and_at_switches(tmp_path: Path) -> None:
     c.data(1, 2101, 3001, 2001, dt=0.001)
     c.data(1, 3101, 4001, 3001)
     r = analyze_flow([CaptureFile(c.write(tmp_path / "p.pcap"), "p")], SPEC)
-    d = r.departures.set_index(["from_subflow", "to_subflow"])
-    assert list(r.departures.columns) == COLUMNS
+    d = r.departures.to_pandas().set_index(["from_subflow", "to_subflow"])
+    assert list(r.departures.to_pandas().columns) == COLUMNS
     assert d.loc[(A, A), "gaps"] == 2 and d.loc[(A, A), "gap_p50_ms"] == pytest.approx(1.0, abs=1e-3)
     assert d.loc[(A, B), "gaps"] == 1 and d.loc[(A, B), "gap_max_ms"] == pytest.approx(2.0, abs=1e-3)
     assert d.loc[(B, A), "gap_p95_ms"] == pytest.approx(4.0, abs=1e-3)
     assert (d.loc[(A, B), "from_path"], d.loc[(A, B), "to_path"]) == ("A", "B")
-    assert len(d) == 3 and int(r.departures["gaps"].sum()) == 4        # 5 segments, 4 gaps
+    assert len(d) == 3 and int(r.departures.to_pandas()["gaps"].sum()) == 4        # 5 segments, 4 gaps
     write_tables(r, tmp_path)
     assert len(pd.read_csv(tmp_path / "departures.csv")) == 3

@@ -23,6 +23,7 @@ from mptcplab.analysis.depth import REINJECTION_COLUMNS, _reinjections
 from mptcplab.analysis.flows import tokens_of_key
 from mptcplab.analysis.mpversion import idsn, widen
 from mptcplab.analysis.standalone import analyze_files
+from mptcplab.analysis.table import Table
 from mptcplab.cli import main
 
 DATA = Path(__file__).resolve().parents[1] / "data"
@@ -103,8 +104,8 @@ def analyze(path: Path) -> FlowAnalysis:
 
 def test_reinjection_found_with_its_first_carrier(tmp_path: Path) -> None:
     r = analyze(reinjection_conn().write(tmp_path / "r.pcap"))
-    assert len(r.reinjections) == 1
-    x = r.reinjections.iloc[0]
+    assert len(r.reinjections.to_pandas()) == 1
+    x = r.reinjections.to_pandas().iloc[0]
     assert (x["subflow"], x["path"], x["dsn"], x["length"]) == (f"{C2}:40001", "B", 1001, 1000)
     assert (x["first_subflow"], x["first_path"], bool(x["same_subflow"])) == (f"{C1}:40000", "A", False)
     assert x["first_t"] < x["t"]
@@ -112,9 +113,9 @@ def test_reinjection_found_with_its_first_carrier(tmp_path: Path) -> None:
     assert (a.retransmissions, a.mptcp_retransmissions) == (1, 0)   # the TCP repeat is TCP-level
     assert (b.retransmissions, b.mptcp_retransmissions, b.mptcp_retrans_bytes) == (0, 1, 1000)
     # DSNs relative to the client's IDSN: the first byte is 1; the data ACK reaches 3001
-    maps = r.dsn[r.dsn["kind"] == "map"]
+    maps = r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "map"]
     assert sorted(set(maps["dsn"])) == [1, 1001, 2001]
-    assert r.dsn[r.dsn["kind"] == "ack"]["dsn"].max() == 3001
+    assert r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "ack"]["dsn"].max() == 3001
 
 
 def test_same_subflow_resend_under_a_new_subflow_sequence_is_mptcp_level(tmp_path: Path) -> None:
@@ -124,7 +125,7 @@ def test_same_subflow_resend_under_a_new_subflow_sequence_is_mptcp_level(tmp_pat
     c.data(1, 1101, 1, 1001)            # same data, new place in the subflow's byte stream
     c.ack(1, 2101, 1001)
     r = analyze(c.write(tmp_path / "s.pcap"))
-    assert len(r.reinjections) == 1 and bool(r.reinjections["same_subflow"].iloc[0])
+    assert len(r.reinjections.to_pandas()) == 1 and bool(r.reinjections.to_pandas()["same_subflow"].iloc[0])
 
 
 def test_grown_and_repeated_mappings_are_not_retransmissions(tmp_path: Path) -> None:
@@ -138,7 +139,7 @@ def test_grown_and_repeated_mappings_are_not_retransmissions(tmp_path: Path) -> 
     c.data(2, 701, 4001, 1)
     c.ack(1, 4101, 5001)
     r = analyze(c.write(tmp_path / "g.pcap"))
-    assert r.reinjections.empty and r.mptcp_retransmissions == 0
+    assert r.reinjections.to_pandas().empty and r.mptcp_retransmissions == 0
 
 
 @needs_tshark
@@ -147,7 +148,7 @@ def test_reinjections_agree_with_tshark_on_a_hand_made_connection(tmp_path: Path
     r = analyze(path)
     t0 = r.t0_epoch or 0.0
     ours = [(round(t + t0, 6), round(f + t0, 6))
-            for t, f in zip(r.reinjections["t"], r.reinjections["first_t"], strict=True)]
+            for t, f in zip(r.reinjections.to_pandas()["t"], r.reinjections.to_pandas()["first_t"], strict=True)]
     theirs = [(round(a, 6), round(b, 6)) for a, b in oracle.tshark_reinjections([path], tmp_path)]
     assert ours == theirs and len(ours) == 1
     # restricted to the connection's subflows the mark stays; to another connection's, it goes
@@ -176,7 +177,7 @@ def test_reinjections_agree_with_tshark_on_recorded_captures(tmp_path: Path, sce
     spec = FlowSpec(S, 5201, {C1: "A", C2: "B"}, ("A", "B"), True, direction)  # type: ignore[arg-type]
     r = analyze_flow([CaptureFile(f, f.stem.split("__")[1]) for f in files], spec)
     theirs = oracle.tshark_reinjections(files, tmp_path, endpoints=[s.name for s in r.subflows])
-    x = r.reinjections[~r.reinjections["same_subflow"].astype(bool)]
+    x = r.reinjections.to_pandas()[~r.reinjections.to_pandas()["same_subflow"].astype(bool)]
     assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
     if theirs:
         assert len(x) and x["t"].min() + (r.t0_epoch or 0) <= min(a for a, _ in theirs) + 1e-6
@@ -190,7 +191,7 @@ def test_tshark_marks_in_another_connection_are_left_out(tmp_path: Path) -> None
     files = [DATA / "ctrl_resend" / f"client_{d}.pcap" for d in ("eth1", "eth2")]
     fa, _ = analyze_files(files, tmp_path / "a")
     t0 = fa.t0_epoch or 0.0
-    cross = fa.reinjections[~fa.reinjections["same_subflow"].astype(bool)]
+    cross = fa.reinjections.to_pandas()[~fa.reinjections.to_pandas()["same_subflow"].astype(bool)]
     every = oracle.tshark_reinjections(files, tmp_path)
     mine = oracle.tshark_reinjections(files, tmp_path, endpoints=[s.name for s in fa.subflows])
     assert len(cross) and mine and len(mine) < len(every)
@@ -202,7 +203,7 @@ def test_recorded_pmtud_run_has_one_reinjection_at_the_black_hole() -> None:
     """Path B's first 9000-byte segments are lost to PMTUD; the scheduler re-sends that data on A."""
     files = [DATA / "mptcp_pmtud__client_eth1.pcap", DATA / "mptcp_pmtud__client_eth2.pcap"]
     r = analyze_flow([CaptureFile(f, f.stem) for f in files], SPEC)
-    x = r.reinjections
+    x = r.reinjections.to_pandas()
     assert len(x) == 1 and x["path"].iloc[0] == "A" and x["first_path"].iloc[0] == "B"
     icmp_t = r.subflows_on("B")[0].icmp_first_t
     assert icmp_t is not None and x["first_t"].iloc[0] <= icmp_t + 0.05
@@ -213,7 +214,7 @@ def test_a_range_resent_many_times_counts_once_per_resend(tmp_path: Path) -> Non
     every ~200 ms on its one subflow. One row per re-send comes near the kernel's own
     MPTCPRetrans counter (59); one row per pair of overlapping mappings made 1,830."""
     fa, _ = analyze_files([DATA / "dss_strip" / "client_eth1.pcap"], tmp_path / "a")
-    x = fa.reinjections
+    x = fa.reinjections.to_pandas()
     assert abs(len(x) - 59) <= 2 and x["same_subflow"].astype(bool).all()
     assert (x["length"] > 0).all() and (x["first_t"] < x["t"]).all()
     assert fa.mptcp_retrans_bytes == int(x["length"].sum())
@@ -233,7 +234,7 @@ def test_a_zero_window_probe_is_not_a_retransmission(tmp_path: Path) -> None:
     c.data(1, 2102, 1001, 2002, n=1)    # byte 1001, not acknowledged yet: a re-send
     c.ack(1, 2103, 2001)
     r = analyze(c.write(tmp_path / "probe.pcap"))
-    x = r.reinjections
+    x = r.reinjections.to_pandas()
     assert list(zip(x["dsn"], x["window_probe"], strict=True)) == [(1000, True), (1001, False)]
     assert (r.mptcp_retransmissions, r.mptcp_retrans_bytes, r.mptcp_window_probes) == (1, 1, 1)
     assert r.subflows_on("A")[0].mptcp_retransmissions == 1
@@ -249,7 +250,7 @@ def test_data_queued_on_a_slow_subflow_and_sent_first_elsewhere_is_a_late_origin
     one another in their own subflow's order are a chain of re-sends, not late."""
     def resends(rows: list[tuple[float, str, str, int, int, int]]) -> list[tuple[float, str, int, bool]]:
         maps = pd.DataFrame(rows, columns=["t", "path", "subflow", "dsn", "length", "ssn"]).assign(kind="map")
-        x = _reinjections(maps)
+        x = _reinjections(Table.from_pandas(maps)).to_pandas()
         return list(zip(x["t"], x["path"], x["length"], x["late_original"].astype(bool), strict=True))
 
     assert resends([
@@ -328,7 +329,8 @@ def test_reinjections_match_a_bytewise_brute_force() -> None:
         maps = random_mappings(rng)
         k = int(rng.integers(0, 4))
         acks = pd.DataFrame({"t": rng.integers(0, 12, k) / 4, "dsn": rng.integers(1, 70, k)})
-        ours, ref = _reinjections(maps, acks), reinjections_brute_force(maps, acks)
+        ours = _reinjections(Table.from_pandas(maps), Table.from_pandas(acks)).to_pandas()
+        ref = reinjections_brute_force(maps, acks)
         pd.testing.assert_frame_equal(ours, ref, check_dtype=False)
         found += len(ours)
         probes += int(ours["window_probe"].sum())
@@ -375,7 +377,7 @@ def test_signalling_events_on_the_timeline(tmp_path: Path) -> None:
     c.add(S, 5201, C1, 40000, 501, 1112, RST, K.mp_fastclose(KC))
     c.add(S, 5201, C2, 40001, 901, 1701, RST, K.mp_tcprst(0, 4))
     r = analyze(c.write(tmp_path / "ev.pcap"))
-    ev = r.mptcp_events
+    ev = r.mptcp_events.to_pandas()
     got = list(zip(ev["event"], ev["path"], ev["detail"], strict=True))
     assert got == [("ADD_ADDR", "A", "10.0.4.2 id=5"), ("MP_PRIO", "B", "backup=1"), ("REMOVE_ADDR", "B", "ids=5"),
                    ("infinite mapping", "A", "fallback (RFC 8684 3.7)"), ("DATA_FIN", "A", ""),

@@ -68,8 +68,8 @@ def test_join_to_an_announced_port_is_a_subflow_of_the_connection(tmp_path: Path
     b = r.subflows_on("B")[0]
     assert b.established and b.bytes == 1000 * N and b.share == pytest.approx(0.5)
     assert r.verified and r.connections == 1
-    assert set(r.dsn["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
-    assert set(r.timeseries["path"]) == {"A", "B"}
+    assert set(r.dsn.to_pandas()["subflow"]) == {f"{C1}:40000", f"{C2}:40001"}
+    assert set(r.timeseries.to_pandas()["path"]) == {"A", "B"}
     # without the port, the join is not seen: path B has no subflow
     blind = analyze_one_file(path, ())
     assert [s.dport for s in blind.subflows] == [5201] and not blind.verified

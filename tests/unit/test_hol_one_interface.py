@@ -19,6 +19,7 @@ from mptcplab.analysis.coverage import NOT_IN_CAPTURE, uncaptured_bytes
 from mptcplab.analysis.delivery import HOL_KEYS
 from mptcplab.analysis.model import DATA_NOT_CAPTURED
 from mptcplab.analysis.standalone import analyze_files
+from mptcplab.analysis.table import Table
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ETH1 = DATA / "mptcp_pmtud_download__client_eth1.pcap"
@@ -28,12 +29,12 @@ needs_reader = pytest.mark.skipif(not pcapread.library_path().is_file(),
                                   reason="native capture reader not built (make -C native)")
 
 
-def table(maps: list[tuple[int, int]], acks: list[int]) -> pd.DataFrame:
+def table(maps: list[tuple[int, int]], acks: list[int]) -> Table:
     rows = [{"t": 0.0, "path": "A", "subflow": "a:1", "kind": "map", "dsn": d, "length": n, "ssn": 1}
             for d, n in maps]
     rows += [{"t": 0.0, "path": "A", "subflow": "a:1", "kind": "ack", "dsn": d, "length": 0, "ssn": 0}
              for d in acks]
-    return pd.DataFrame(rows)
+    return Table.from_pandas(pd.DataFrame(rows))
 
 
 def test_uncaptured_bytes_counts_only_acknowledged_holes() -> None:
@@ -56,7 +57,7 @@ def test_one_interface_file_withholds_the_receiver_figures(tmp_path: Path) -> No
     assert DATA_NOT_CAPTURED in [w.code for w in fa.warnings]
     assert all(fa.hol_connection.get(k) is None for k in HOL_KEYS), fa.hol_connection
     assert all(s.ooo_share is None and s.hol_never is None for s in fa.subflows)
-    assert fa.hol.empty
+    assert fa.hol.to_pandas().empty
 
 
 @needs_reader

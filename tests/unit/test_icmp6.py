@@ -38,7 +38,7 @@ def test_packet_too_big_counts_as_frag_needed(tmp_path: Path) -> None:
     r = analyze_flow([CaptureFile(K.write_pcap(tmp_path / "c.pcap", frames), "c")], SPEC)
     (a,) = r.subflows
     assert (a.icmp_frag_needed, a.icmp_mtus) == (1, [1280]) and a.icmp_first_t == pytest.approx(0.004, abs=1e-6)
-    assert bool(r.icmp_events["icmp6"].iloc[0]) and int(r.icmp_events["type"].iloc[0]) == 2
+    assert bool(r.icmp_events.to_pandas()["icmp6"].iloc[0]) and int(r.icmp_events.to_pandas()["type"].iloc[0]) == 2
 
 
 def test_icmp6_unreachable_names_its_code(tmp_path: Path) -> None:

@@ -73,9 +73,9 @@ def test_v0_hashes_with_sha1_and_reports_its_version(tmp_path: Path) -> None:
     r = analyze(tmp_path, connection(0, sha1_top32(KS)))
     assert r.mptcp_negotiated and r.mptcp_version == 0 and r.to_dict()["mptcp_version"] == 0
     assert len(r.subflows) == 2                                  # the join matched by its SHA-1 token
-    maps = r.dsn[r.dsn["kind"] == "map"]
+    maps = r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "map"]
     assert sorted(set(maps["dsn"])) == [1, 1001, 2001]           # relative to the SHA-1 IDSN
-    assert r.dsn[r.dsn["kind"] == "ack"]["dsn"].max() == 3001
+    assert r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "ack"]["dsn"].max() == 3001
 
 
 def test_v1_join_is_matched_by_the_sha256_token_only(tmp_path: Path) -> None:
@@ -83,14 +83,14 @@ def test_v1_join_is_matched_by_the_sha256_token_only(tmp_path: Path) -> None:
     assert r.mptcp_version == 1
     assert len(r.subflows) == 1 and r.connections == 2          # a SHA-1 token names no v1 connection
     ok = analyze(tmp_path, connection(1, token(KS, 1), dsn64=True))
-    assert len(ok.subflows) == 2 and sorted(set(ok.dsn.loc[ok.dsn["kind"] == "map", "dsn"])) == [1, 1001, 2001]
+    assert len(ok.subflows) == 2 and sorted(set(ok.dsn.to_pandas().query("kind == 'map'")["dsn"])) == [1, 1001, 2001]
 
 
 def test_4_octet_dsns_follow_the_sequence_past_2_to_the_31(tmp_path: Path) -> None:
     # each step under 2^31, their sum far beyond: widened next to the IDSN alone they would wrap back
     steps = (1, 1 + (3 << 29), 1 + (6 << 29), 1 + (9 << 29), 1 + (12 << 29))
     r = analyze(tmp_path, connection(0, sha1_top32(KS), steps=steps))
-    maps = r.dsn[r.dsn["kind"] == "map"]
+    maps = r.dsn.to_pandas()[r.dsn.to_pandas()["kind"] == "map"]
     assert sorted(set(maps["dsn"])) == [*steps, steps[-1] + 1000]
 
 

@@ -68,6 +68,6 @@ def test_one_point_seeing_both_4_tuples_keeps_them_apart(tmp_path: Path) -> None
 
 def test_the_guess_leaves_translated_addresses_out_of_the_paths(tmp_path: Path) -> None:
     pk = pcapread.extract(captures(tmp_path))
-    syns = pk[((pk["flags"].to_numpy() & 0x12) == 0x02)]
+    syns = pk.take((pk.arr("flags") & 0x12) == 0x02)
     assert nat_addresses(syns) == set(NAT.values())
     assert set(guess_spec(pk).paths) == {C1, C2}

@@ -67,7 +67,7 @@ def test_capture_started_mid_connection_is_mptcp_in_use(tmp_path: Path) -> None:
     assert "MPTCP in use, handshake not captured" in text and "MPTCP not requested" not in text
     assert not fa.fallback and not fa.verified
     assert [x.code for x in fa.findings if "in use" in x.message] == ["handshake-not-captured"]
-    assert (fa.dsn["kind"] == "map").sum() == 5                 # the depth analysis ran
+    assert (fa.dsn.to_pandas()["kind"] == "map").sum() == 5                 # the depth analysis ran
 
 
 def test_mp_tcprst_reason_read_from_the_client_too(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mptcplab.analysis import CaptureFile, oracle, packets, pcapread
+from mptcplab.analysis.table import Table
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 pytestmark = pytest.mark.skipif(not pcapread.library_path().is_file(),
@@ -34,7 +35,7 @@ SYN, ACK, PSH, RST = 0x02, 0x10, 0x08, 0x04
 
 
 def read(path: Path, point: str = "p") -> pd.DataFrame:
-    return pcapread.extract([CaptureFile(path, point)])
+    return pcapread.extract([CaptureFile(path, point)]).to_pandas()
 
 
 def mptcp_frames() -> list[bytes]:
@@ -139,7 +140,7 @@ def test_link_types_ipv6_and_icmp_decoded(tmp_path: Path, name: str) -> None:
     if name in ("eth", "raw"):
         ptb = pk.iloc[3]
         assert ptb["icmp6"] and (ptb["icmp_type"], ptb["icmp_mtu"]) == (2, 1280) and ptb["q_src"] == "fd00::2"
-        assert list(packets.frag_needed(pk)) == [False, False, True, True] + [False] * (len(pk) - 4)
+        assert list(packets.frag_needed(Table.from_pandas(pk))) == [False, False, True, True] + [False] * (len(pk) - 4)
     if name == "eth":
         assert pk["sport"].iloc[4] == 40000 and pk["ip_len"].iloc[5] == pk["ip_len"].iloc[0]
         assert pk["tlen"].iloc[5] == 30     # padding after the IP packet is not payload
@@ -193,7 +194,7 @@ def test_snaplen_cut_inside_the_options_is_flagged_not_misread(tmp_path: Path) -
 def test_several_files_share_address_and_point_categories(tmp_path: Path) -> None:
     a = K.write_pcap(tmp_path / "a.pcap", [(1.0, K.eth(K.ipv4(C, S, 6, K.tcp(1, 2, 3, 4, ACK))))])
     b = K.write_pcap(tmp_path / "b.pcap", [(2.0, K.eth(K.ipv4("10.0.2.2", S, 6, K.tcp(1, 2, 3, 4, ACK))))])
-    pk = pcapread.extract([CaptureFile(a, "x:eth1"), CaptureFile(b, "x:eth2")])
+    pk = pcapread.extract([CaptureFile(a, "x:eth1"), CaptureFile(b, "x:eth2")]).to_pandas()
     assert list(pk["ip_src"]) == [C, "10.0.2.2"] and list(pk["point"]) == ["x:eth1", "x:eth2"]
     assert list(pk["frame"]) == [1, 1]
     assert pk["ip_src"].cat.categories.equals(pk["q_dst"].cat.categories)

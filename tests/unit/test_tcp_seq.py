@@ -56,7 +56,7 @@ def table(path: Path) -> pd.DataFrame:
     pk = pcapread.extract([CaptureFile(path, "p")])
     fa = analyze_packets(pk, ["p"], FlowSpec(S, 5201, {C: "A"}, ("A",), False), tcp_seq=True)
     assert fa.tcp_seq is not None
-    return fa.tcp_seq
+    return fa.tcp_seq.to_pandas()
 
 
 def test_relative_numbers_across_the_wrap_and_only_where_they_move(tmp_path: Path) -> None:
@@ -91,7 +91,7 @@ def test_the_figure_draws_segments_acks_and_the_window(tmp_path: Path) -> None:
 def test_recorded_capture_agrees_with_tsharks_relative_numbers(tmp_path: Path) -> None:
     files = [DATA / "mptcp_pmtud_download__client_eth1.pcap", DATA / "mptcp_pmtud_download__client_eth2.pcap"]
     fa, _ = analyze_files(files, tmp_path / "out")
-    t = fa.tcp_seq
+    t = fa.tcp_seq.to_pandas()
     assert t is not None and len(fa.subflows) == 2
     for s in fa.subflows:
         assert s.point
