@@ -45,10 +45,13 @@ from typing import Any
 
 from .capture import parse_tcpdump_stats
 from .commands import Cmd, cmd
-from .emulation.linkmodel import ETH_HEADER, LinkShape
+from .emulation.linkmodel import ETH_HEADER, DirectedLink, LinkShape
 from .emulation.nfqueue import DEFAULT_RT_PRIO, NfqueueEmulator
 from .emulation.testline import TwoNodeLine, iperf3_client_argv, iperf3_server_argv
 from .emulation.trace import OPPORTUNITY_BYTES, PACKET_OVERHEAD, Trace
+from .lab.events import Event
+from .lab.network import Link, Network
+from .lab.shapes import trace_shapes
 from .linkcheck import Check, udp_payload
 from .supervise import Supervisor
 
@@ -413,3 +416,34 @@ class ReplayCheck:
     def run(self, delayline: Path, workdir: Path, log: Callable[[str], None] = lambda s: None) -> ReplayReport:
         return measure(self.trace, delayline, workdir, self.seconds, f"{self.delay_s}s", self.queue_bytes,
                        self.mtu, log, self.offset_s)
+
+
+def replay_checks(link: Link, events: Sequence[Event], net: Network, trace_seconds: float | None,
+                  quick: bool) -> list[tuple[DirectedLink, ReplayCheck]]:
+    """The trace directions of ``link`` and their replay checks: ``trace_seconds`` of the trace
+    from the direction's configured offset (default: all of it, or QUICK_SECONDS in a quick run)
+    with the direction's delay, MTU and queue (or the least queue the flood keeps full:
+    replay_queue_bytes), and the same for every trace or offset the timeline's link changes
+    switch the direction to (lab/shapes.trace_shapes): each trace a direction replays during
+    the run is checked from where it starts (the configured one not when a switch at 0 s
+    replaces it). Both directions of a symmetric link are listed: they share one check (the
+    same key), as do a switch and the start that replay the same trace from the same offset.
+    Pure: the link check runs them (steps/links.py), the wall-time estimate counts them."""
+    out: list[tuple[DirectedLink, ReplayCheck]] = []
+    for dl in link.directions():
+        switches = trace_shapes(events, net, link, dl)
+        # a switch at 0 s replaces the configured start before any traffic: not replayed
+        start = [] if any(at == 0 for at, _ in switches) else [dl.shape]
+        for shape in (*start, *(sh for _, sh in switches)):
+            trace = shape.trace
+            if trace is None:
+                continue
+            if trace_seconds is not None:
+                seconds = trace_seconds
+            else:
+                seconds = min(QUICK_SECONDS, whole_trace_seconds(trace)) if quick else whole_trace_seconds(trace)
+            check = ReplayCheck(trace, shape.delay_s, link.mtu, replay_queue_bytes(trace, shape.queue_bytes(link.mtu)),
+                                seconds, shape.trace_offset_s)
+            if all(c.key != check.key for d, c in out if d is dl):
+                out.append((dl, check))
+    return out

@@ -4,7 +4,9 @@ per repetition for set-up, link checks, captures' and daemons' stops and teardow
 
 The overhead is the lab's own when the results root has a complete run of it (its
 manifest's wall_seconds minus traffic_seconds over its repetitions: same host, same
-link checks), else DEFAULT_OVERHEAD_S. Analysis overlaps the next repetition
+link checks), else DEFAULT_OVERHEAD_S plus the trace replay checks' floods, once per run per
+distinct check (tracecheck.replay_checks: a whole trace in a full run, about a minute for a
+60 s trace), which the default overhead does not hold. Analysis overlaps the next repetition
 (run/lab.py), so it adds nothing but the last repetition's."""
 
 from __future__ import annotations
@@ -39,10 +41,12 @@ class Estimate:
     by_count: tuple[str, ...] = ()
     #: the run whose measured traffic per repetition bounded those flows' seconds, if any
     traffic_source: str | None = None
+    #: the trace replay checks' floods, once per run (0 when a past run's overhead holds them)
+    replay_seconds: float = 0.0
 
     @property
     def wall_seconds(self) -> float:
-        return self.traffic_seconds + self.repetitions * self.overhead_per_rep_s
+        return self.traffic_seconds + self.repetitions * self.overhead_per_rep_s + self.replay_seconds
 
     def record(self) -> dict[str, Any]:
         return {**asdict(self), "wall_seconds": round(self.wall_seconds, 1)}
@@ -56,9 +60,10 @@ class Estimate:
             names = ", ".join(self.by_count)
             traffic += (f" (flow(s) {names} end by count: their durations are limits, so this is an upper bound)"
                         if bound else f" (flow(s) {names} end by count: as long as they took in {self.traffic_source})")
+        replays = f" + {self.replay_seconds:.0f} s of trace replay checks" if self.replay_seconds else ""
         return (f"estimated wall time: {'at most ' if bound else ''}{_clock(self.wall_seconds)} = {traffic} + "
                 f"{self.repetitions} repetition(s) x {self.overhead_per_rep_s:.1f} s of set-up, checks and "
-                f"teardown ({source})")
+                f"teardown ({source}){replays}")
 
 
 def traffic_seconds(body: ExperimentBody, quick: bool) -> float:
@@ -117,8 +122,32 @@ def measured_overhead(results_root: Path, lab_name: str) -> tuple[float, str] | 
     return (past.overhead_s, past.run_dir) if past is not None else None
 
 
+def replay_seconds(lab: Lab, scenarios: Sequence[ScenarioRun], quick: bool) -> float:
+    """The seconds of flood of the run's trace replay checks, each distinct check once (the
+    link check caches them per run: steps/links.py)."""
+    from .net.plan import network_for
+    from .tracecheck import replay_checks
+
+    seen: set[tuple[str, str, float, int, int, float, float]] = set()
+    total = 0.0
+    for sc in scenarios:
+        cal = sc.body.calibration
+        if not cal.enabled:
+            continue
+        net = network_for(lab.topology, sc, str(lab.path / "experiment.yml"))
+        span = parse_time(cal.trace_seconds) if cal.trace_seconds is not None else None
+        for link in net.links:
+            if not link.impaired:
+                continue
+            for _, check in replay_checks(link, sc.body.traffic.events, net, span, quick):
+                if check.key not in seen:
+                    seen.add(check.key)
+                    total += check.seconds
+    return total
+
+
 def estimate(lab: Lab, scenarios: Sequence[ScenarioRun], reps_of: Callable[[ScenarioRun], int], quick: bool,
-             results_root: Path | None = None) -> Estimate:
+             results_root: Path | None = None, calibrate: bool = True) -> Estimate:
     past = latest_run(results_root, lab.name) if results_root is not None else None
     overhead, source = (past.overhead_s, past.run_dir) if past is not None else (DEFAULT_OVERHEAD_S, "default")
     total_reps = sum(reps_of(sc) for sc in scenarios)
@@ -132,8 +161,10 @@ def estimate(lab: Lab, scenarios: Sequence[ScenarioRun], reps_of: Callable[[Scen
         return min(limit, typical) if typical is not None and ends_by_count(sc.body) else limit
 
     traffic = sum(reps_of(sc) * per_rep(sc) for sc in scenarios)
+    # a past run's overhead holds its checks; the default overhead does not
+    replays = replay_seconds(lab, scenarios, quick) if past is None and calibrate else 0.0
     return Estimate(total_reps, traffic, overhead, source, by_count,
-                    past.run_dir if typical is not None and past is not None else None)
+                    past.run_dir if typical is not None and past is not None else None, replays)
 
 
 def _clock(seconds: float) -> str:

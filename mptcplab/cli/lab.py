@@ -94,7 +94,7 @@ def cmd_run(a: argparse.Namespace) -> int:
                          scale_note=a.scale_reason)
     lab = reach.lab
     opts.warnings, opts.reachability = reach.warnings, reach.record
-    est = estimate(lab, scenarios, lambda sc: repetitions(lab, opts, sc), opts.quick, a.results)
+    est = estimate(lab, scenarios, lambda sc: repetitions(lab, opts, sc), opts.quick, a.results, opts.calibrate)
     opts.estimate = est.record()
     check_timelines(lab.topology, scenarios, emulator, str(lab.path / "experiment.yml"))  # before anything runs
     notes = [*reach.lines, est.line(), *(opts.subset.lines(lab, [s.name for s in scenarios]) if opts.subset else [])]

@@ -16,10 +16,9 @@ from ..commands import Cmd
 from ..emulation.base import delayline_binary
 from ..emulation.linkmodel import DirectedLink
 from ..lab.network import Link
-from ..lab.shapes import trace_shapes
 from ..linkcheck import Check, RateCheckCmds, judge_rate, ping_cmd, rate_check_cmds, rtt_checks
 from ..record.model import CalibrationCheck, LinkCalibration, TraceReplay
-from ..tracecheck import QUICK_SECONDS, ReplayCheck, replay_queue_bytes, whole_trace_seconds
+from ..tracecheck import ReplayCheck, replay_checks
 from ..units import parse_time
 from ..warncodes import LINK_OUT_OF_TOLERANCE
 from .base import READY_TIMEOUT_S, UNTIL_READY, Planned, Rep, Step, answers, wait_for
@@ -84,37 +83,10 @@ class LinkCheck(Step):
 
     @staticmethod
     def _replays(rep: Rep, link: Link) -> list[tuple[DirectedLink, ReplayCheck]]:
-        """The trace directions and their replay checks: ``trace_seconds`` of the trace from the
-        direction's configured offset (default: all of it, or tracecheck.QUICK_SECONDS in a
-        quick run) with the direction's delay, MTU and queue (or the least queue the flood
-        keeps full: replay_queue_bytes), and the same for every trace or offset the
-        timeline's link changes switch the direction to (lab/shapes.trace_shapes): each trace a
-        direction replays during the run is checked from where it starts (the configured one
-        not when a switch at 0 s replaces it). Unlike the rate
-        check, both directions of a symmetric link are listed: they share one check (the
-        same key), as do a switch and the start that replay the same trace from the same
-        offset."""
+        """The link's trace directions and their replay checks (tracecheck.replay_checks)."""
         cal = rep.body.calibration
-        out: list[tuple[DirectedLink, ReplayCheck]] = []
-        for dl in link.directions():
-            switches = trace_shapes(rep.body.traffic.events, rep.plan.net, link, dl)
-            # a switch at 0 s replaces the configured start before any traffic: not replayed
-            start = [] if any(at == 0 for at, _ in switches) else [dl.shape]
-            for shape in (*start, *(s for _, s in switches)):
-                trace = shape.trace
-                if trace is None:
-                    continue
-                if cal.trace_seconds is not None:
-                    seconds = parse_time(cal.trace_seconds)
-                else:
-                    seconds = min(QUICK_SECONDS, whole_trace_seconds(trace)) if rep.ctx.quick \
-                        else whole_trace_seconds(trace)
-                check = ReplayCheck(trace, shape.delay_s, link.mtu,
-                                    replay_queue_bytes(trace, shape.queue_bytes(link.mtu)), seconds,
-                                    shape.trace_offset_s)
-                if all(c.key != check.key for d, c in out if d is dl):
-                    out.append((dl, check))
-        return out
+        return replay_checks(link, rep.body.traffic.events, rep.plan.net,
+                             parse_time(cal.trace_seconds) if cal.trace_seconds is not None else None, rep.ctx.quick)
 
     @staticmethod
     def _ping(link: Link) -> Cmd:

@@ -15,6 +15,7 @@ import pytest
 from mptcplab.analysis import FlowSpec, analyze_packets, packets
 from mptcplab.analysis.flows import Subflow, tokens_of_key
 from mptcplab.analysis.stats import unwrap32
+from mptcplab.analysis.table import Table
 from mptcplab.analysis.tshark import FIELDS, _finish, _parse
 
 SYN, ACK, RST, PSH = 0x02, 0x10, 0x04, 0x08
@@ -32,7 +33,7 @@ def pkt(t: float, src: str, sport: int, dst: str, dport: int, flags: int, tlen: 
             "sendkey": sendkey, "recvkey": recvkey, "recvtok": recvtok, "point": point}
 
 
-def table(rows: list[dict]) -> pd.DataFrame:
+def table(rows: list[dict]) -> Table:
     return packets.table(rows)
 
 
@@ -95,7 +96,7 @@ def tshark_rows(rows: list[dict[str, str]]) -> bytes:
 
 def test_tshark_mp_subtypes_become_a_bit_mask():
     raw = tshark_rows([{"frame": str(i + 1), "t": "1.0", "mp": m} for i, m in enumerate(["", "0", "2,3", "1"])])
-    assert list(_finish(_parse(raw), "p")["mp"]) == [0, 1, 0b1100, 0b10]
+    assert list(pd.DataFrame(_finish(_parse(raw), "p"))["mp"]) == [0, 1, 0b1100, 0b10]
 
 
 def test_icmp_row_outer_and_inner_header_are_split():

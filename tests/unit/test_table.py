@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -14,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mptcplab.analysis.table import Cat, Nullable, Table, factorize, factorize_rows
+from mptcplab.analysis.table import Cat, Column, Nullable, Table, factorize, factorize_rows
 
 FLOATS = st.one_of(st.floats(allow_nan=True, allow_infinity=False, width=64),
                    st.sampled_from([0.1, 1e-05, 3.0, 1e16, 123456789.123, -0.0, 2.5e-300]))
@@ -25,7 +26,7 @@ TEXTS = st.one_of(st.none(), st.text(alphabet='ab,"\n x;', max_size=6))
 def tables(draw: st.DrawFn) -> Table:
     n = draw(st.integers(0, 12))
     names = draw(st.lists(st.sampled_from(["", "10.0.1.2", "fd00::2", "a,b"]), min_size=1, max_size=4, unique=True))
-    cols = {
+    cols: dict[str, Column] = {
         "f": np.asarray(draw(st.lists(FLOATS, min_size=n, max_size=n)), dtype=np.float64),
         "i": np.asarray(draw(st.lists(st.integers(-2**62, 2**62), min_size=n, max_size=n)), dtype=np.int64),
         "b": np.asarray(draw(st.lists(st.booleans(), min_size=n, max_size=n)), dtype=bool),
@@ -79,8 +80,8 @@ def test_concat_merges_the_names_of_categorical_columns() -> None:
 
 
 def test_records_are_typed_as_pandas_infers_them() -> None:
-    rows = [{"n": 1, "m": None, "ok": True, "x": [1500], "s": "a,b", "g": 1.0},
-            {"n": 2, "m": 3, "ok": None, "x": [], "s": None, "g": 2}]
+    rows: list[dict[str, object]] = [{"n": 1, "m": None, "ok": True, "x": [1500], "s": "a,b", "g": 1.0},
+                                     {"n": 2, "m": 3, "ok": None, "x": [], "s": None, "g": 2}]
     cols = ["n", "m", "ok", "x", "s", "g"]
     assert Table.from_records(rows, cols).csv_text() == pd.DataFrame(rows, columns=cols).to_csv(index=False)
     assert Table.from_records([], cols).csv_text() == pd.DataFrame([], columns=cols).to_csv(index=False)
@@ -95,10 +96,9 @@ def test_factorize_numbers_by_first_appearance_and_nan_apart() -> None:
     assert rows.tolist() == [0, 1, 2, 0]
 
 
-def test_the_capture_analysis_imports_no_pandas(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_capture_analysis_imports_no_pandas(tmp_path: Path) -> None:
     """`mptcplab analyze` must not import pandas (or matplotlib) unless asked for figures:
     their import alone is longer than a tshark pass over a small capture."""
-    from pathlib import Path
 
     pcap = Path(__file__).resolve().parents[1] / "data" / "tcp__client_eth1.pcap"
     code = ("import sys; from mptcplab.cli import main; "

@@ -91,8 +91,8 @@ def test_the_figure_draws_segments_acks_and_the_window(tmp_path: Path) -> None:
 def test_recorded_capture_agrees_with_tsharks_relative_numbers(tmp_path: Path) -> None:
     files = [DATA / "mptcp_pmtud_download__client_eth1.pcap", DATA / "mptcp_pmtud_download__client_eth2.pcap"]
     fa, _ = analyze_files(files, tmp_path / "out")
+    assert fa.tcp_seq is not None and len(fa.subflows) == 2
     t = fa.tcp_seq.to_pandas()
-    assert t is not None and len(fa.subflows) == 2
     for s in fa.subflows:
         assert s.point
         mine = t[(t["subflow"] == s.name) & (t["len"] > 0)]

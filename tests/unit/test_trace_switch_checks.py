@@ -8,13 +8,15 @@ from pathlib import Path
 
 from mptcplab.lab.events import LinkChange
 from mptcplab.lab.loader import load_lab
+from mptcplab.lab.model import ScenarioRun
+from mptcplab.lab.network import Network
 from mptcplab.lab.shapes import changes_direction, trace_shapes
 from mptcplab.net.plan import network_for
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _mobile():  # type: ignore[no-untyped-def]
+def _mobile() -> tuple[ScenarioRun, Network]:
     lab = load_lab(REPO / "labs" / "mobile")
     sc = lab.scenarios[0]
     return sc, network_for(lab.topology, sc, "experiment.yml")
@@ -56,3 +58,18 @@ def test_the_dry_run_lists_the_walk_and_the_restarted_downlink_once_each() -> No
     # the LTE start from 0 s is replaced by the 0 s restart before any traffic: not replayed
     assert not any("verizon-lte-down-60s replay: its first" in r for r in replays)
     assert len(replays) == 3
+
+
+def test_the_estimate_counts_each_replay_once_unless_a_past_run_holds_them(tmp_path: Path) -> None:
+    """Without a past run the default overhead holds no replay check: the estimate adds each
+    distinct check's flood once per run (labs/mobile: const-24mbit 2 s, the walk 13 s, the LTE
+    downlink 61 s from 17 s in; 6 s each in a quick run, the 1 s constant trace 2 s)."""
+    from mptcplab.walltime import estimate, replay_seconds
+
+    lab = load_lab(REPO / "labs" / "mobile")
+    assert replay_seconds(lab, lab.scenarios, quick=False) == 2 + 13 + 61
+    assert replay_seconds(lab, lab.scenarios, quick=True) == 2 + 6 + 6
+    est = estimate(lab, lab.scenarios, lambda _s: 1, quick=True, results_root=tmp_path)
+    assert est.replay_seconds == 14 and "14 s of trace replay checks" in est.line()
+    assert estimate(lab, lab.scenarios, lambda _s: 1, quick=True, results_root=tmp_path,
+                    calibrate=False).replay_seconds == 0
