@@ -22,7 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from mptcplab.timeline.actions import Resolved  # noqa: E402
+from mptcplab.timeline.env import Resolved  # noqa: E402
 from mptcplab.timeline.scheduler import DEFAULT_LEAD_S, RT_PRIO, Outcome, Scheduler  # noqa: E402
 
 

@@ -64,6 +64,21 @@ def uses_userspace_pm(body: ExperimentBody, node: str) -> bool:
     return str(pm_type) == "1"
 
 
+def check_listeners(body: ExperimentBody, fail: Fail) -> None:
+    """``mptcp.listener: false`` says what the engine does for a userspace-PM node: elsewhere it
+    means nothing, and the mptcp_monitor probe's ``ip mptcp monitor`` would listen in its place."""
+    for name, spec in body.nodes.items():
+        if spec.mptcp is None or spec.mptcp.listener:
+            continue
+        if not uses_userspace_pm(body, name):
+            fail(f"nodes.{name}.mptcp.listener", "false only with the userspace path manager "
+                 "(mptcp.path_manager: userspace, or net.mptcp.pm_type: 1): the kernel PM has no listener")
+        # the probe is a plug-in the core does not import: its setting is read by name
+        if getattr(body.probes, "mptcp_monitor", False):
+            fail(f"nodes.{name}.mptcp.listener", "false, but probes.mptcp_monitor runs `ip mptcp monitor` in the "
+                 "MPTCP flows' nodes, a listener all the same")
+
+
 def _check_upm(body: ExperimentBody, eps: set[str], ev: UpmEvent, where: str, fail: Fail) -> None:
     flow = body.traffic.flows.get(ev.flow)
     if flow is None:

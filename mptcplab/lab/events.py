@@ -55,11 +55,26 @@ class _Timed(_Strict):
     def at_s(self) -> float:
         return parse_time(self.at)
 
+    def target(self) -> str:
+        """What the action acts on, in words (events.csv ``target``)."""
+        raise NotImplementedError(type(self).__name__)
+
+    def columns(self) -> dict[str, Any]:
+        """The action's typed columns of events.csv (record.model.Event: node, link,
+        address, endpoint_id, flags, flow, direction), those it has."""
+        return {}
+
 
 class _OnLink(_Timed):
     link: str = Field(description="'node:iface' of one end of the link")
     #: both: the two directions; one: only the egress of ``link``'s end
     direction: Literal["both", "one"] = "both"
+
+    def target(self) -> str:
+        return f"{self.link} ({self.direction})"
+
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.link.split(":", 1)[0], "link": self.link, "direction": self.direction}
 
     @field_validator("link")
     @classmethod
@@ -86,6 +101,9 @@ class _LinkOnOff(_OnLink):
         if self.ends == "one" and self.how != "ip-link":
             raise ValueError("ends: one needs how: ip-link (how: drop chooses the egress with direction)")
         return self
+
+    def target(self) -> str:
+        return super().target() + (" this end only" if self.ends == "one" else "")
 
 
 class LinkDown(_LinkOnOff):
@@ -159,6 +177,12 @@ class LinkChange(_OnLink):
 class _OnNode(_Timed):
     node: Annotated[str, Field(pattern=NAME_RE)]
 
+    def target(self) -> str:
+        return self.node
+
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.node}
+
 
 def _opt_address(v: str | None) -> str | None:
     return None if v is None else address_ref(v)
@@ -182,6 +206,13 @@ class EndpointAdd(_OnNode):
             raise ValueError("port: only a signal endpoint announces a port")
         return self
 
+    def target(self) -> str:
+        return f"{self.node} {self.address}"
+
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.node, "address": self.address, "endpoint_id": self.id,
+                "flags": " ".join(self.flags) or None}
+
 
 class EndpointDelete(_OnNode):
     """``ip mptcp endpoint delete id ID [ADDRESS]``: the kernel deletes by id. Without
@@ -204,6 +235,12 @@ class EndpointDelete(_OnNode):
             raise ValueError("id 0 (the initial subflow's address) needs its address: "
                              "the kernel deletes id 0 by address")
         return self
+
+    def target(self) -> str:
+        return f"{self.node} id {self.id}" if self.id is not None else f"{self.node} {self.address}"
+
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.node, "endpoint_id": self.id, "address": self.address}
 
 
 class EndpointFlush(_OnNode):
@@ -234,6 +271,12 @@ class EndpointFlags(_OnNode):
             raise ValueError("endpoint_flags needs the endpoint's address or id")
         return self
 
+    def target(self) -> str:
+        return f"{self.node} {self.address}"
+
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.node, "address": self.address, "endpoint_id": self.id, "flags": self.flags}
+
 
 class LimitsSet(_OnNode):
     """``ip mptcp limits set [subflows N] [add_addr_accepted M]``: the in-kernel path
@@ -258,6 +301,9 @@ class _OnConnection(_OnNode):
 
     flow: Annotated[str, Field(pattern=NAME_RE)]
 
+    def columns(self) -> dict[str, Any]:
+        return {"node": self.node, "flow": self.flow}
+
 
 class UpmAnnounce(_OnConnection):
     """Announce ``address`` (ADD_ADDR) with address id ``id`` (and ``port``) to the peer."""
@@ -269,6 +315,12 @@ class UpmAnnounce(_OnConnection):
 
     _addr = field_validator("address")(classmethod(lambda cls, v: address_ref(v)))
 
+    def target(self) -> str:
+        return f"{self.node} flow {self.flow} {self.address} id {self.id}"
+
+    def columns(self) -> dict[str, Any]:
+        return {**super().columns(), "address": self.address, "endpoint_id": self.id}
+
 
 class UpmRemove(_OnConnection):
     """Withdraw address id ``id`` (REMOVE_ADDR; the kernel closes the subflows that use it).
@@ -276,6 +328,12 @@ class UpmRemove(_OnConnection):
 
     action: Literal["upm_remove"]
     id: int = Field(ge=0, le=255)
+
+    def target(self) -> str:
+        return f"{self.node} flow {self.flow} id {self.id}"
+
+    def columns(self) -> dict[str, Any]:
+        return {**super().columns(), "endpoint_id": self.id}
 
 
 class UpmSubflowCreate(_OnConnection):
@@ -291,6 +349,13 @@ class UpmSubflowCreate(_OnConnection):
 
     _refs = field_validator("local", "remote")(classmethod(lambda cls, v: address_ref(v)))
 
+    def target(self) -> str:
+        return f"{self.node} flow {self.flow} {self.local} -> {self.remote}"
+
+    def columns(self) -> dict[str, Any]:
+        return {**super().columns(), "address": self.local, "endpoint_id": self.local_id,
+                "flags": "backup" if self.backup else None}
+
 
 class UpmSubflowDestroy(_OnConnection):
     """Close the subflow between ``local`` and ``remote`` port ``remote_port`` (default: the
@@ -302,6 +367,12 @@ class UpmSubflowDestroy(_OnConnection):
     remote_port: int | None = Field(default=None, ge=1, le=65535)
 
     _refs = field_validator("local", "remote")(classmethod(lambda cls, v: address_ref(v)))
+
+    def target(self) -> str:
+        return f"{self.node} flow {self.flow} {self.local} -> {self.remote}"
+
+    def columns(self) -> dict[str, Any]:
+        return {**super().columns(), "address": self.local}
 
 
 UPM_ACTIONS = (UpmAnnounce, UpmRemove, UpmSubflowCreate, UpmSubflowDestroy)
@@ -325,6 +396,9 @@ class SysctlWrite(_OnNode):
     def _value(cls, v: Any) -> Any:
         return sysctl_value(v)
 
+    def target(self) -> str:
+        return f"{self.node} {self.key}"
+
 
 class FlowStart(_Timed):
     """Start a named flow (its ``start`` offset is then ignored)."""
@@ -332,12 +406,24 @@ class FlowStart(_Timed):
     action: Literal["flow_start"]
     flow: Annotated[str, Field(pattern=NAME_RE)]
 
+    def target(self) -> str:
+        return self.flow
+
+    def columns(self) -> dict[str, Any]:
+        return {"flow": self.flow}
+
 
 class FlowStop(_Timed):
     """Stop a running flow: SIGINT to its client, which then writes its JSON."""
 
     action: Literal["flow_stop"]
     flow: Annotated[str, Field(pattern=NAME_RE)]
+
+    def target(self) -> str:
+        return self.flow
+
+    def columns(self) -> dict[str, Any]:
+        return {"flow": self.flow}
 
 
 Event = Annotated[LinkDown | LinkUp | LinkChange | EndpointAdd | EndpointDelete | EndpointFlush | EndpointFlags

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import LabInputError
 from ..values.fields import is_endpoint_ref
-from .eventcheck import check_controllers, check_events
+from .eventcheck import check_controllers, check_events, check_listeners
 from .metriccheck import check_metrics
 from .model import Lab, ScenarioRun
 from .schema import ClabTopology, Experiment, ExperimentBody, Published
@@ -308,6 +308,7 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
         fail("traffic.flows", "two flows use the same server and port")
     check_events(body, eps, fail)
     check_controllers(body, fail)
+    check_listeners(body, fail)
     points: dict[str, int] = {}
     for k, cp in enumerate(body.capture):
         if cp.point not in eps:

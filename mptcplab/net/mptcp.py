@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Sequence
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv6Address, ip_address
+from pathlib import Path
 
 from ..commands import Cmd, cmd
 from ..lab.network import Network, wire_address
@@ -39,6 +42,51 @@ def endpoint_dev(net: Network, node: str, ref: str) -> str | None:
     return next((ep.iface for ep, link in net.interfaces(node) if any(a.ip == wire for a in link.addrs(ep))), None)
 
 
+#: endpoint flags iproute2 6.1 cannot set: an endpoint with one is added by the engine's
+#: mptcp_pm generic netlink tool instead of ``ip mptcp endpoint add`` (every other endpoint
+#: keeps ``ip``)
+NETLINK_ONLY_FLAGS = frozenset({"laminar"})
+#: timeline/upm_tool.py, named by path (a program run in the node: nothing imported)
+ENDPOINT_TOOL = Path(__file__).resolve().parents[1] / "timeline" / "upm_tool.py"
+
+
+def needs_netlink(flags: Sequence[str]) -> bool:
+    return not NETLINK_ONLY_FLAGS.isdisjoint(flags)
+
+
+def netlink_endpoint_argv(addr: str, *, dev: str | None, eid: int | None, port: int | None,
+                          flags: Sequence[str]) -> tuple[str, ...]:
+    """``upm_tool.py endpoint-add``: what ``ip mptcp endpoint add ADDR [dev IF] [id N]
+    [port P] FLAGS`` would send, as the kernel's MPTCP_PM_CMD_ADD_ADDR (the engine's
+    Python, isolated; on containerlab the node's python3). The tool refuses, in one line,
+    a flag this kernel is too old to act on."""
+    argv = [sys.executable, "-I", str(ENDPOINT_TOOL), "endpoint-add", "--address", addr]
+    if dev is not None:
+        argv += ["--dev", dev]
+    if eid is not None:
+        argv += ["--id", str(eid)]
+    if port is not None:
+        argv += ["--port", str(port)]
+    return (*argv, "--flags", ",".join(flags))
+
+
+def endpoint_add_argv(addr: str, *, dev: str | None, eid: int | None, port: int | None,
+                      flags: Sequence[str]) -> tuple[str, ...]:
+    """The command that adds an endpoint: ``ip mptcp endpoint add ADDR [dev IF] [port P]
+    [id N] FLAGS``, or the netlink tool's when a flag is one iproute2 6.1 cannot set. One
+    maker for the node's endpoints at set-up and the timeline's endpoint_add."""
+    if needs_netlink(flags):
+        return netlink_endpoint_argv(addr, dev=dev, eid=eid, port=port, flags=flags)
+    argv = ["ip", "mptcp", "endpoint", "add", addr]
+    if dev is not None:
+        argv += ["dev", dev]
+    if port is not None:
+        argv += ["port", str(port)]
+    if eid is not None:
+        argv += ["id", str(eid)]
+    return (*argv, *flags)
+
+
 def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
     spec = body.nodes[name].mptcp
     if spec is None:
@@ -51,16 +99,13 @@ def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:
     ]
     for e in spec.endpoints:
         addr = net.address(e.address)
-        argv = ["ip", "mptcp", "endpoint", "add", str(addr)]
-        if (dev := endpoint_dev(net, name, e.address)) is not None:
-            argv += ["dev", dev]
-        if e.port is not None:
-            argv += ["port", str(e.port)]
-        if e.id is not None:
-            argv += ["id", str(e.id)]
-        argv += list(e.flags)
+        dev = endpoint_dev(net, name, e.address)
         where = f"{addr}" if e.port is None else f"{addr} port {e.port}"
-        out.append(Cmd(tuple(argv), node=name, why=f"endpoint {where}: {' '.join(e.flags)}"))
+        why = f"endpoint {where}: {' '.join(e.flags)}"
+        if needs_netlink(e.flags):
+            why += " (mptcp_pm netlink: iproute2 6.1 has no laminar)"
+        out.append(Cmd(endpoint_add_argv(str(addr), dev=dev, eid=e.id, port=e.port, flags=e.flags), node=name,
+                       why=why))
     return out
 
 
@@ -76,6 +121,24 @@ class ShownEndpoint:
     id: int
     port: int | None
     flags: tuple[str, ...]
+
+
+#: flag bits iproute2 6.1 prints as ``rawflags HEX`` (MPTCP_PM_ADDR_FLAG_* it does not know)
+_RAW_FLAGS = {0x20: "laminar"}
+
+
+def _named_flags(words: list[str]) -> list[str]:
+    """``ip mptcp endpoint show``'s flags, ``rawflags 20`` (iproute2 6.1) named: laminar."""
+    if "rawflags" not in words:
+        return words
+    i = words.index("rawflags")
+    try:
+        raw = int(words[i + 1], 16)
+    except (IndexError, ValueError):
+        return words
+    named = [name for bit, name in _RAW_FLAGS.items() if raw & bit]
+    rest = raw & ~sum(_RAW_FLAGS)
+    return words[:i] + named + ([f"rawflags {rest:02x}"] if rest else []) + words[i + 2:]
 
 
 def parse_endpoints(text: str) -> list[ShownEndpoint]:
@@ -94,7 +157,7 @@ def parse_endpoints(text: str) -> list[ShownEndpoint]:
         flags = words[i + 2:]
         if "dev" in flags:
             flags = flags[:flags.index("dev")]
-        out.append(ShownEndpoint(addr, eid, port, tuple(flags)))
+        out.append(ShownEndpoint(addr, eid, port, tuple(_named_flags(flags))))
     return out
 
 

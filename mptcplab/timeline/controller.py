@@ -19,7 +19,8 @@ from ..controllers.base import Controller, Decision, View
 from ..lab.events import Event
 from ..record import model as results
 from ..tools.ss import SsSampler, busiest_connection
-from .actions import ActionEnv, Resolved, resolve
+from .actions import resolve
+from .env import ActionEnv, Resolved
 from .scheduler import Scheduler
 
 

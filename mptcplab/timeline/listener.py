@@ -7,7 +7,9 @@ to the path manager's netlink events in that namespace (pm.c ``mptcp_pm_allow_ne
 ``pm_nl_ctl events`` for it). Without one, a join to an address a ``upm_announce`` made
 known is refused (MPJoinRejected, measured here). The engine is that program while a lab
 uses the userspace PM; its output, the events with their times, is kept in the
-repetition's ``upm-listener-<node>.log``.
+repetition's ``upm-listener-<node>.log``. A node with ``mptcp.listener: false`` gets none (nor
+a wait for its subscription): the kernel then neither accepts a join nor echoes an ADD_ADDR
+there, what the selftests' cases without a path-manager daemon check.
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ def file_name(node: str) -> str:
 
 
 def upm_nodes(body: ExperimentBody) -> list[str]:
-    return [n for n in body.nodes if uses_userspace_pm(body, n)]
+    return [n for n, spec in body.nodes.items()
+            if uses_userspace_pm(body, n) and (spec.mptcp is None or spec.mptcp.listener)]
 
 
 def listener_cmds(body: ExperimentBody) -> list[Cmd]:

@@ -21,7 +21,7 @@ from .actions import subject
 
 if TYPE_CHECKING:
     from ..lab.events import ControllerSpec
-    from .actions import Resolved
+    from .env import Resolved
 
 COLUMNS = EVENT_COLUMNS
 

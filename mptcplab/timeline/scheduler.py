@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from ..commands import Cmd
 from ..record.model import Event
-from .actions import Resolved, fill
+from .env import Resolved, fill
 from .record import record
 
 #: wake this long before an event's time, then spin: measured (bench/timeline_bench.py)

@@ -23,8 +23,9 @@ from ..steps.base import Planned, Rep, Step
 from ..steps.traffic import Traffic
 from ..tools.ss import SsSampler, ss_cmd
 from ..warncodes import EVENT_FAILED, EVENT_NOT_RUN
-from .actions import ActionEnv, Resolved, resolve_timeline
+from .actions import resolve_timeline
 from .controller import ControllerThread
+from .env import ActionEnv, Resolved
 from .listener import Listeners, listener_cmds
 from .record import EVENTS_FILE, trace_file, write_events, write_trace
 from .scheduler import Scheduler, backend_executor

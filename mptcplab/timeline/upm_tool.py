@@ -2,7 +2,8 @@
 upm_tool.py ...``): announce an address, remove one, create a subflow, destroy one, for
 the MPTCP connection with a given token (the kernel's ``mptcp_pm`` generic netlink
 family, commands ANNOUNCE, REMOVE, SUBFLOW_CREATE, SUBFLOW_DESTROY of
-include/uapi/linux/mptcp_pm.h).
+include/uapi/linux/mptcp_pm.h); and ``endpoint-add`` (ADD_ADDR), an in-kernel path
+manager endpoint with flags iproute2 6.1 cannot set (``laminar``, Linux 6.18).
 
 Written by hand, stdlib only, because no packaged tool sends these commands: iproute2
 (6.1 here) has ``ip mptcp endpoint|limits|monitor`` only, the kernel's own ``pm_nl_ctl``
@@ -10,8 +11,8 @@ is a selftest program that no distribution ships, mptcpd is a daemon with plug-i
 command line for them, and pyroute2's MPTCP class covers endpoints and limits. It runs
 where the engine's Python runs (a network namespace sees the host's files; a
 containerlab node gets the engine's directory bound in), so it imports nothing of the
-project. The arguments mirror ``pm_nl_ctl``'s (``ann``, ``rem``, ``csf``, ``dsf``) with
-long names; a refused command exits 1 with the kernel's errno and extended-ack message
+project. The arguments mirror ``pm_nl_ctl``'s (``ann``, ``rem``, ``csf``, ``dsf``, ``add``)
+with long names; a refused command exits 1 with the kernel's errno and extended-ack message
 on stderr, so events.csv records why.
 """
 
@@ -21,6 +22,7 @@ import argparse
 import errno
 import ipaddress
 import os
+import re
 import socket
 import struct
 import sys
@@ -39,10 +41,17 @@ GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 0x10, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 1, 2
 
 MPTCP_PM_NAME, MPTCP_PM_VER = "mptcp_pm", 1
+CMD_ADD_ADDR = 1
 CMD_ANNOUNCE, CMD_REMOVE, CMD_SUBFLOW_CREATE, CMD_SUBFLOW_DESTROY = 8, 9, 10, 11
 ATTR_ADDR, ATTR_TOKEN, ATTR_LOC_ID, ATTR_ADDR_REMOTE = 1, 4, 5, 6
 ADDR_FAMILY, ADDR_ID, ADDR_ADDR4, ADDR_ADDR6, ADDR_PORT, ADDR_FLAGS, ADDR_IF_IDX = 1, 2, 3, 4, 5, 6, 7
 FLAG_SIGNAL, FLAG_BACKUP = 1 << 0, 1 << 2
+#: MPTCP_PM_ADDR_FLAG_* of include/uapi/linux/mptcp.h, by the names ``ip mptcp`` and
+#: ``pm_nl_ctl`` give them (``implicit``, bit 4, is the kernel's own: it refuses it)
+ENDPOINT_FLAGS = {"signal": 1 << 0, "subflow": 1 << 1, "backup": 1 << 2, "fullmesh": 1 << 3, "laminar": 1 << 5}
+#: the first release whose in-kernel path manager acts on a flag; an older kernel takes the
+#: bit without a word and ignores it (net/mptcp/pm_kernel.c, fill_local_laminar_endp)
+FLAG_SINCE = {"laminar": (6, 18)}
 
 
 def attr(kind: int, payload: bytes) -> bytes:
@@ -158,8 +167,43 @@ def token_attr(token: int) -> bytes:
     return attr(ATTR_TOKEN, struct.pack("=I", token))
 
 
+def endpoint_flags(names: str) -> int:
+    """``subflow,laminar`` as MPTCP_PM_ADDR_FLAG_* bits (ValueError naming an unknown one)."""
+    bits = 0
+    for name in filter(None, names.split(",")):
+        if name not in ENDPOINT_FLAGS:
+            raise ValueError(f"{name!r} is not an endpoint flag ({', '.join(ENDPOINT_FLAGS)})")
+        bits |= ENDPOINT_FLAGS[name]
+    return bits
+
+
+def kernel_version(release: str) -> tuple[int, int] | None:
+    """``6.18.44-fc`` as (6, 18); None when the release does not start with a version."""
+    m = re.match(r"(\d+)\.(\d+)", release)
+    return (int(m[1]), int(m[2])) if m else None
+
+
+def flag_problem(names: str, release: str) -> str | None:
+    """Why this kernel would not act on one of the flags (None: it would), said before
+    anything is sent: a kernel without the flag does not refuse it."""
+    have = kernel_version(release)
+    for name in filter(None, names.split(",")):
+        since = FLAG_SINCE.get(name)
+        if since is not None and have is not None and have < since:
+            return (f"the {name} flag needs Linux {since[0]}.{since[1]} or later (this kernel: {release}), "
+                    "which would take it and ignore it")
+    return None
+
+
 def request_of(args: argparse.Namespace) -> tuple[int, bytes]:
     """The command and attributes an invocation sends (pure: the tests check it)."""
+    if args.op == "endpoint-add":
+        try:
+            ifindex = socket.if_nametoindex(args.dev) if args.dev is not None else None
+        except OSError:
+            raise OSError(errno.ENODEV, f"no interface {args.dev!r} in this network namespace") from None
+        return CMD_ADD_ADDR, address(ATTR_ADDR, args.address, addr_id=args.id, port=args.port,
+                                     flags=endpoint_flags(args.flags), ifindex=ifindex)
     tok = token_attr(args.token)
     if args.op == "announce":
         return CMD_ANNOUNCE, tok + address(ATTR_ADDR, args.address, addr_id=args.id, port=args.port,
@@ -188,9 +232,23 @@ def _id(text: str) -> int:
     return v
 
 
+def _flags(text: str) -> str:
+    try:
+        endpoint_flags(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="upm_tool.py", description="MPTCP userspace path manager commands")
     sub = p.add_subparsers(dest="op", required=True)
+    ep = sub.add_parser("endpoint-add", help="an in-kernel path manager endpoint (ip mptcp endpoint add)")
+    ep.add_argument("--address", required=True)
+    ep.add_argument("--id", type=_id, help="the endpoint's id (the kernel numbers it without)")
+    ep.add_argument("--port", type=_port, help="a signal endpoint's port")
+    ep.add_argument("--dev", help="the interface the endpoint's subflows are bound to")
+    ep.add_argument("--flags", type=_flags, default="", help="comma-separated: " + ",".join(ENDPOINT_FLAGS))
     for name in ("announce", "remove", "subflow-create", "subflow-destroy"):
         s = sub.add_parser(name)
         s.add_argument("--token", type=int, required=True, help="the connection's local token (decimal)")
@@ -214,8 +272,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    cmd, attrs = request_of(args)
+    if args.op == "endpoint-add" and (why := flag_problem(args.flags, os.uname().release)):
+        print(f"{args.op}: {why}", file=sys.stderr)
+        return 1
     try:
+        cmd, attrs = request_of(args)
         nl = GenlSocket()
         nl.request(nl.family(MPTCP_PM_NAME), cmd, attrs)
     except (NetlinkError, OSError) as e:

@@ -73,9 +73,11 @@ def address_ref(v: str) -> str:
     return v
 
 
-#: the flags ``ip mptcp endpoint add`` takes (iproute2 6.1; ``laminar``, kernel 6.18, and
-#: ``implicit``, set by the kernel only, are not among them)
-EndpointFlag = Literal["subflow", "signal", "backup", "fullmesh"]
+#: an endpoint's flags: those ``ip mptcp endpoint add`` takes (iproute2 6.1) and ``laminar``
+#: (Linux 6.18), which iproute2 6.1 does not: an endpoint with it is added through the
+#: kernel's mptcp_pm generic netlink (net/mptcp.py, NETLINK_ONLY_FLAGS); ``implicit`` is
+#: set by the kernel only
+EndpointFlag = Literal["subflow", "signal", "backup", "fullmesh", "laminar"]
 
 
 def check_endpoint_flags(flags: list[str]) -> list[str]:

@@ -50,6 +50,44 @@ def run_quick(lab: Path, results: Path, *extra: str) -> tuple[int, dict[str, Any
     return rc, json.loads(runs[-1].read_text())
 
 
+def run_once(root: Path, name: str, topology: dict[str, Any],
+             experiment: dict[str, Any]) -> tuple[Path, dict[str, dict[str, Any]]]:
+    """Writes the lab ``name`` under ``root``, runs it once quickly (run_quick: nothing left
+    behind) and returns (run directory, each scenario's record by name). A complete run
+    judged invalid (exit 1: a loaded host) still returns: the callers' checks hold on it."""
+    lab = write_lab(root / "labs", name, topology, experiment)
+    rc, summary = run_quick(lab, root / "results")
+    assert rc in (0, 1), rc
+    run_dir = sorted((root / "results" / name).glob("2*/summary.json"))[-1].parent
+    return run_dir, by_name(summary)
+
+
+def run_scenario(root: Path, name: str, topology: dict[str, Any], experiment: dict[str, Any],
+                 scenario: str) -> tuple[Path, dict[str, Any]]:
+    """run_once, and ``scenario``'s record alone."""
+    run_dir, recs = run_once(root, name, topology, experiment)
+    return run_dir, recs[scenario]
+
+
+def rep_of(run: tuple[Path, dict[str, dict[str, Any]]], scenario: str) -> tuple[Path, dict[str, Any]]:
+    """(repetition directory, its rep.json) of ``scenario`` in a run_once result."""
+    run_dir, recs = run
+    rep = run_dir / recs[scenario]["dir"]
+    return rep, json.loads((rep / "rep.json").read_text())
+
+
+def nstat(rec: dict[str, Any], node: str, counter: str) -> int:
+    """A counter's delta over the traffic on ``node`` in a repetition's record (0: absent)."""
+    return int(rec["probes"]["nstat"].get(node, {}).get(counter, 0))
+
+
+def tshark_fields(pcap: Path, *fields: str, where: str) -> list[list[str]]:
+    """Each packet of ``pcap`` matching the display filter ``where``: its ``fields``."""
+    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
+    return [line.split("\t") for line in out.splitlines() if line.strip()]
+
+
 REPO = Path(__file__).resolve().parents[2]
 
 #: client - router - server, one link each side (the trace-link tests' line)

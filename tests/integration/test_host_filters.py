@@ -19,13 +19,12 @@ fails, which run_quick asserts.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .labkit import by_name, run_quick, write_lab
+from .labkit import nstat, rep_of, run_once, tshark_fields
 
 pytestmark = pytest.mark.netns
 
@@ -63,63 +62,45 @@ EXP = {
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("hostfilters")
-    lab = write_lab(root / "labs", "hostfilters", TOPO, EXP)
-    rc, summary = run_quick(lab, root / "results")
-    assert rc in (0, 1), rc  # 1: complete but judged invalid (a loaded host); the checks below still hold
-    run_dir = sorted((root / "results" / "hostfilters").glob("2*/summary.json"))[-1].parent
-    return run_dir, by_name(summary)
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]]]:
+    return run_once(tmp_path_factory.mktemp("hostfilters"), "hostfilters", TOPO, EXP)
 
 
-def _rep(run: tuple[Path, dict[str, Any]], name: str) -> tuple[Path, dict[str, Any]]:
-    run_dir, recs = run
-    rep = run_dir / recs[name]["dir"]
-    return rep, json.loads((rep / "rep.json").read_text())
 
-
-def _nstat(rec: dict[str, Any], node: str, counter: str) -> int:
-    return int(rec["probes"]["nstat"].get(node, {}).get(counter, 0))
-
-
-def _tshark(pcap: Path, *fields: str, where: str) -> list[list[str]]:
-    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
 def test_dropped_echoes_make_the_server_announce_again(run: tuple[Path, dict[str, Any]]) -> None:
-    rep, rec = _rep(run, "add-addr-dropped")
-    assert _nstat(rec, "server", "MPTcpExtAddAddrTx") >= 2, rec["probes"]["nstat"]
-    assert _nstat(rec, "client", "MPTcpExtAddAddr") >= 2
-    assert _nstat(rec, "client", "MPTcpExtEchoAddTx") >= 2  # echoed each time, and each echo dropped
-    assert _nstat(rec, "server", "MPTcpExtEchoAdd") == 0
-    assert rec["middlebox"]["client"] == _nstat(rec, "client", "MPTcpExtEchoAddTx")
+    rep, rec = rep_of(run, "add-addr-dropped")
+    assert nstat(rec, "server", "MPTcpExtAddAddrTx") >= 2, rec["probes"]["nstat"]
+    assert nstat(rec, "client", "MPTcpExtAddAddr") >= 2
+    assert nstat(rec, "client", "MPTcpExtEchoAddTx") >= 2  # echoed each time, and each echo dropped
+    assert nstat(rec, "server", "MPTcpExtEchoAdd") == 0
+    assert rec["middlebox"]["client"] == nstat(rec, "client", "MPTcpExtEchoAddTx")
     # the announced address is still used: the join to 10.36.2.1 forms
-    assert _nstat(rec, "server", "MPTcpExtMPJoinAckRx") == 1
+    assert nstat(rec, "server", "MPTcpExtMPJoinAckRx") == 1
     # and the capture at the server: ADD_ADDR (subtype 3) sent at least twice, no echo arrives
-    adds = _tshark(rep / "capture-server-eth1.pcap", "ip.src", where="tcp.options.mptcp.subtype == 3")
+    adds = tshark_fields(rep / "capture-server-eth1.pcap", "ip.src", where="tcp.options.mptcp.subtype == 3")
     assert sum(1 for (src,) in adds if src == "10.36.1.1") >= 2, adds
     assert not any(src == "10.36.1.2" for (src,) in adds), adds
 
 
 def test_a_rejected_source_makes_no_join(run: tuple[Path, dict[str, Any]]) -> None:
-    rep, rec = _rep(run, "source-rejected")
-    assert _nstat(rec, "client", "MPTcpExtMPJoinSynTx") >= 1  # the join was tried
-    assert _nstat(rec, "server", "MPTcpExtMPJoinSynRx") == 0  # and never reached the server's TCP
-    assert _nstat(rec, "client", "MPTcpExtMPJoinSynAckRx") == 0
+    rep, rec = rep_of(run, "source-rejected")
+    assert nstat(rec, "client", "MPTcpExtMPJoinSynTx") >= 1  # the join was tried
+    assert nstat(rec, "server", "MPTcpExtMPJoinSynRx") == 0  # and never reached the server's TCP
+    assert nstat(rec, "client", "MPTcpExtMPJoinSynAckRx") == 0
     assert rec["middlebox"]["server"] >= 1
     pcaps = sorted(rep.glob("capture-server-eth*.pcap"))
     assert pcaps, sorted(p.name for p in rep.iterdir())
     # ICMP errors quote the SYN: their inner header would match too
     syn_from = "!icmp && ip.src == 10.36.2.2 && tcp.flags.syn == 1"
-    syns = [r for p in pcaps for r in _tshark(p, "tcp.flags.ack", where=syn_from)]
+    syns = [r for p in pcaps for r in tshark_fields(p, "tcp.flags.ack", where=syn_from)]
     assert syns, "no SYN from the rejected source in the capture: the filter proved nothing"
     syn_to = "!icmp && ip.dst == 10.36.2.2 && tcp.flags.syn == 1"
-    answers = [r for p in pcaps for r in _tshark(p, "ip.src", where=syn_to)]
+    answers = [r for p in pcaps for r in tshark_fields(p, "ip.src", where=syn_to)]
     assert answers == []
     # each answered by the server's ICMP port unreachable (iptables REJECT's default)
-    unreach = [r for p in pcaps for r in _tshark(p, "ip.src", where="icmp.type == 3 && icmp.code == 3")]
+    unreach = [r for p in pcaps for r in tshark_fields(p, "ip.src", where="icmp.type == 3 && icmp.code == 3")]
     assert len(unreach) >= 1
     # the transfer itself goes on over the first subflow
     client = json.loads((rep / "transfer-main.client.json").read_text())

@@ -14,13 +14,12 @@ namespaces (unique per run) even when the traffic fails, which run_quick asserts
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .labkit import by_name, rep_record, run_quick, write_lab
+from .labkit import rep_record, run_once, tshark_fields
 
 pytestmark = pytest.mark.netns
 
@@ -53,26 +52,16 @@ EXP = {
 
 
 @pytest.fixture(scope="module")
-def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("transferdir")
-    lab = write_lab(root / "labs", "transferdir", TOPO, EXP)
-    rc, summary = run_quick(lab, root / "results")
-    assert rc in (0, 1), rc  # 1: complete but judged invalid (a loaded host); the checks below still hold
-    run_dir = sorted((root / "results" / "transferdir").glob("2*/summary.json"))[-1].parent
-    return run_dir, by_name(summary)
+def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, dict[str, Any]]]:
+    return run_once(tmp_path_factory.mktemp("transferdir"), "transferdir", TOPO, EXP)
 
-
-def _tshark(pcap: Path, *fields: str, where: str) -> list[list[str]]:
-    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
 def _payload(run_dir: Path, r: dict[str, Any]) -> tuple[int, int]:
     """TCP payload bytes client -> server and server -> client in the capture."""
     pcap = run_dir / r["dir"] / "capture-server-eth1.pcap"
-    up = sum(int(x[0]) for x in _tshark(pcap, "tcp.len", where=f"tcp.len > 0 && tcp.dstport == {PORT}"))
-    down = sum(int(x[0]) for x in _tshark(pcap, "tcp.len", where=f"tcp.len > 0 && tcp.srcport == {PORT}"))
+    up = sum(int(x[0]) for x in tshark_fields(pcap, "tcp.len", where=f"tcp.len > 0 && tcp.dstport == {PORT}"))
+    down = sum(int(x[0]) for x in tshark_fields(pcap, "tcp.len", where=f"tcp.len > 0 && tcp.srcport == {PORT}"))
     return up, down
 
 
@@ -100,7 +89,7 @@ def test_fastclose_shows_mp_fastclose_from_the_client_and_its_counter(run: tuple
     r = recs["fastclose"]
     pcap = run_dir / r["dir"] / "capture-server-eth1.pcap"
     # MP_FASTCLOSE is MPTCP option subtype 7 (RFC 8684 section 3.5), here from the client's port
-    fast = _tshark(pcap, "tcp.srcport", "tcp.dstport", where="tcp.options.mptcp.subtype == 7")
+    fast = tshark_fields(pcap, "tcp.srcport", "tcp.dstport", where="tcp.options.mptcp.subtype == 7")
     assert fast and all(int(dst) == PORT for _, dst in fast), fast
     rep = rep_record(run_dir, "fastclose")
     nstat = rep["probes"]["nstat"]

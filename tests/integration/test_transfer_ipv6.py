@@ -17,14 +17,13 @@ One quick run, one scenario, a 3 MB transfer (about 2 s); the engine removes its
 from __future__ import annotations
 
 import json
-import subprocess
 from ipaddress import ip_address
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .labkit import by_name, on_path, run_quick, write_lab
+from .labkit import on_path, run_scenario, tshark_fields
 
 pytestmark = pytest.mark.netns
 
@@ -55,18 +54,8 @@ EXP = {
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("transfer6")
-    lab = write_lab(root / "labs", "transfer6", TOPO, EXP)
-    rc, summary = run_quick(lab, root / "results")
-    assert rc in (0, 1), rc  # 1: complete but judged invalid (a loaded host); the checks below still hold
-    run_dir = sorted((root / "results" / "transfer6").glob("2*/summary.json"))[-1].parent
-    return run_dir, by_name(summary)["v6-transfer"]
+    return run_scenario(tmp_path_factory.mktemp("transfer6"), "transfer6", TOPO, EXP, "v6-transfer")
 
-
-def _tshark(pcap: Path, *fields: str, where: str) -> list[list[str]]:
-    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
 def test_the_transfer_arrived_intact_over_mptcp(run: tuple[Path, dict[str, Any]]) -> None:
@@ -99,9 +88,10 @@ def test_the_capture_itself_shows_mp_capable_mp_join_and_data_per_path(run: tupl
     a, b = rep / "capture-client-eth1.pcap", rep / "capture-client-eth2.pcap"
     # MPTCP option subtypes: 0 MP_CAPABLE, 1 MP_JOIN; SYN without ACK = the client's opening
     syn = "tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.options.mptcp.subtype == {}"
-    assert _tshark(a, "ipv6.src", where=syn.format(0)), "no MP_CAPABLE SYN on path A"
-    assert _tshark(b, "ipv6.src", where=syn.format(1)), "no MP_JOIN SYN on path B"
+    assert tshark_fields(a, "ipv6.src", where=syn.format(0)), "no MP_CAPABLE SYN on path A"
+    assert tshark_fields(b, "ipv6.src", where=syn.format(1)), "no MP_JOIN SYN on path B"
     for pcap in (a, b):
-        sent = sum(int(x[0]) for x in _tshark(pcap, "tcp.len", where="ipv6 && tcp.len > 0 && tcp.dstport == 7100"))
+        data = tshark_fields(pcap, "tcp.len", where="ipv6 && tcp.len > 0 && tcp.dstport == 7100")
+        sent = sum(int(x[0]) for x in data)
         assert sent > 100_000, (pcap.name, sent)
-        assert _tshark(pcap, "ip.src", where="ip") == [], f"IPv4 packets in {pcap.name}"
+        assert tshark_fields(pcap, "ip.src", where="ip") == [], f"IPv4 packets in {pcap.name}"

@@ -20,13 +20,12 @@ One quick run, one scenario, a 3 MB transfer (about 2 s); the engine removes its
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .labkit import by_name, on_path, run_quick, write_lab
+from .labkit import on_path, run_scenario, tshark_fields
 
 pytestmark = pytest.mark.netns
 
@@ -56,18 +55,8 @@ EXP = {
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("v4mapped")
-    lab = write_lab(root / "labs", "v4mapped", TOPO, EXP)
-    rc, summary = run_quick(lab, root / "results")
-    assert rc in (0, 1), rc  # 1: complete but judged invalid (a loaded host); the checks below still hold
-    run_dir = sorted((root / "results" / "v4mapped").glob("2*/summary.json"))[-1].parent
-    return run_dir, by_name(summary)["mapped"]
+    return run_scenario(tmp_path_factory.mktemp("v4mapped"), "v4mapped", TOPO, EXP, "mapped")
 
-
-def _tshark(pcap: Path, *fields: str, where: str) -> list[list[str]]:
-    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=60, check=True).stdout
-    return [line.split("\t") for line in out.splitlines() if line.strip()]
 
 
 def test_the_commands_keep_the_mapped_literals(run: tuple[Path, dict[str, Any]]) -> None:
@@ -85,19 +74,20 @@ def test_mptcp_was_negotiated_on_ipv4_and_the_announced_address_carried_data(
     a, b = rep / "capture-client-eth1.pcap", rep / "capture-client-eth2.pcap"
     # MPTCP option subtypes: 0 MP_CAPABLE, 1 MP_JOIN, 3 ADD_ADDR; SYN without ACK = the client's opening
     syn = "ip && tcp.flags.syn == 1 && tcp.flags.ack == 0 && tcp.options.mptcp.subtype == {}"
-    assert _tshark(a, "ip.src", "ip.dst", where=syn.format(0)) == [[ADDR["client:eth1"], ADDR["server:eth1"]]]
+    assert tshark_fields(a, "ip.src", "ip.dst", where=syn.format(0)) == [[ADDR["client:eth1"], ADDR["server:eth1"]]]
     # the server's ADD_ADDR (echo 0): 6.18 sends the endpoint as given, an IPv6 ADD_ADDR of
     # ::ffff:10.0.2.1 (28 bytes), inside an IPv4 packet; an IPv4 ADD_ADDR would do as well
-    announced = _tshark(a, "tcp.options.mptcp.ipv4", "tcp.options.mptcp.ipv6",
+    announced = tshark_fields(a, "tcp.options.mptcp.ipv4", "tcp.options.mptcp.ipv6",
                         where=f"ip.src == {ADDR['server:eth1']} && tcp.options.mptcp.subtype == 3")
     assert announced and all(set(row) - {""} <= {ADDR["server:eth2"], "::ffff:10.0.2.1"} and set(row) != {""}
                              for row in announced), announced
-    joins = _tshark(b, "ip.src", "ip.dst", where=syn.format(1))
+    joins = tshark_fields(b, "ip.src", "ip.dst", where=syn.format(1))
     assert joins and set(map(tuple, joins)) == {(ADDR["client:eth2"], ADDR["server:eth2"])}, joins
     for pcap, path in ((a, "A"), (b, "B")):
-        sent = sum(int(x[0]) for x in _tshark(pcap, "tcp.len", where=f"ip && tcp.len > 0 && tcp.dstport == {PORT}"))
+        data = tshark_fields(pcap, "tcp.len", where=f"ip && tcp.len > 0 && tcp.dstport == {PORT}")
+        sent = sum(int(x[0]) for x in data)
         assert sent > 300_000, (path, sent)
-        assert _tshark(pcap, "ipv6.src", where="ipv6") == [], f"IPv6 packets in {pcap.name}"
+        assert tshark_fields(pcap, "ipv6.src", where="ipv6") == [], f"IPv6 packets in {pcap.name}"
 
 
 def test_the_result_calls_it_verified_and_the_transfer_intact(run: tuple[Path, dict[str, Any]]) -> None:

@@ -24,8 +24,8 @@ from mptcplab.emulation.nfqueue import NfqueueEmulator
 from mptcplab.lab.events import ControllerSpec, EndpointFlags
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
-from mptcplab.timeline.actions import ActionEnv, Resolved
 from mptcplab.timeline.controller import ControllerThread
+from mptcplab.timeline.env import ActionEnv, Resolved
 from mptcplab.timeline.record import COLUMNS, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
 from mptcplab.tools.ss import SubflowSample, busiest_connection, parse_ss

@@ -20,7 +20,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import Network, build_network
 from mptcplab.net.mptcp import endpoint_dev, mptcp_cmds
-from mptcplab.timeline.actions import ActionEnv, endpoint_cmds
+from mptcplab.timeline.endpoint_actions import endpoint_cmds
+from mptcplab.timeline.env import ActionEnv
 
 REPO = Path(__file__).resolve().parents[2]
 

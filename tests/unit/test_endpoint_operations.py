@@ -18,7 +18,8 @@ from mptcplab.lab.events import Event as LabEvent
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.record.model import Event
-from mptcplab.timeline.actions import ActionEnv, resolve, subject
+from mptcplab.timeline.actions import resolve, subject
+from mptcplab.timeline.env import ActionEnv
 
 REPO = Path(__file__).resolve().parents[2]
 BASE = REPO / "tests" / "data" / "bad-labs" / "_base"

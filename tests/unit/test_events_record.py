@@ -17,7 +17,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.record.events import read_events
 from mptcplab.record.model import EVENT_COLUMNS, EVENT_TYPED_COLUMNS, Event, ResultsFormatError
-from mptcplab.timeline.actions import ActionEnv, Resolved, resolve
+from mptcplab.timeline.actions import resolve
+from mptcplab.timeline.env import ActionEnv, Resolved
 from mptcplab.timeline.record import record, write_events
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"

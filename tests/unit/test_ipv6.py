@@ -29,7 +29,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network, path_reaches
 from mptcplab.net.plan import build_plan
 from mptcplab.record.model import Event
-from mptcplab.timeline.actions import ActionEnv, endpoint_cmds
+from mptcplab.timeline.endpoint_actions import endpoint_cmds
+from mptcplab.timeline.env import ActionEnv
 from mptcplab.values.fields import address_ref, is_endpoint_ref
 
 #: client:eth1 and client:eth2 through one router r to server:eth1 (links 0, 1, 2)

@@ -20,7 +20,8 @@ from mptcplab.lab.events import LinkDown, LinkUp
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.record.model import Event as Recorded
-from mptcplab.timeline.actions import ActionEnv, resolve, subject
+from mptcplab.timeline.actions import resolve, subject
+from mptcplab.timeline.env import ActionEnv
 
 
 @pytest.fixture(scope="module")

@@ -20,7 +20,8 @@ from mptcplab.lab.events import FlowStart, LinkChange, LinkDown
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.record.model import Event as Recorded
-from mptcplab.timeline.actions import ActionEnv, Resolved, check_timelines, resolve, resolve_timeline
+from mptcplab.timeline.actions import check_timelines, resolve, resolve_timeline
+from mptcplab.timeline.env import ActionEnv, Resolved
 from mptcplab.timeline.record import add_capture_time, write_events
 from mptcplab.timeline.scheduler import Outcome, Scheduler
 

@@ -26,7 +26,8 @@ from mptcplab.lab.events import Event, LinkChange
 from mptcplab.lab.loader import load_lab
 from mptcplab.lab.model import Lab
 from mptcplab.lab.network import build_network
-from mptcplab.timeline.actions import ActionEnv, check_timelines, resolve_timeline
+from mptcplab.timeline.actions import check_timelines, resolve_timeline
+from mptcplab.timeline.env import ActionEnv
 
 BASE = Path(__file__).resolve().parents[1] / "data" / "bad-labs" / "_base"
 EVENT: TypeAdapter[Any] = TypeAdapter(Event)

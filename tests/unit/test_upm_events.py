@@ -26,7 +26,8 @@ from mptcplab.lab.loader import load_lab
 from mptcplab.lab.network import build_network
 from mptcplab.net.mptcp import endpoint_id_of, parse_endpoints
 from mptcplab.timeline import upm_tool
-from mptcplab.timeline.actions import ActionEnv, fill, resolve, subject
+from mptcplab.timeline.actions import resolve, subject
+from mptcplab.timeline.env import ActionEnv, fill
 from mptcplab.timeline.scheduler import backend_executor
 from mptcplab.timeline.upm import LPORT, TOKEN, LookupFailed, MptcpToken, flow_connection
 

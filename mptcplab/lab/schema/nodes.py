@@ -41,6 +41,10 @@ class MptcpNode(Strict):
     endpoints: list[MptcpEndpoint] = []
     scheduler: KernelName | None = None
     path_manager: Literal["kernel", "userspace"] | None = None
+    listener: bool = Field(
+        default=True, description="with the userspace path manager: the engine runs its event listener "
+                                  "(`ip mptcp monitor`) in this node; false runs none, and the kernel then "
+                                  "refuses joins and echoes no ADD_ADDR (the selftests' cases without a daemon)")
 
 
 
