@@ -60,7 +60,11 @@ def test_the_run_checks_the_trace_replay(tmp_path: Path) -> None:
     assert "at most 5%" in by_q["trace_windows_out"]["tolerance"]
     assert entry["ok"] and by_name(summary)["main"]["calibration_ok"] is True, entry
     (replay,) = entry["trace_replays"]
-    assert replay["measured_in_this_rep"] and f"first {SPAN.rstrip('s')} s" in replay["check"], replay
+    # once per run: a repetition measured again (its first attempt disturbed by a loaded host,
+    # kept under failed/) reuses the check its first attempt made, and says so
+    retried = (run / "scenarios" / "main" / "failed").is_dir()
+    assert replay["measured_in_this_rep"] or retried, (replay, retried)
+    assert f"first {SPAN.rstrip('s')} s" in replay["check"], replay
 
 
 def test_a_wrong_expectation_is_out_of_tolerance(delayline: Path, tmp_path: Path) -> None:
