@@ -118,11 +118,6 @@ class Nullable:
     def filled(self, fill: int = 0) -> np.ndarray:
         return np.where(self.present, self.values, self.values.dtype.type(fill))
 
-    def as_float(self) -> np.ndarray:
-        """float64 with NaN where absent (exact for values below 2**53)."""
-        out = self.values.astype(np.float64)
-        out[~self.present] = np.nan
-        return out
 
 
 Column: TypeAlias = np.ndarray | Cat | Nullable

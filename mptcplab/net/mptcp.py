@@ -60,14 +60,14 @@ def netlink_endpoint_argv(addr: str, *, dev: str | None, eid: int | None, port: 
     [port P] FLAGS`` would send, as the kernel's MPTCP_PM_CMD_ADD_ADDR (the engine's
     Python, isolated; on containerlab the node's python3). The tool refuses, in one line,
     a flag this kernel is too old to act on."""
-    argv = [sys.executable, "-I", str(ENDPOINT_TOOL), "endpoint-add", "--address", addr]
-    if dev is not None:
-        argv += ["--dev", dev]
-    if eid is not None:
-        argv += ["--id", str(eid)]
-    if port is not None:
-        argv += ["--port", str(port)]
-    return (*argv, "--flags", ",".join(flags))
+    opts = _options(("--dev", dev), ("--id", eid), ("--port", port))
+    return (sys.executable, "-I", str(ENDPOINT_TOOL), "endpoint-add", "--address", addr, *opts, "--flags",
+            ",".join(flags))
+
+
+def _options(*pairs: tuple[str, str | int | None]) -> tuple[str, ...]:
+    """``name value`` for each pair whose value is given, in order."""
+    return tuple(a for name, v in pairs if v is not None for a in (name, str(v)))
 
 
 def endpoint_add_argv(addr: str, *, dev: str | None, eid: int | None, port: int | None,
@@ -77,14 +77,7 @@ def endpoint_add_argv(addr: str, *, dev: str | None, eid: int | None, port: int 
     maker for the node's endpoints at set-up and the timeline's endpoint_add."""
     if needs_netlink(flags):
         return netlink_endpoint_argv(addr, dev=dev, eid=eid, port=port, flags=flags)
-    argv = ["ip", "mptcp", "endpoint", "add", addr]
-    if dev is not None:
-        argv += ["dev", dev]
-    if port is not None:
-        argv += ["port", str(port)]
-    if eid is not None:
-        argv += ["id", str(eid)]
-    return (*argv, *flags)
+    return ("ip", "mptcp", "endpoint", "add", addr, *_options(("dev", dev), ("port", port), ("id", eid)), *flags)
 
 
 def mptcp_cmds(body: ExperimentBody, net: Network, name: str) -> list[Cmd]:

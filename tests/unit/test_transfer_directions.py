@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+from labfiles import selftests_with_flow
 from toolkit import free_port, listening
 
 from mptcplab.cli import main
@@ -76,19 +76,7 @@ def test_both_sides_get_direction_rate_and_fastclose() -> None:
 
 
 def _lab(tmp_path: Path, flow: dict[str, Any]) -> Path:
-    """labs/selftests with its base flow changed and one scenario (no finding)."""
-    import shutil
-    lab = tmp_path / "lab"
-    shutil.copytree(LAB, lab)
-    exp = yaml.safe_load((lab / "experiment.yml").read_text())
-    exp["traffic"]["flows"]["main"].update(flow)
-    exp["scenarios"] = [{"name": "base", "description": "the base flow"}]
-    exp.pop("subsets", None)
-    (lab / "experiment.yml").write_text(yaml.safe_dump(exp, sort_keys=False))
-    pub = yaml.safe_load((lab / "published.yml").read_text())
-    pub["findings"] = []
-    (lab / "published.yml").write_text(yaml.safe_dump(pub, sort_keys=False))
-    return lab
+    return selftests_with_flow(tmp_path, flow)
 
 
 @pytest.mark.parametrize("flow, field, problem", [

@@ -5,7 +5,6 @@ names one address; ``server_bind`` checked at load time (one line, exit 2)."""
 from __future__ import annotations
 
 import json
-import shutil
 import socket
 import subprocess
 import sys
@@ -16,6 +15,7 @@ from typing import Any
 
 import pytest
 import yaml
+from labfiles import selftests_with_flow
 from toolkit import free_port, listening
 
 from mptcplab.cli import main
@@ -141,21 +141,7 @@ def test_argv_family_and_bind() -> None:
 
 
 def _lab(tmp_path: Path, flow: dict[str, Any], v6: bool = True) -> Path:
-    """labs/selftests with its base flow changed and no scenario (and no finding)."""
-    lab = tmp_path / "lab"
-    shutil.copytree(LAB, lab)
-    exp = yaml.safe_load((lab / "experiment.yml").read_text())
-    exp["traffic"]["flows"]["main"].update(flow)
-    exp["scenarios"] = [{"name": "base", "description": "the base flow"}]
-    exp.pop("subsets", None)
-    if v6:
-        exp["addressing"]["addresses6"] = {f"{n}:eth{i}": f"dead:beef:{i}::{1 if n == 'server' else 2}/64"
-                                           for i in range(1, 5) for n in ("server", "client")}
-    (lab / "experiment.yml").write_text(yaml.safe_dump(exp, sort_keys=False))
-    pub = yaml.safe_load((lab / "published.yml").read_text())
-    pub["findings"] = []
-    (lab / "published.yml").write_text(yaml.safe_dump(pub, sort_keys=False))
-    return lab
+    return selftests_with_flow(tmp_path, flow, v6)
 
 
 def test_a_good_server_bind_loads(tmp_path: Path) -> None:
