@@ -1,6 +1,13 @@
 """What a finding may require of the kernel it runs on (published.yml ``requires``), and
-whether a kernel has it: a release range (``kernel: ">=6.1,<6.7"``) or one of the project's
-kernel patches (``kernel_patch: mptcp-pmtu-probing``, images/kernel/patches/).
+whether a kernel has it: a release range (``kernel: ">=6.1,<6.7"``), one of the project's
+kernel patches (``kernel_patch: mptcp-pmtu-probing``, images/kernel/patches/), or kernel
+symbols it must have or lack (``kallsyms: [mptcp_pm_get_endp_laminar_max]``,
+``kallsyms_absent: ["T mptcp_subflow_send_ack"]``): mptcp_join.sh's own guards
+(``continue_if mptcp_lib_kallsyms_has``), which follow a feature into the stable kernels it
+was backported to where a release range would not.
+
+Which symbols a kernel has is read from /proc/kallsyms (kallsyms(), recorded by every run
+in manifest.json ``kernel_symbols``, for the names the lab's findings require).
 
 Whether the running kernel carries a patch is read from what the kernel exposes (detect(),
 recorded by every run in manifest.json ``kernel_patches``): its release, since the project's
@@ -13,7 +20,7 @@ from __future__ import annotations
 
 import operator
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,6 +75,53 @@ def in_range(release: str, spec: str) -> bool | None:
     if v is None:
         return None
     return all(_OPS[op](v[:len(want)], want) for op, want in parse_range(spec))
+
+
+_SYMBOL = re.compile(r"^(?:(?P<type>[A-Za-z]) )?(?P<name>[A-Za-z_][A-Za-z0-9_.$]*)$")
+KALLSYMS = "/proc/kallsyms"
+
+
+def parse_symbol(spec: str) -> tuple[str | None, str]:
+    """"T mptcp_subflow_send_ack" -> ("T", name); "name" -> (None, name): a symbol with an
+    optional type letter (nm's: T text, t local text, D data ...), as mptcp_lib.sh's
+    ``mptcp_lib_kallsyms_has "T name$"`` greps. ValueError names the bad spec."""
+    m = _SYMBOL.match(spec.strip())
+    if not m:
+        raise ValueError(f"{spec!r}: a kernel symbol name, optionally after its type letter ('T name')")
+    return m["type"], m["name"]
+
+
+def kallsyms(names: Collection[str], path: str = KALLSYMS) -> dict[str, str | None] | None:
+    """Per symbol name: its type letters in the running kernel ("T"; "tT" when a local and a
+    global symbol share the name), None when it has no such symbol; None for the whole when
+    /proc/kallsyms cannot be read. Module symbols count (mptcp is built in, but a lab may
+    name a module's)."""
+    want = set(names)
+    if not want:
+        return {}
+    found: dict[str, str | None] = dict.fromkeys(want)
+    try:
+        with open(path, errors="replace") as f:
+            for line in f:
+                parts = line.split()
+                if len(parts) >= 3 and parts[2] in want:
+                    have = found[parts[2]] or ""
+                    if parts[1] not in have:
+                        found[parts[2]] = "".join(sorted(have + parts[1]))
+    except OSError:
+        return None
+    return found
+
+
+def has_symbol(spec: str, table: Mapping[str, str | None]) -> bool | None:
+    """Whether the kernel of ``table`` (kallsyms()) has the symbol (of the type, when the spec
+    names one; its case too, since nm's lower case is a local symbol); None when the table
+    does not say (the name was not read)."""
+    typ, name = parse_symbol(spec)
+    if name not in table:
+        return None
+    have = table[name]
+    return have is not None and (typ is None or typ in have)
 
 
 def detect(release: str, kernel_log: str | None) -> list[dict[str, Any]]:

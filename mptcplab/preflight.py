@@ -36,6 +36,7 @@ from .middlebox import rewrite
 from .probes.registry import REGISTRY as PROBES
 from .probes.registry import enabled as enabled_probes
 from .record.counters import PROBE as COUNTER_PROBE
+from .timeline.upm_tool import flag_problem
 from .traffic.kinds import KINDS
 
 PROC_SYS = Path("/proc/sys")
@@ -178,6 +179,15 @@ def _scenario_checks(file: str, sc: ScenarioRun, facts: HostFacts) -> Iterable[P
         if mp and mp.path_manager and facts.sysctls is not None and "net.mptcp.pm_type" not in facts.sysctls:
             yield LabInputError(file, f"nodes.{name}.mptcp.path_manager",
                                 f"this kernel has no net.mptcp.pm_type to choose a path manager with{tag}")
+        for j, ep in enumerate(mp.endpoints if mp else []):
+            why = flag_problem(",".join(ep.flags), facts.release) if facts.release else None
+            if why:
+                yield LabInputError(file, f"nodes.{name}.mptcp.endpoints[{j}].flags", why + tag)
+    for j, ev in enumerate(body.traffic.events):
+        flags = getattr(ev, "flags", None)
+        why = flag_problem(",".join(flags), facts.release) if isinstance(flags, list) and facts.release else None
+        if why:
+            yield LabInputError(file, f"traffic.events[{j}].flags", why + tag)
     if facts.sysctls is not None:
         for fld, key in keyed:
             if sysctl_lookup_name(key) not in facts.sysctls:

@@ -211,10 +211,14 @@ def merge_runs(campaign: str, lab: str, target: str, target_rec: dict[str, Any],
                      f"but its runs ran on {', '.join(map(str, fp['kernels']))}")
     # the patches of the first run's kernel, as its release; unknown when the runs disagree
     patches = fp["kernel_patches"][0] if len(fp["kernel_patches"]) == 1 else None
+    # the symbols the findings require, as every round read them; unknown when they disagree
+    symbols = runs[0].manifest.kernel_symbols
+    if any(r.manifest.kernel_symbols != symbols for r in runs):
+        symbols = None
     s = build_summary_model(lab, f"campaign:{campaign}:{target}", str(fp["kernels"][0]), True,
                             all(r.summary.quick for r in runs), reps, pub, invalid,
                             runs[0].manifest.platform or {}, timing, repetitions_per_scenario=n,
-                            kernel_patches=patches)
+                            kernel_patches=patches, kernel_symbols=symbols)
     s = s.model_copy(update={"dropped": [*sel.dropped, *sel.surplus]})
     return Column(lab, target, s, fp, notes, merged_manifest(s.run_id, runs))
 

@@ -69,6 +69,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     from ..preflight import check as preflight
     from ..preflight import reachability
     from ..run import RunOptions, dry_run, repetitions, run_lab, select_scenarios
+    from ..run.kernelgate import gate, running_kernel
     from ..timeline.actions import check_timelines
     from ..walltime import estimate
 
@@ -82,6 +83,12 @@ def cmd_run(a: argparse.Namespace) -> int:
                                   results_root=a.results, calibrate=not a.no_calibrate,
                                   late_retries=a.late_retries)
     scenarios = select_scenarios(lab, opts.scenarios)
+    # a case the kernel cannot judge is not run (as mptcp_join.sh's continue_if skips it)
+    kgate = gate(lab, scenarios, running_kernel(lab))
+    opts.not_on_this_kernel, scenarios = kgate.left, kgate.run
+    if not scenarios:
+        raise HostNotReady(f"lab {lab.name}: every scenario selected needs what this kernel lacks: "
+                           + "; ".join(kgate.lines()))
     # what only the host can answer, before anything is created (dry runs included)
     preflight(lab, scenarios, results_root=a.results, dry_run=a.dry_run)
     backend = backends.resolve(a.backend, a.dry_run)
@@ -97,7 +104,8 @@ def cmd_run(a: argparse.Namespace) -> int:
     est = estimate(lab, scenarios, lambda sc: repetitions(lab, opts, sc), opts.quick, a.results, opts.calibrate)
     opts.estimate = est.record()
     check_timelines(lab.topology, scenarios, emulator, str(lab.path / "experiment.yml"))  # before anything runs
-    notes = [*reach.lines, est.line(), *(opts.subset.lines(lab, [s.name for s in scenarios]) if opts.subset else [])]
+    notes = [*kgate.lines(), *reach.lines, est.line(),
+             *(opts.subset.lines(lab, [s.name for s in scenarios]) if opts.subset else [])]
     if a.dry_run:
         dry_run(lab, emulator, opts, emulation_forced=a.emulation is not None, notes=notes)
         return 0

@@ -59,6 +59,13 @@ class Controller(ABC):
     def name(self) -> str:
         return self.spec.name
 
+    @classmethod
+    def planned_actions(cls, spec: ControllerSpec) -> list[Event]:
+        """The actions the controller may take whose references (node, flow, addresses) are
+        known from its params: the loader checks them as it checks the timeline's events, so
+        a wrong name fails the lab before anything runs. None by default."""
+        return []
+
     def trace(self) -> list[dict[str, Any]]:
         """What the controller saw and computed at each step, one dict per row, written
         as controller-<name>-<node>.csv at the end of the repetition; none by default."""

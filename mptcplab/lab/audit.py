@@ -58,7 +58,7 @@ def _finding_rows(findings: Sequence[Finding], extremes: dict[str, str]) -> list
             # the claim and its statistic in words are the kind's own (mptcplab/checks/)
             checks.append(f"{e.claim(f.scenario)}: {e.audit_statistic(f.scenario, extremes)}")
             sources.append(str(e.source) if e.source is not None else "**missing**")
-        req = f" (requires {f.requires.kernel_patch or f.requires.kernel})" if f.requires else ""
+        req = f" (requires {f.requires.text()})" if f.requires else ""
         rows.append(f"| `{f.id}`{req} | {_esc(f.statement)} ({_esc(f.where)}) | {_esc('; and '.join(checks))} | "
                     f"{_esc('; '.join(sources))} | {_esc(f.fails_if or '**missing**')} |")
     return rows

@@ -100,7 +100,7 @@ def _check_upm(body: ExperimentBody, eps: set[str], ev: UpmEvent, where: str, fa
             fail(f"{where}.{field}", f"{ref!r} is not an interface of {owner}")
 
 
-def check_controllers(body: ExperimentBody, fail: Fail) -> None:
+def check_controllers(body: ExperimentBody, fail: Fail, eps: set[str] | None = None) -> None:
     # the controllers are plug-ins above the lab schema (mptcplab/plugins.py)
     controllers = plugins.registry("controllers")
     for k, spec in enumerate(body.controllers):
@@ -118,3 +118,13 @@ def check_controllers(body: ExperimentBody, fail: Fail) -> None:
             err = e.errors()[0]
             loc = ".".join(str(x) for x in err["loc"])
             fail(f"{where}.params" + (f".{loc}" if loc else ""), err["msg"].removeprefix("Value error, "))
+            continue
+        # the upm_* actions its params name, checked as a timeline event's (flow, node, addresses)
+        ours = f"{where}.params"
+
+        def on_params(field: str, problem: str, ours: str = ours, where: str = where) -> None:
+            fail(f"{where}.node" if field == f"{ours}.node" else field, problem)
+
+        for ev in cls.planned_actions(spec):
+            if eps is not None and isinstance(ev, UPM_ACTIONS):
+                _check_upm(body, eps, ev, ours, on_params)

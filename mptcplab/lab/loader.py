@@ -307,7 +307,7 @@ def check_references(body: ExperimentBody, topo: ClabTopology, file: Path, prefi
     if len(set(ports)) != len(ports):
         fail("traffic.flows", "two flows use the same server and port")
     check_events(body, eps, fail)
-    check_controllers(body, fail)
+    check_controllers(body, fail, eps)
     check_listeners(body, fail)
     points: dict[str, int] = {}
     for k, cp in enumerate(body.capture):

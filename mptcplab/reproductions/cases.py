@@ -39,10 +39,13 @@ def _off(f: FindingRow) -> list[CheckStat]:
     return [c for c in f.checks if not c.skipped and c.verdict in ("does not hold", "inconclusive")]
 
 
-def cell(f: FindingRow | None) -> str:
-    """"pass", "pass (9 skipped)", "**fail**: MPJoinSynRx@server 1→0", "n/a: <why>"."""
+def cell(f: FindingRow | None, left: bool = False) -> str:
+    """"pass", "pass (9 skipped)", "**fail**: MPJoinSynRx@server 1→0", "n/a: <why>"; "skip:
+    <why>" for a case the run ``left`` because this kernel lacks what it needs."""
     if f is None:
         return "not run"
+    if left:
+        return f"skip: {f.kernel_lacks or 'not on this kernel'}"
     skipped = len(f.skipped)
     if skipped and skipped == len(f.checks):
         return "n/a: not on this kernel"
@@ -59,23 +62,32 @@ def _label(r: Reproduction) -> str:
 
 
 def _ran(r: Reproduction) -> dict[str, FindingRow]:
-    """A run's findings by id, those of the scenarios it ran (a campaign of a subset of the
-    cases judges the others "scenario not run": no row for them)."""
-    ran = set(r.column.summary.scenario_order())
+    """A run's findings by id, those of the scenarios it ran and those this kernel cannot
+    judge (their cases are not run on it: run/kernelgate.py); a campaign of a subset of the
+    cases judges the others "scenario not run": no row for them."""
+    ran = set(r.column.summary.scenario_order()) | set(r.column.manifest.not_on_this_kernel)
     return {f.id: f for f in r.column.summary.findings if f.scenario is None or f.scenario in ran}
 
 
 def cross_table(runs: Sequence[Reproduction]) -> list[str]:
     """Case x target: one row per finding a run measured (in the lab's order), a cell per run."""
     by = [_ran(r) for r in runs]
+    left = [set(r.column.manifest.not_on_this_kernel) for r in runs]
     ids = list(dict.fromkeys(fid for b in by for fid in b))
     rows = []
     for fid in ids:
         first = next(b[fid] for b in by if fid in b)
-        rows.append([case_of(first)[0], *(cell(b.get(fid)) for b in by)])
-    counts = [", ".join(f"{sum(1 for f in b.values() if f.verdict == v)} {WORDS[v].strip('*')}" for v in WORDS)
-              for b in by]
+        rows.append([case_of(first)[0], *(cell(b.get(fid), (b[fid].scenario in out) if fid in b else False)
+                                          for b, out in zip(by, left, strict=True))])
+    counts = [", ".join([*(f"{sum(1 for f in b.values() if f.verdict == v and f.scenario not in out)} "
+                           f"{WORDS[v].strip('*')}" for v in WORDS),
+                         f"{sum(1 for f in b.values() if f.scenario in out)} skip"])
+              for b, out in zip(by, left, strict=True)]
     lines = [md_table(["case", *(_label(r) for r in runs)], [*rows, ["**in all**", *counts]]), ""]
+    if any(left):
+        lines += ["skip: the case needs what this kernel lacks (its finding's `requires`, mptcp_join.sh's own "
+                  "`continue_if` guard: a kernel symbol or a release); it is not run there, as the script "
+                  "skips it (mptcplab/run/kernelgate.py).", ""]
     notes = [n for r in runs if (n := skipped_note(_label(r), r.column.summary))]
     if notes:
         lines += ["Skipped: a counter this kernel does not have is neither a pass nor a fail (the kernel's own "

@@ -13,11 +13,11 @@ need another kernel (``requires``) is judged only on a kernel that has it, and e
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..checks.base import Judging
-from ..kernelreq import PATCHES, in_range
+from ..kernelreq import PATCHES, has_symbol, in_range
 from ..lab.schema import Check, Finding, Published, Requires
 from ..metricdecl import Select
 from ..record.model import CheckStat, FindingRow, Repetition, Verdict
@@ -37,11 +37,14 @@ def check(c: Check, default_scenario: str | None, reps: dict[str, list[Repetitio
 
 @dataclass(frozen=True)
 class KernelFacts:
-    """The kernel a run measured on: its release and the project's patches it carries
-    (None: not recorded, as in a run older than manifest.json's kernel_patches)."""
+    """The kernel a run measured on: its release, the project's patches it carries and the
+    symbols the lab's findings name (kernelreq.kallsyms: name -> type letters, None absent)
+    (None: not recorded, as in a run older than manifest.json's kernel_patches or
+    kernel_symbols)."""
 
     release: str | None = None
     patches: Collection[str] | None = None
+    symbols: Mapping[str, str | None] | None = None
 
 
 def unmet(req: Requires, kernel: KernelFacts) -> str | None:
@@ -61,7 +64,20 @@ def unmet(req: Requires, kernel: KernelFacts) -> str | None:
             return f"needs a kernel {req.kernel}; {this}" + (", not a version" if kernel.release else "")
         if not ok:
             return f"needs a kernel {req.kernel}; {this}"
+    for spec, want in [*((s, True) for s in req.kallsyms), *((s, False) for s in req.kallsyms_absent)]:
+        # not recorded (a run before manifest.json's kernel_symbols): judged, and the evidence says so
+        has = None if kernel.symbols is None else has_symbol(spec, kernel.symbols)
+        if has is not None and has != want:
+            needs = f"needs the kernel symbol {spec}" if want else f"needs a kernel without the symbol {spec}"
+            who = kernel.release or "this run's kernel"
+            return f"{needs}; {who} {'lacks' if want else 'has'} it"
     return None
+
+
+def unrecorded_symbols(req: Requires, kernel: KernelFacts) -> list[str]:
+    """The symbols ``req`` names that the run did not record (judged without them)."""
+    specs = [*req.kallsyms, *req.kallsyms_absent]
+    return [s for s in specs if kernel.symbols is None or has_symbol(s, kernel.symbols) is None]
 
 
 #: how a finding's checks combine ("and"): one failing check decides; an unmeasurable one
@@ -99,10 +115,12 @@ def evaluate(f: Finding, reps: dict[str, list[Repetition]], factor: float = 1.0,
     if f.requires is not None:
         why = unmet(f.requires, kernel or KernelFacts())
         if why:
-            return row.model_copy(update={"evidence": f"not measurable here: {why}"})
+            return row.model_copy(update={"evidence": f"not measurable here: {why}", "kernel_lacks": why})
         assert kernel is not None  # unmet() says "not recorded" without one
         patch = f" ({f.requires.kernel_patch})" if f.requires.kernel_patch else ""
         on = f"on {kernel.release or 'this kernel'}{patch}: "
+        if gone := unrecorded_symbols(f.requires, kernel):
+            on += f"whether it has {', '.join(gone)} is not recorded (judged without that requirement); "
     results = [check(e, f.scenario, reps, factor) for e in f.expectations]
     checks = [c for c, _ in results]
     evidence = "; and ".join(text for _, text in results)

@@ -83,6 +83,11 @@ def _header(summary: Summary, manifest: Manifest) -> list[str]:
                   "measures the kernel or reproduces (or contradicts) the paper's numbers.", ""]
     lines += [md_table(["", ""], [(k, v) for k, v in rows if v is not None]), ""]
     lines += _subset_note(manifest)
+    if manifest.not_on_this_kernel:
+        lines += [f"> **Not run on this kernel** ({len(manifest.not_on_this_kernel)} scenario(s)): every finding "
+                  "of each needs what this kernel lacks (published.yml `requires`), so it was left out, as "
+                  "mptcp_join.sh's `continue_if` skips such a case: "
+                  + "; ".join(f"`{n}`: {why}" for n, why in manifest.not_on_this_kernel.items()) + ".", ""]
     if summary.quick:
         lines += ["> **Quick mode.** One repetition with shortened transfers: there is no spread, "
                   "slow-start and PMTUD transients weigh more, and the numbers are for checking "

@@ -8,7 +8,7 @@ definition from aggregate.py.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,9 +63,11 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
                         cpu: dict[str, Any], timing_reasons: Iterable[str] = (),
                         repetitions_per_scenario: int | None = None, scale: float = 1.0,
                         run_warnings: Sequence[dict[str, Any] | Warning] = (),
-                        run_dir: Path | None = None, kernel_patches: Sequence[str] | None = None) -> Summary:
+                        run_dir: Path | None = None, kernel_patches: Sequence[str] | None = None,
+                        kernel_symbols: Mapping[str, str | None] | None = None) -> Summary:
     """cpu: what platform.cpu_emulation() found; on a software-emulated CPU the run is a functional check.
-    kernel_patches: the project's patches the kernel carries (None: not known).
+    kernel_patches: the project's patches the kernel carries (None: not known); kernel_symbols:
+    the symbols the findings require, as the run read them (None: not recorded).
 
     invalid_reasons make any run invalid (the evidence is wrong); timing_reasons (links out of
     tolerance, CPU-bound, delay line) make a measurement invalid, while a functional check,
@@ -77,6 +79,7 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
         invalid_reasons, timing = [*timing, *invalid_reasons], []
     reps = repetitions(records, run_dir)
     patches = None if kernel_patches is None else list(kernel_patches)
+    facts = findings.KernelFacts(kernel, patches, kernel_symbols)
     return Summary(
         lab=lab, run_id=run_id, kernel=kernel, kernel_patches=patches, complete=complete, quick=quick,
         run_kind=kind, run_kind_reason=why,
@@ -85,8 +88,8 @@ def build_summary_model(lab: str, run_id: str, kernel: str, complete: bool, quic
         published_source=(PublishedSource(id=pub.source.id, title=pub.source.title, kernel=pub.source.kernel)
                           if pub else None),
         scenarios=reps, aggregates=aggregates(reps), published=published_table(pub, reps, kernel, scale),
-        findings=findings_table(pub, reps, scale, findings.KernelFacts(kernel, patches)),
-        setup_checks=findings.findings_table(pub, reps, scale, findings.KernelFacts(kernel, patches), setup=True),
+        findings=findings_table(pub, reps, scale, facts),
+        setup_checks=findings.findings_table(pub, reps, scale, facts, setup=True),
         scale=scale,
         warnings=[w if isinstance(w, Warning) else Warning.model_validate(w) for w in run_warnings])
 

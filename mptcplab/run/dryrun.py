@@ -11,7 +11,7 @@ from ..lab.model import Lab
 from ..net.plan import build_plan
 from ..steps.base import Rep, RunContext
 from ..steps.base import render as render_steps
-from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
+from .options import RunOptions, repetitions, run_scenarios, uniform_repetitions
 from .rundir import run_dir_form
 from .sequence import Teardown, measurement_steps
 
@@ -24,7 +24,7 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
     line as comments."""
     backend_cls = backends.get(opts.backend)
     ctx = RunContext(lab, emulator, opts.quick, calibrate=opts.calibrate)
-    selected = select_scenarios(lab, opts.scenarios)
+    selected = run_scenarios(lab, opts)
     same = uniform_repetitions(lab, opts, selected)
     reps = f"{same}" if same is not None else "{" + ", ".join(
         f"{sc.name}: {repetitions(lab, opts, sc)}" for sc in selected) + "}"
@@ -38,7 +38,7 @@ def dry_run(lab: Lab, emulator: Emulator, opts: RunOptions, out: Callable[[str],
         f"backend: {backend.name}; link emulation: {emulator.name}{how}; {naming}{scaled}")
     for line in notes:
         out(f"# {line}")
-    for sc in select_scenarios(lab, opts.scenarios):
+    for sc in selected:
         wd = run_dir / "scenarios" / sc.name / "rep1"
         plan = build_plan(lab.topology, sc, emulator, backend, wd, file=str(lab.path / "experiment.yml"))
         out(f"\n## scenario {sc.name}" + (f": {sc.description}" if sc.description else ""))

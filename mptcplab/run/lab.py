@@ -36,8 +36,9 @@ from ..results.summary import summary_rows
 from ..steps.base import RunContext
 from ..traffic.kinds import KINDS
 from ..units import rate_unit
+from .kernelgate import kernel_symbols
 from .measure import Measured, RepRunner
-from .options import RunOptions, repetitions, select_scenarios, uniform_repetitions
+from .options import RunOptions, repetitions, run_scenarios, uniform_repetitions
 from .record import analyze
 from .retry import measure_repetition
 from .rundir import clean_all, run_dir_form
@@ -61,7 +62,7 @@ def initial_manifest(lab: Lab, emulator: Emulator, opts: RunOptions, facts: dict
         "scenarios": [s.name for s in scenarios], "sysctls": {}, "calibration": {},
         "scale": scale.manifest_record(lab), "reachability": opts.reachability,
         "subset": opts.subset.record(lab, [s.name for s in scenarios]) if opts.subset else None,
-        "estimate": opts.estimate,
+        "estimate": opts.estimate, "not_on_this_kernel": opts.not_on_this_kernel,
     }
 
 
@@ -123,12 +124,13 @@ class _Results:
 def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             log: Callable[[str], None] = print) -> tuple[Path, dict[str, Any]]:
     unsupported(lab)
-    scenarios = select_scenarios(lab, opts.scenarios)
+    scenarios = run_scenarios(lab, opts)
     planned = {sc.name: repetitions(lab, opts, sc) for sc in scenarios}
     reps = uniform_repetitions(lab, opts, scenarios)
     clean_all(opts.backend)  # whatever a killed earlier run left behind
     store.mark_dead_runs(opts.results_root)  # runs a kill -9 ended before they could say so
     facts = host_facts()  # before the run directory: a bad MPTCPLAB_CPU_EMULATION leaves nothing behind
+    facts["kernel_symbols"] = kernel_symbols(lab)
     backend_cls = backends.get(opts.backend)
     res = _Results(lab, opts, facts, initial_manifest(lab, emulator, opts, facts, scenarios, reps), planned, reps,
                    log)

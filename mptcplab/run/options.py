@@ -35,6 +35,9 @@ class RunOptions:
     #: how many times a repetition whose delay line did not keep time is measured again
     #: (runner.measure_repetition; ``--late-retries``)
     late_retries: int = 1
+    #: selected scenarios this kernel cannot judge, not run, with why (run/kernelgate.py;
+    #: manifest.json ``not_on_this_kernel``)
+    not_on_this_kernel: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def with_subset(cls, lab: Lab, subset: str | None, **kw: Any) -> RunOptions:
@@ -64,6 +67,11 @@ def select_scenarios(lab: Lab, wanted: list[str] | None) -> list[ScenarioRun]:
                                 f"(have: {', '.join(sorted(names))})")
         selected.update(hits)
     return [s for s in lab.scenarios if s.name in selected]
+
+
+def run_scenarios(lab: Lab, opts: RunOptions) -> list[ScenarioRun]:
+    """What the run measures: the selected scenarios but those this kernel cannot judge."""
+    return [s for s in select_scenarios(lab, opts.scenarios) if s.name not in opts.not_on_this_kernel]
 
 
 def repetitions(lab: Lab, opts: RunOptions, sc: ScenarioRun | None = None) -> int:

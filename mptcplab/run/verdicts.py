@@ -65,4 +65,5 @@ def run_summary(lab: Lab, run_id: str, facts: dict[str, Any], complete: bool, op
                          facts["platform"], timing, repetitions_per_scenario=reps, scale=lab.scale,
                          run_warnings=opts.warnings, run_dir=run_dir,
                          kernel_patches=None if facts.get("kernel_patches") is None
-                         else [p["name"] for p in facts["kernel_patches"] if p["present"]])
+                         else [p["name"] for p in facts["kernel_patches"] if p["present"]],
+                         kernel_symbols=facts.get("kernel_symbols"))

@@ -13,7 +13,9 @@ shaping (tbf: this kernel has no netem, and rate-only links need none), captures
 into the run directory, traffic, stop and teardown. A second test runs a two-host lab
 whose nodes use the userspace path manager the same way: its listener (``ip mptcp monitor``)
 in the containers, the token read from ``ss`` in the container, and upm_tool.py run by the
-image's python3 from the engine's package bound in. Everything is removed in finally.
+image's python3 from the engine's package bound in. A third runs the newer lab features in
+containers: a block-tcp host filter (nftables in the server's container), a transfer with
+direction download, and link_down/link_up with ends: one. Everything is removed in finally.
 """
 
 from __future__ import annotations
@@ -181,6 +183,29 @@ def measure(lab: Lab, sc: ScenarioRun, out: Path, make_backend: Callable[[Any], 
     return measure_repetition(ctx, sc, 1, out, print)  # once more if iperf3 never started
 
 
+def small_lab(tmp_path: Path, name: str, topo: dict[str, Any], exp: dict[str, Any]
+              ) -> tuple[Lab, ScenarioRun, Path, Path]:
+    """A one-scenario lab written under tmp_path: the lab, its scenario, the run directory
+    and its repetition's directory."""
+    (tmp_path / "lab").mkdir()
+    (tmp_path / "lab" / TOPOLOGY).write_text(yaml.safe_dump({"name": name, "topology": topo}))
+    (tmp_path / "lab" / "experiment.yml").write_text(yaml.safe_dump(exp, sort_keys=False))
+    lab = load_lab(tmp_path / "lab")
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    return lab, lab.scenarios[0], run_dir, run_dir / "rep1"
+
+
+def measure_and_read(lab: Lab, sc: ScenarioRun, out: Path, make_backend: Callable[[Any], ContainerlabBackend]
+                     ) -> tuple[Measured, dict[str, Any], dict[str, dict[str, str]]]:
+    """One repetition measured and analyzed: the measurement, the record, events.csv by action."""
+    measured = measure(lab, sc, out, make_backend)
+    record = analyze(measured.job).model_dump()
+    with (out / "events.csv").open() as f:
+        events = {r["action"]: r for r in csv.DictReader(f)}
+    return measured, record, events
+
+
 def test_one_repetition_on_containers_named_as_containerlab_names_them(docker_ready: None, tmp_path: Path) -> None:
     prefix = "mplt" + secrets.token_hex(4)
     lab = load_lab(REPO / "labs/mtu")
@@ -312,20 +337,10 @@ def test_userspace_path_manager_events_in_containers(docker_ready: None, tmp_pat
     to it at 2 s, both through upm_tool.py in the containers; the join is accepted because
     the listener runs in the server's container (without it the kernel refuses it)."""
     prefix = "mplt" + secrets.token_hex(4)
-    (tmp_path / "lab").mkdir()
-    (tmp_path / "lab" / TOPOLOGY).write_text(yaml.safe_dump({"name": "upm", "topology": UPM_TOPO}))
-    (tmp_path / "lab" / "experiment.yml").write_text(yaml.safe_dump(UPM_EXP, sort_keys=False))
-    lab = load_lab(tmp_path / "lab")
-    sc = lab.scenarios[0]
+    lab, sc, run_dir, out = small_lab(tmp_path, "upm", UPM_TOPO, UPM_EXP)
     net = network_for(lab.topology, sc, "experiment.yml")
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    out = run_dir / "rep1"
     with pre_created(lab, sc, prefix, run_dir) as (topo, backends, make_backend):
-        measured = measure(lab, sc, out, make_backend)
-        record = analyze(measured.job).model_dump()
-        with (out / "events.csv").open() as f:
-            events = {r["action"]: r for r in csv.DictReader(f)}
+        measured, record, events = measure_and_read(lab, sc, out, make_backend)
         print(f"\ncontainerlab backend, userspace PM: subflows {record['subflows']}, events {events}, "
               f"measured in {measured.seconds:.1f} s")
 
@@ -359,3 +374,105 @@ def test_userspace_path_manager_events_in_containers(docker_ready: None, tmp_pat
             assert in_container(container_name(prefix, node), "sh", "-c",
                                 "ls /tmp | grep -c mptcplab- || true").strip() == "0"
         assert len(backends) in (1, 2), len(backends)
+
+
+#: two hosts joined by three links: A carries the connection, B (the client's subflow
+#: endpoint) loses the server's end for a second, C (another subflow endpoint) is refused
+FEAT_TOPO = {"nodes": {n: {"kind": "linux", "image": IMAGES[0]} for n in ("client", "server")},
+             "links": [{"endpoints": [f"client:eth{i}", f"server:eth{i}"]} for i in (1, 2, 3)]}
+FEAT_ADDR = {f"{n}:eth{i}": f"10.37.{i}.{1 if n == 'server' else 2}" for n in ("client", "server") for i in (1, 2, 3)}
+FEAT_PORT, FEAT_BYTES = 7100, 6_000_000
+LINK_DOWN, LINK_UP = 1.0, 2.0
+FEAT_EXP: dict[str, Any] = {
+    "paths": {"A": "client:eth1", "B": "client:eth2", "C": "client:eth3"},
+    "addressing": {"addresses": {ep: f"{ip}/24" for ep, ip in FEAT_ADDR.items()}},
+    # 16 Mbit/s over A and B together: the 6 MB download lasts past the outage (about 4 s)
+    "links": {"client:eth1": {"rate": "8mbit"}, "client:eth2": {"rate": "8mbit"}},
+    "nodes": {
+        "client": {"role": "host", "mptcp": {
+            "limits": {"subflows": 2, "add_addr_accepted": 0},
+            "endpoints": [{"address": "client:eth2", "flags": ["subflow"]},
+                          {"address": "client:eth3", "flags": ["subflow"]}]}},
+        "server": {"role": "host", "mptcp": {"limits": {"subflows": 2, "add_addr_accepted": 0}},
+                   "middlebox": [{"kind": "block-tcp", "source": FEAT_ADDR["client:eth3"], "action": "reject"}]},
+    },
+    "traffic": {
+        "flows": {"main": {"kind": "transfer", "client": "client", "server": "server",
+                           "server_address": "server:eth1", "bind": "client:eth1", "mptcp": True,
+                           "direction": "download", "bytes": "6MB", "seed": 37, "duration": "15s",
+                           "port": FEAT_PORT}},
+        "events": [{"at": LINK_DOWN, "action": "link_down", "link": "server:eth2", "ends": "one"},
+                   {"at": LINK_UP, "action": "link_up", "link": "server:eth2", "ends": "one"}]},
+    "probes": {"nstat": True},
+    "capture": [{"point": f"client:eth{i}", "snaplen": 128} for i in (1, 2, 3)],
+    "calibration": {"enabled": False},
+    "quick": {"duration": "15s", "repetitions": 1},
+    "scenarios": [{"name": "features", "description": "block-tcp on the server, a download, "
+                                                      "server:eth2 down at 1 s and up at 2 s at that end only"}],
+}
+
+
+def tshark_fields(pcap: Path, *fields: str, where: str) -> list[list[str]]:
+    """Each packet of ``pcap`` matching the display filter ``where``: its ``fields``."""
+    argv = ["tshark", "-r", str(pcap), "-Y", where, "-T", "fields", *(a for f in fields for a in ("-e", f))]
+    return [line.split("\t") for line in sh(argv, timeout=60).stdout.splitlines() if line.strip()]
+
+
+def test_host_filter_download_and_one_ended_link_down_in_containers(docker_ready: None, tmp_path: Path) -> None:
+    """The three newer lab features on containers, each shown where ignoring it would show:
+    a block-tcp host filter on the server (nftables in its container) refuses the join from
+    client:eth3; a transfer with direction download carries its bytes server -> client only;
+    link_down/link_up with ends: one take the server's end of link B down for a second and
+    leave the client's end alone."""
+    prefix = "mplt" + secrets.token_hex(4)
+    lab, sc, run_dir, out = small_lab(tmp_path, "feat", FEAT_TOPO, FEAT_EXP)
+    with pre_created(lab, sc, prefix, run_dir) as (_topo, backends, make_backend):
+        measured, record, events = measure_and_read(lab, sc, out, make_backend)
+        nstat = record["probes"]["nstat"]
+        print(f"\ncontainerlab backend, new features: subflows {record['subflows']}, middlebox "
+              f"{record.get('middlebox')}, events {events}, measured in {measured.seconds:.1f} s")
+        assert len(backends) in (1, 2), len(backends)
+
+    # (1) block-tcp: the join from client:eth3 was tried, rejected by ICMP port unreachable,
+    # never reached the server's TCP; the rule's counter moved
+    pcap_c = out / "capture-client-eth3.pcap"
+    syns = tshark_fields(pcap_c, "ip.src", where=f"!icmp && ip.src == {FEAT_ADDR['client:eth3']} && tcp.flags.syn == 1")
+    assert syns, "no SYN from client:eth3: the filter proved nothing"
+    assert tshark_fields(pcap_c, "ip.src", where="!icmp && tcp.flags.syn == 1 && tcp.flags.ack == 1") == []
+    assert tshark_fields(pcap_c, "ip.src", where="icmp.type == 3 && icmp.code == 3"), "no ICMP port unreachable"
+    assert record["middlebox"]["server"] >= 1, record.get("middlebox")
+    assert nstat["client"].get("MPTcpExtMPJoinSynTx", 0) >= 2, nstat  # B's join and C's
+    assert nstat["server"].get("MPTcpExtMPJoinSynRx", 0) == 1, nstat  # B's only
+    assert not [s for s in record["subflows"] if s["path"] == "C" and s["established"]], record["subflows"]
+    # the analysis names the refusal (and so does not call the MPTCP run verified)
+    assert record["mptcp"]["negotiated"], record["warnings"]
+    assert [w for w in record["warnings"] if w["code"] == "join-unreachable" and w.get("path") == "C"], \
+        record["warnings"]
+
+    # (2) download: the server sent, the client verified; the capture's payload goes server -> client
+    t = record["flows"][0]["transfer"]
+    assert t["verdict"] == "equal" and t["upload"] is None, t
+    assert t["download"]["sent_bytes"] == t["download"]["received_bytes"] == FEAT_BYTES, t["download"]
+    pay = {d: sum(int(x[0]) for i in (1, 2) for x in tshark_fields(
+        out / f"capture-client-eth{i}.pcap", "tcp.len", where=f"tcp.len > 0 && tcp.{d} == {FEAT_PORT}"))
+        for d in ("srcport", "dstport")}
+    assert pay["srcport"] >= FEAT_BYTES and pay["dstport"] < 10_000, pay
+
+    # (3) ends: one: one command each, in the server's container; the client's end untouched
+    for action, verb in (("link_down", "down"), ("link_up", "up")):
+        row = events[action]
+        assert row["rc"] == "0" and row["target"] == "server:eth2 (both) this end only", row
+        cmds = row["commands"].split(" ; ")
+        assert cmds == [f"docker exec {container_name(prefix, 'server')} ip link set dev eth2 {verb}"], cmds
+    log = (out / "commands.log").read_text()
+    assert not [ln for ln in log.splitlines() if container_name(prefix, "client") in ln and "eth2 down" in ln]
+    # path B carried the download before, nothing reached the client on it while the server's
+    # end was down, and it carried data again once that end alone was up
+    down_done = float(events["link_down"]["epoch_s"]) + float(events["link_down"]["duration_ms"]) / 1000
+    up_at = float(events["link_up"]["epoch_s"])
+    to_b = f"tcp && ip.dst == {FEAT_ADDR['client:eth2']}"
+    rx = [(float(ts), int(n))
+          for ts, n in tshark_fields(out / "capture-client-eth2.pcap", "frame.time_epoch", "tcp.len", where=to_b)]
+    assert sum(n for ts, n in rx if ts < down_done) > 100_000, "path B carried no data before the event"
+    assert [ts for ts, _ in rx if down_done + 0.1 < ts < up_at] == [], "packets on path B while its far end was down"
+    assert sum(n for ts, n in rx if ts > up_at) > 50_000, "path B carried nothing after the link_up"

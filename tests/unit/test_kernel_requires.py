@@ -102,7 +102,7 @@ def test_release_range_finding() -> None:
 @pytest.mark.parametrize("requires, extra, words", [
     ({"kernel_patch": "nope"}, {}, "no kernel patch 'nope' (known: mptcp-pmtu-probing)"),
     ({"kernel": "6.1"}, {}, "a comparison"),
-    ({}, {}, "kernel_patch or kernel"),
+    ({}, {}, "kernel_patch, kernel, kallsyms or kallsyms_absent"),
     ({"kernel": ">=6.1", "colour": "red"}, {}, "Extra inputs"),
 ])
 def test_bad_requires_is_refused(requires: dict[str, Any], extra: dict[str, Any], words: str) -> None:

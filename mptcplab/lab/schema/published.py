@@ -3,13 +3,15 @@ make up."""
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import field_validator, model_validator
 
 from ...checks.base import SOURCE_KINDS, CheckStatistic, MetricName, Selected, Source, SourceField, Window
 from ...checks.fact import CaptureFact
 from ...checks.metric import Expectation, Operand
 from ...checks.registry import AnyCheck
-from ...kernelreq import PATCHES, parse_range
+from ...kernelreq import PATCHES, parse_range, parse_symbol
 from ...values.types import Strict
 
 #: the kinds' classes (CaptureFact, Expectation, Operand) are only re-exported, for the schema
@@ -46,12 +48,23 @@ Check = AnyCheck
 
 class Requires(Strict):
     """What a finding's checks need of the kernel they run on (mptcplab/kernelreq.py): on
-    another kernel the finding is not measurable here, rather than false."""
+    another kernel the finding is not measurable here, rather than false; and a scenario
+    whose every finding this kernel cannot judge, and says so, is not run (run/kernelgate.py), as
+    mptcp_join.sh skips a case its ``continue_if`` guard refuses (``otherwise: skip``)."""
 
     #: one of the project's kernel patches (images/kernel/patches/, kernelreq.PATCHES)
     kernel_patch: str | None = None
     #: a release range: comma-separated comparisons, ">=6.1", ">=6.1,<6.7", "==6.1" (any 6.1.x)
     kernel: str | None = None
+    #: kernel symbols it must have ("name", or "T name" for a type letter): the script's
+    #: ``continue_if mptcp_lib_kallsyms_has "name$"``
+    kallsyms: list[str] = []
+    #: kernel symbols it must not have: ``continue_if mptcp_lib_kallsyms_doesnt_have "T name$"``
+    kallsyms_absent: list[str] = []
+    #: what a kernel without it does with the finding's scenario: ``measure`` it (the finding
+    #: is not measurable there, the numbers are kept: a stock kernel beside the patched one), or
+    #: ``skip`` it when every finding reading it says so (mptcp_join.sh's continue_if)
+    otherwise: Literal["measure", "skip"] = "measure"
 
     @field_validator("kernel_patch")
     @classmethod
@@ -67,11 +80,28 @@ class Requires(Strict):
             parse_range(v)
         return v
 
+    @field_validator("kallsyms", "kallsyms_absent")
+    @classmethod
+    def _symbols(cls, v: list[str]) -> list[str]:
+        for spec in v:
+            parse_symbol(spec)
+        return v
+
     @model_validator(mode="after")
     def _something(self) -> Requires:
-        if self.kernel_patch is None and self.kernel is None:
-            raise ValueError("requires needs kernel_patch or kernel")
+        if self.kernel_patch is None and self.kernel is None and not self.kallsyms and not self.kallsyms_absent:
+            raise ValueError("requires needs kernel_patch, kernel, kallsyms or kallsyms_absent")
         return self
+
+    def text(self) -> str:
+        """"mptcp-pmtu-probing", ">=6.3, kernel symbol X", "no kernel symbol T Y": for people."""
+        return ", ".join([*filter(None, (self.kernel_patch, self.kernel)),
+                          *(f"kernel symbol {s}" for s in self.kallsyms),
+                          *(f"no kernel symbol {s}" for s in self.kallsyms_absent)])
+
+    def symbols(self) -> set[str]:
+        """The symbol names it reads (what a run records of its kernel)."""
+        return {parse_symbol(s)[1] for s in (*self.kallsyms, *self.kallsyms_absent)}
 
 
 class Finding(Strict):

@@ -80,6 +80,12 @@ class Manifest(Lenient):
     kernel_version: str | None = None
     #: each known project patch: carried or not, and the evidence (None: a run before the field)
     kernel_patches: list[KernelPatch] | None = None
+    #: the kernel symbols the lab's findings require (published.yml ``requires.kallsyms``):
+    #: name -> type letters, None when absent (kernelreq.kallsyms; None: a run before the field)
+    kernel_symbols: dict[str, str | None] | None = None
+    #: the selected scenarios the run left because this kernel cannot judge them, with why
+    #: (run/kernelgate.py)
+    not_on_this_kernel: dict[str, str] = {}
     machine: str | None = None
     hostname: str | None = None
     cpu_count: int | None = None

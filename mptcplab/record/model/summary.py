@@ -128,6 +128,9 @@ class FindingRow(Lenient):
     verdict: Verdict = "not measurable"
     evidence: str = ""
     checks: list[CheckStat] = Field(default_factory=list)
+    #: why this kernel cannot judge it (its ``requires``; empty: it can): such a finding's
+    #: scenario is not run on this kernel when it is its only one (run/kernelgate.py)
+    kernel_lacks: str = ""
 
     @model_validator(mode="before")
     @classmethod
