@@ -103,7 +103,8 @@ class _LinkOnOff(_OnLink):
         return self
 
     def target(self) -> str:
-        return super().target() + (" this end only" if self.ends == "one" else "")
+        # one end: how is ip-link, which has no direction to show
+        return f"{self.link} this end only" if self.ends == "one" else super().target()
 
 
 class LinkDown(_LinkOnOff):

@@ -118,6 +118,17 @@ def per_case_table(r: Reproduction) -> list[str]:
     return [md_table(["case", "script's calls", "this lab", "expected → got (headline checks)"], rows), ""]
 
 
+def _when(r: Reproduction) -> str:
+    """", commit abc1234, 2026-11-29T10:43Z, 2,100 s of run (N scenario(s) not run on this
+    kernel)": what the run's manifest says of itself."""
+    m = r.column.manifest
+    parts = [f"commit {m.git.commit[:7]}" if m.git.commit else "",
+             f"started {m.started}" if m.started else "",
+             f"{m.wall_seconds:,.0f} s of run" if m.wall_seconds is not None else "",
+             f"{len(m.not_on_this_kernel)} case(s) not run on this kernel" if m.not_on_this_kernel else ""]
+    return "".join(f", {p}" for p in parts if p)
+
+
 def cases_block(lab: str, found: Sequence[Reproduction], records_shown: str) -> list[str]:
     """The cases view of ``lab``: per campaign on record, its targets side by side (by kernel),
     then the cases of its native target (else its last) one per line."""
@@ -138,7 +149,7 @@ def cases_block(lab: str, found: Sequence[Reproduction], records_shown: str) -> 
         lines += [f"- {_label(r)}: run `{r.column.summary.run_id}`, "
                   + ("valid" if r.column.summary.valid else
                      f"**invalid** ({'; '.join(r.column.summary.invalid_reasons)})")
-                  + f", {r.column.summary.run_kind or 'unknown kind'}" for r in runs]
+                  + f", {r.column.summary.run_kind or 'unknown kind'}" + _when(r) for r in runs]
         lines += ["", f"One line per case on {_label(first)} (the checks named: the failing ones first, in bold, "
                   "then the script's first count and every count it expects above zero; report.md of the run "
                   "has every check's evidence):", "", *per_case_table(first)]

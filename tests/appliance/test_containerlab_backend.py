@@ -461,7 +461,7 @@ def test_host_filter_download_and_one_ended_link_down_in_containers(docker_ready
     # (3) ends: one: one command each, in the server's container; the client's end untouched
     for action, verb in (("link_down", "down"), ("link_up", "up")):
         row = events[action]
-        assert row["rc"] == "0" and row["target"] == "server:eth2 (both) this end only", row
+        assert row["rc"] == "0" and row["target"] == "server:eth2 this end only", row
         cmds = row["commands"].split(" ; ")
         assert cmds == [f"docker exec {container_name(prefix, 'server')} ip link set dev eth2 {verb}"], cmds
     log = (out / "commands.log").read_text()

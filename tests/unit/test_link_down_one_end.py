@@ -98,7 +98,7 @@ def test_up_brings_the_named_end_up_and_puts_back_only_its_routes(lab: Any) -> N
 def test_the_events_csv_columns_and_target(lab: Any) -> None:
     e = env(lab)
     r = resolve(e, ev(action="link_down", link="rb:eth1", ends="one"))
-    assert r.target == "rb:eth1 (both) this end only"
+    assert r.target == "rb:eth1 this end only"
     assert subject(r.event) == {"node": "rb", "link": "rb:eth1", "direction": "both"}
     assert resolve(e, ev(action="link_down", link="rb:eth1")).target == "rb:eth1 (both)"
 

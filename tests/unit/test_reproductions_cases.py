@@ -125,7 +125,8 @@ def test_case_by_kernel_from_records(site: Path, capsys: pytest.CaptureFixture[s
            "MPJoinSynTx, MPJoinSynTxBindErr, MPJoinSynTxConnectErr, MPJoinSynTxCreatSkErr" in doc
     # a case neither run measured has no row; the counts are of those run
     assert "| no JOIN |" not in doc
-    assert "| **in all** | 2 pass, 0 fail, 0 inconclusive, 0 n/a, 0 skip | 1 pass, 1 fail, 0 inconclusive, 0 n/a, 0 skip |" in doc
+    assert ("| **in all** | 2 pass, 0 fail, 0 inconclusive, 0 n/a, 0 skip "
+            "| 1 pass, 1 fail, 0 inconclusive, 0 n/a, 0 skip |") in doc
     # one line per case on the native kernel: the failing check first, in bold
     lines = [x for x in doc.splitlines() if x.startswith("| signal address | `chk_join_nr 1 1 1; chk_add_nr 1 1` |")]
     assert lines == ["| signal address | `chk_join_nr 1 1 1; chk_add_nr 1 1` | **fail** | **MPJoinAckRx@server 1→0**, "

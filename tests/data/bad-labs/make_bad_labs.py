@@ -137,6 +137,8 @@ CASES = [
          "too slow for tbf", edit=link("client:eth1", ingress={"rate": "500bit"})),
     Case("exp-scale-zero", E, "a scale factor of zero", "scale", "greater than 0",
          edit=lambda d: d.update(scale=0)),
+    Case("exp-scale-no-reason", E, "a scale factor below 1 without its reason", "scale_reason",
+         "required with a scale below 1", edit=lambda d: d.update(scale=0.5)),
     Case("exp-scale-in-scenario", E, "a scale factor in a scenario's override", "scenarios[0] (tcp-a): scale",
          "unknown field", edit=lambda d: d["scenarios"][0]["override"].update(scale=0.5)),
     Case("exp-link-mtu-range", E, "a link MTU below 68", "links.client:eth1.mtu", "greater than",
@@ -188,7 +190,7 @@ CASES = [
     Case("exp-udp-no-rate", E, "a UDP flow without its rate", "traffic.flows.main.rate", "required",
          edit=lambda d: d["traffic"]["flows"].update(main=dict(d["traffic"]["flows"]["main"], kind="udp",
                                                                mptcp=False, cc=None))),
-    Case("exp-transfer-no-bytes", E, "a verified transfer without its byte count", "traffic.flows.main.transfer.bytes",
+    Case("exp-transfer-no-bytes", E, "a verified transfer without its byte count", "traffic.flows.main.bytes",
          "required", edit=lambda d: d["traffic"]["flows"].update(main={
              k: v for k, v in d["traffic"]["flows"]["main"].items()
              if k in ("client", "server", "server_address", "bind")} | {"kind": "transfer"})),
