@@ -57,6 +57,10 @@ def engine_args(item: WorkItem, lab_arg: str, results_arg: str) -> list[str]:
         args.append("--quick")
     if item.run.no_calibrate:
         args.append("--no-calibrate")
+    if item.target.kind == "qemu":
+        # the guest's CPU is emulated: a big lab's figures take longer than its cases, and the
+        # records keep none (`mptcplab report` draws them from the kept files)
+        args.append("--no-figures")
     if item.run.emulation:
         args += ["--emulation", item.run.emulation]
     if item.run.scale is not None:

@@ -29,6 +29,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    help="where nodes run: " + "; ".join(f"{n}: {backends.DESCRIPTIONS[n]}" for n in backends.names())
                         + " (auto: the first of " + ", ".join(backends.AUTO_ORDER) + " this host can use)")
     r.add_argument("--no-calibrate", action="store_true", help="skip the per-run link checks (results marked so)")
+    r.add_argument("--no-figures", action="store_true",
+                   help="report.md without figures (`mptcplab report RUN_DIR` draws them later)")
     r.add_argument("--late-retries", type=int, default=1, metavar="N",
                    help="measure a repetition again, up to N times, when a delay line did not keep time "
                         "(host stalls; every attempt's files kept under failed/; default 1, 0: never)")
@@ -81,7 +83,7 @@ def cmd_run(a: argparse.Namespace) -> int:
     unsupported(lab)
     opts = RunOptions.with_subset(lab, a.subset, quick=a.quick, reps=a.reps, scenarios=a.scenario,
                                   results_root=a.results, calibrate=not a.no_calibrate,
-                                  late_retries=a.late_retries)
+                                  late_retries=a.late_retries, figures=not a.no_figures)
     scenarios = select_scenarios(lab, opts.scenarios)
     # a case the kernel cannot judge is not run (as mptcp_join.sh's continue_if skips it)
     kgate = gate(lab, scenarios, running_kernel(lab))

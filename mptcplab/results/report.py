@@ -348,8 +348,10 @@ def render_report(
     figure_files: dict[str, str] | None = None,
     missing_files: Sequence[str] = (),
     figure_errors: Sequence[str] = (),
+    figures_left_out: bool = False,
 ) -> str:
-    """report.md text. figure_files maps a caption to a path relative to the run directory."""
+    """report.md text. figure_files maps a caption to a path relative to the run directory;
+    ``figures_left_out``: the run drew none (``run --no-figures``), and the report says how to."""
     s = as_summary(summary)
     m = manifest if isinstance(manifest, Manifest) else (
         Manifest.model_validate(manifest) if manifest else Manifest(present=False))
@@ -363,6 +365,9 @@ def render_report(
     lines += _published_section(s)
     lines += _findings_section(s)
     lines += _crossover_section(s)
+    if figures_left_out:
+        lines += ["## Figures", "", "Not drawn by this run (`--no-figures`): `mptcplab report RUN_DIR` draws them "
+                  "from its files.", ""]
     if figure_files:
         lines += ["## Figures", ""]
         for caption, rel in figure_files.items():
@@ -472,16 +477,19 @@ def _events(rep_dir: Path) -> pd.DataFrame | None:
     return pd.read_csv(p) if p.is_file() and p.stat().st_size > 1 else None
 
 
-def write_report(run_dir: str | Path) -> Path:
-    """Write <run_dir>/report.md and <run_dir>/figures/*.png; return the report's path."""
+def write_report(run_dir: str | Path, figures: bool = True) -> Path:
+    """Write <run_dir>/report.md and, with ``figures``, <run_dir>/figures/*.png; return the
+    report's path. Without: a campaign item on an emulated CPU, where drawing a big lab's
+    figures takes longer than its cases and the records keep none."""
     run_dir = Path(run_dir)
     summary = load_summary(run_dir)
     manifest = load_manifest(run_dir)
-    files, missing, errors = write_figures(run_dir, summary, manifest)
+    files, missing, errors = write_figures(run_dir, summary, manifest) if figures else ({}, [], [])
     if not manifest.present:
         missing = ["manifest.json", *missing]
     out = run_dir / "report.md"
-    out.write_text(render_report(summary, manifest, files, missing, errors), encoding="utf-8")
+    out.write_text(render_report(summary, manifest, files, missing, errors, figures_left_out=not figures),
+                   encoding="utf-8")
     return out
 
 

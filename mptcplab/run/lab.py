@@ -217,7 +217,7 @@ def run_lab(lab: Lab, emulator: Emulator, opts: RunOptions,
             if deferred.got is None:
                 from ..results.report import write_report
 
-                write_report(run_dir)
+                write_report(run_dir, figures=opts.figures)
             if deferred.got is not None:
                 # Ctrl-C or a kill while the last files were written: the user asked the run to
                 # stop before it was done, so it is not complete (nor latest), its results kept

@@ -38,6 +38,8 @@ class RunOptions:
     #: selected scenarios this kernel cannot judge, not run, with why (run/kernelgate.py;
     #: manifest.json ``not_on_this_kernel``)
     not_on_this_kernel: dict[str, str] = field(default_factory=dict)
+    #: draw the report's figures (``--no-figures``: report.md alone)
+    figures: bool = True
 
     @classmethod
     def with_subset(cls, lab: Lab, subset: str | None, **kw: Any) -> RunOptions:

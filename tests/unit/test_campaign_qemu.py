@@ -107,6 +107,7 @@ def test_command_is_qemu_run_around_the_engine(tmp_path: Path) -> None:
     engine = argv[sep + 4:]
     assert engine[engine.index("--results") + 1] == results
     assert engine[engine.index("--scenario") + 1] == first_scenario() and "--quick" in engine
+    assert "--no-figures" in engine  # an emulated CPU draws a big lab's figures slower than it runs its cases
     assert kind_of(item.target).files(item, idir) == {}  # nothing to write, nothing to fetch back
     assert item_record(item)["debs"] == str(d) and item_record(item)["kind"] == "qemu"
 

@@ -234,6 +234,13 @@ def test_quick_mode_caveat(tmp_path: Path) -> None:
     assert "Quick mode" in text and "QUICK" in text
 
 
+def test_a_report_without_figures_says_how_to_draw_them(tmp_path: Path) -> None:
+    run_dir = make_run_dir(tmp_path)
+    text = write_report(run_dir, figures=False).read_text()
+    assert "Not drawn by this run (`--no-figures`): `mptcplab report RUN_DIR` draws them" in text
+    assert "![" not in text and not (run_dir / "figures").exists()
+
+
 def test_scenario_table_holds_given_values(report: str) -> None:
     sec = _section(report, "Scenarios")
     tcp = _row(sec, "tcp-a")
