@@ -112,9 +112,10 @@ def headline(f: FindingRow) -> str:
 def per_case_table(r: Reproduction) -> list[str]:
     """One line per case of one run: its name, the script's calls, the verdict, the headline checks."""
     rows = []
+    left = r.column.manifest.not_on_this_kernel
     for f in _ran(r).values():
         case, calls = case_of(f)
-        rows.append([case, f"`{calls}`", cell(f).split(":", 1)[0], headline(f)])
+        rows.append([case, f"`{calls}`", cell(f, f.scenario in left).split(":", 1)[0], headline(f)])
     return [md_table(["case", "script's calls", "this lab", "expected → got (headline checks)"], rows), ""]
 
 

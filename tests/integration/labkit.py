@@ -196,3 +196,23 @@ def ran_events(run_dir: Path, scenario: str, rep: int = 1) -> dict[str, dict[str
     for r in rows:
         assert r["rc"] == "0" and r["capture_s"], r
     return {r["action"]: r for r in rows}
+
+
+def assert_upm_subflow_window(rec: dict[str, Any], created: float, destroyed: float, done: float, *,
+                              min_bytes: int, first_within: float, a_until: float) -> dict[str, Any]:
+    """A userspace-PM subflow created at ``created`` and destroyed at ``destroyed`` (its command
+    done at ``done``), capture times: one joined subflow on path B carrying more than
+    ``min_bytes``, its data from within ``first_within`` after the create to the destroy (the
+    tool's start and the queue's last packets after it); path A's initial subflow carrying
+    the connection before the create and after ``a_until``; one join in nstat. Returns B."""
+    b = [s for s in rec["subflows"] if s["path"] == "B"]
+    assert len(b) == 1 and b[0]["initial"] is False and b[0]["established"], rec["subflows"]
+    sub = b[0]
+    assert (sub["bytes"] or 0) > min_bytes, sub
+    assert created < sub["first_data_t"] < created + first_within, (created, sub)
+    assert destroyed - 0.5 < sub["last_data_t"] < done + 0.3, (destroyed, done, sub)
+    a = [s for s in rec["subflows"] if s["path"] == "A" and s["initial"]]
+    assert a and a[0]["first_data_t"] < created and a[0]["last_data_t"] > a_until, a
+    mib = rec["probes"]["nstat"]
+    assert mib["client"].get("MPTcpExtMPJoinSynTx") == 1 and mib["server"].get("MPTcpExtMPJoinAckRx") == 1, mib
+    return sub
