@@ -142,7 +142,7 @@ def test_signal_while_the_report_is_written_marks_the_run_interrupted(
 
     real = report.write_report
 
-    def interrupted_report(run_dir: Path) -> None:
+    def interrupted_report(run_dir: Path, figures: bool = True) -> None:
         os.kill(os.getpid(), signal.SIGINT)  # recorded, not raised: the report still completes
         real(run_dir)
 
